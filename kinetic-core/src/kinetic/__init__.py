@@ -1,0 +1,10 @@
+"""Kinetic: an open engine that runs GGUF models locally, exactly and fast."""
+
+__version__ = "0.1.0"
+
+
+def open_model(path):
+    """Open a model file's header and tensor table (see kinetic.model.open_model)."""
+    from kinetic.model import open_model as _open_model
+
+    return _open_model(path)

@@ -1,0 +1,7 @@
+"""python -m kinetic: the kinetic command."""
+
+import sys
+
+from kinetic.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,97 @@
+"""The kinetic command line (typer). Exit codes: 0 success, 1 the command failed, 2 a bad command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from kinetic import __version__
+from kinetic.errors import KineticError
+
+# typer vendors click in recent releases; take its UsageError from a public class either way.
+UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+app = typer.Typer(
+    name="kinetic",
+    help="Kinetic: run GGUF models locally, faster than llama.cpp without changing the answer.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"kinetic {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.",
+                                 callback=_print_version, is_eager=True),
+) -> None:
+    """Kinetic: run GGUF models locally."""
+
+
+@app.command()
+def info(
+    model: Optional[Path] = typer.Argument(None, help="A .gguf or .ktc file.", show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+) -> None:
+    """Show what a model file contains and whether Kinetic supports it (reads only the header)."""
+    from kinetic.cli.info import info_lines
+
+    print("\n".join(info_lines(_one_model(model, model_option))))
+
+
+@app.command()
+def doctor() -> None:
+    """Check the CPU, memory, GPUs, plugins and disk, and say what to fix."""
+    from kinetic.cli.doctor import doctor_lines
+
+    for line in doctor_lines():
+        print(line, flush=True)
+
+
+def _one_model(positional: Optional[Path], option: Optional[Path]) -> Path:
+    if positional and option:
+        raise UsageError("give the model once: as the first argument or with -m, not both")
+    if not (positional or option):
+        raise UsageError("missing the model: give a .gguf file as the first argument or with -m")
+    return positional or option
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Run the command line; errors become one line on stderr and the exit code."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        app(args=args, prog_name="kinetic", standalone_mode=False)
+    except UsageError as error:
+        return _usage_error(error)
+    except KineticError as error:
+        print(f"kinetic: {error}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, typer.Abort):
+        return 130
+    except typer.Exit as done:
+        return done.exit_code
+    return 0
+
+
+def _usage_error(error) -> int:
+    """One line saying what is wrong and where the help is; exit code 2."""
+    if type(error).__name__ == "NoArgsIsHelpError":  # bare `kinetic` or a command without arguments
+        print(error.ctx.get_help(), file=sys.stderr)
+        return 2
+    command = error.ctx.command_path if error.ctx else "kinetic"
+    print(f"{command}: {error.format_message().rstrip('.')} (see {command} --help)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

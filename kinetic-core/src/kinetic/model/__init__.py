@@ -1,0 +1,5 @@
+"""Model files and the blocks families build from them."""
+
+from kinetic.model.files import open_model
+
+__all__ = ["open_model"]

@@ -1,0 +1,13 @@
+"""A speed technology: exact, on by default, turned off by name with --off."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class SpeedTechnology:
+    name: str  # the --off name: rad1, warm-start, ...
+    title: str  # as printed: RAD-1, Warm Start, ...
+    attach: Callable[[Any], Any]  # engine -> the hook it plugs into

@@ -1,0 +1,7 @@
+"""I16: each weight stored as a little-endian int16."""
+
+from kinetic.spec import TensorType
+
+from kinetic_formats.types._common import elementwise
+
+TENSOR_TYPE = TensorType(25, "I16", 1, 2, elementwise("<i2"))

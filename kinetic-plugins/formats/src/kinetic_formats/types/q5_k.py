@@ -1,0 +1,16 @@
+"""Q5_K: Q4_K with a fifth, high bit per quant: blocks of 256 weights in 8 runs of 32; w = (d * s) * q - (dmin * m)."""
+
+import numpy as np
+
+from kinetic.spec import TensorType
+
+from kinetic_formats.types._common import chunked, fields, k4_scales_mins
+
+
+def _decode(blocks: np.ndarray) -> np.ndarray:  # blocks: [n, 176] uint8 -> [n, 8, 32]
+    dl, ml = k4_scales_mins(blocks)
+    q = fields(blocks[:, 48:], 4, 32) | (fields(blocks[:, 16:48], 1, 32) << np.uint8(4))
+    return dl * q.reshape(len(blocks), 8, 32) - ml
+
+
+TENSOR_TYPE = TensorType(13, "Q5_K", 256, 176, chunked(_decode, 256))

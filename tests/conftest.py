@@ -1,0 +1,47 @@
+"""Shared fixtures: the real test models and llama.cpp's source, fetched once into the user cache."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+
+import fetch_models  # noqa: E402
+import llama_cpp  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def qwen_gguf() -> Path:
+    """Qwen2.5-Coder-0.5B-Instruct (qwen2, BPE), 491 MB."""
+    return fetch_models.fetch("qwen")
+
+
+@pytest.fixture(scope="session")
+def gemma_gguf() -> Path:
+    """Gemma 3 270M Q4_K_M (gemma3, SentencePiece)."""
+    return fetch_models.fetch("gemma")
+
+
+@pytest.fixture(scope="session", params=["qwen", "gemma"])
+def real_gguf(request) -> Path:
+    """Each real test model in turn."""
+    return fetch_models.fetch(request.param)
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_source() -> Path:
+    """llama.cpp's source tree (tokenizer vectors, templates), from the PyPI sdist."""
+    return llama_cpp.source()
+
+
+@functools.lru_cache(maxsize=None)
+def gguf_oracle(path: Path):
+    """gguf-py's reading of a file (the test oracle), made once per file: it is slow on large vocabularies."""
+    import gguf
+
+    return gguf.GGUFReader(path)

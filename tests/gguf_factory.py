@@ -1,0 +1,115 @@
+"""Small GGUF files for tests, written with gguf-py (the writer llama.cpp's own converters use).
+
+write_gguf() writes given metadata and tensors; write_random_model() writes a random-weight model
+of a given architecture, named and shaped as llama.cpp expects, for families with no real model here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import gguf
+import numpy as np
+from gguf.constants import MODEL_ARCH, MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR_NAMES
+
+
+@dataclass(frozen=True)
+class Dims:
+    n_layer: int = 2
+    n_embd: int = 64
+    n_head: int = 4
+    n_head_kv: int = 2
+    n_ff: int = 128
+    n_vocab: int = 300
+
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.n_head
+
+
+def _shapes(d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
+    """numpy shapes ([rows, row length]) of the standard transformer tensors."""
+    q, kv = d.n_head * d.head_dim, d.n_head_kv * d.head_dim
+    return {
+        MODEL_TENSOR.TOKEN_EMBD: (d.n_vocab, d.n_embd), MODEL_TENSOR.OUTPUT: (d.n_vocab, d.n_embd),
+        MODEL_TENSOR.OUTPUT_NORM: (d.n_embd,), MODEL_TENSOR.ATTN_NORM: (d.n_embd,),
+        MODEL_TENSOR.ATTN_Q: (q, d.n_embd), MODEL_TENSOR.ATTN_K: (kv, d.n_embd), MODEL_TENSOR.ATTN_V: (kv, d.n_embd),
+        MODEL_TENSOR.ATTN_OUT: (d.n_embd, q), MODEL_TENSOR.ATTN_Q_NORM: (d.head_dim,),
+        MODEL_TENSOR.ATTN_K_NORM: (d.head_dim,), MODEL_TENSOR.ATTN_POST_NORM: (d.n_embd,),
+        MODEL_TENSOR.FFN_NORM: (d.n_embd,), MODEL_TENSOR.FFN_PRE_NORM: (d.n_embd,),
+        MODEL_TENSOR.FFN_POST_NORM: (d.n_embd,), MODEL_TENSOR.FFN_GATE: (d.n_ff, d.n_embd),
+        MODEL_TENSOR.FFN_UP: (d.n_ff, d.n_embd), MODEL_TENSOR.FFN_DOWN: (d.n_embd, d.n_ff),
+    }
+
+
+def write_gguf(path: Path, arch: str, metadata: Mapping[str, Any], tensors: Mapping[str, Any]) -> Path:
+    """Write metadata and tensors: float arrays, or (quantized bytes [rows, row bytes], GGMLQuantizationType)."""
+    writer = gguf.GGUFWriter(str(path), arch)
+    for key, value in metadata.items():
+        writer.add_key_value(key, value, _value_type(value))
+    for name, tensor in tensors.items():
+        if isinstance(tensor, tuple):
+            raw, qtype = tensor
+            writer.add_tensor(name, raw, raw_dtype=qtype)
+        else:
+            writer.add_tensor(name, tensor)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def _value_type(value: Any) -> gguf.GGUFValueType:
+    if isinstance(value, (list, tuple)):
+        return gguf.GGUFValueType.ARRAY
+    if isinstance(value, bool):
+        return gguf.GGUFValueType.BOOL
+    if isinstance(value, int):
+        return gguf.GGUFValueType.INT64 if value >= 2**31 else gguf.GGUFValueType.UINT32
+    if isinstance(value, float):
+        return gguf.GGUFValueType.FLOAT32
+    return gguf.GGUFValueType.get_type(value)
+
+
+def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), weight_type: str = "F32",
+                       seed: int = 0) -> Path:
+    """A random-weight model of `arch` with the tensors llama.cpp names for it, matrices in weight_type."""
+    arch_enum = next(a for a, name in MODEL_ARCH_NAMES.items() if name == arch)
+    rng = np.random.default_rng(seed)
+    shapes = _shapes(dims)
+    qtype = gguf.GGMLQuantizationType[weight_type]
+    tensors: dict[str, Any] = {}
+    for kind in MODEL_TENSORS[arch_enum]:
+        if kind not in shapes:
+            continue
+        names = [TENSOR_NAMES[kind]] if "{bid}" not in TENSOR_NAMES[kind] else [
+            TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer)]
+        for name in names:
+            values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
+            tensors[name + ".weight"] = _stored(values, qtype)
+    return write_gguf(path, arch, _model_metadata(arch, dims), tensors)
+
+
+def _stored(values: np.ndarray, qtype: gguf.GGMLQuantizationType) -> Any:
+    if values.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
+        return values
+    return (gguf.quants.quantize(values, qtype), qtype)
+
+
+def _model_metadata(arch: str, d: Dims) -> dict[str, Any]:
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tokens += [f"tok{i}" for i in range(d.n_vocab - len(tokens))]
+    return {
+        f"{arch}.context_length": 256, f"{arch}.embedding_length": d.n_embd, f"{arch}.block_count": d.n_layer,
+        f"{arch}.feed_forward_length": d.n_ff, f"{arch}.attention.head_count": d.n_head,
+        f"{arch}.attention.head_count_kv": d.n_head_kv, f"{arch}.attention.layer_norm_rms_epsilon": 1e-6,
+        f"{arch}.rope.freq_base": 10000.0,
+        "general.name": f"random {arch}",
+        "tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": tokens,
+        "tokenizer.ggml.scores": [0.0] * len(tokens),
+        "tokenizer.ggml.token_type": [3, 3, 3] + [6] * 256 + [1] * (len(tokens) - 259),
+        "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2,
+    }
