@@ -201,16 +201,17 @@ def test_truncated_at_every_section_boundary(small_model, tmp_path):
             assert "truncated" in message, (size, message)
 
 
-def test_real_model_truncated_at_section_boundaries(gemma_gguf, tmp_path):
-    """The real file, cut inside its metadata, tensor table and data (sparse copies of the header)."""
+def test_real_model_truncated_at_every_section_boundary(gemma_gguf, tmp_path):
+    """The real file cut at and just before every metadata entry, tensor-table entries and the data."""
     reader = gguf_oracle(gemma_gguf)
-    fields = list(reader.fields.values())
-    cuts = [6, 20, fields[len(fields) // 2].offset + 3, reader.tensors[0].field.offset + 2,
-            reader.tensors[-1].field.offset + 10, reader.data_offset, reader.data_offset + 1000]
+    infos = reader.tensors
+    cuts = [field.offset for field in reader.fields.values()]
+    cuts += [infos[i].field.offset for i in (0, 1, len(infos) // 2, len(infos) - 1)]
+    cuts += [reader.data_offset, int(infos[0].data_offset) + int(infos[0].n_bytes)]
     with open(gemma_gguf, "rb") as f:
-        header = f.read(reader.data_offset + 1000)
-    for size in cuts:
-        cut = tmp_path / "cut.gguf"
+        header = f.read(max(cuts) + 1)
+    cut = tmp_path / "cut.gguf"
+    for size in sorted({c for point in cuts for c in (point - 1, point) if c > 0}):
         cut.write_bytes(header[:size])
         assert "truncated" in error_of(cut), size
     with open(cut, "r+b") as f:  # sparse: the whole header, the data region one byte short
