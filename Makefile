@@ -1,12 +1,13 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PACKAGES := -e kinetic-core -e kinetic-plugins/formats -e ".[test]"
+PLUGINS := formats families
+PACKAGES := -e kinetic-core $(PLUGINS:%=-e kinetic-plugins/%) -e ".[test]"
 
 .PHONY: install demo test
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml kinetic-core/pyproject.toml kinetic-plugins/formats/pyproject.toml
+$(VENV)/.installed: pyproject.toml kinetic-core/pyproject.toml $(PLUGINS:%=kinetic-plugins/%/pyproject.toml)
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(PACKAGES)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import gguf
 import numpy as np
@@ -75,8 +75,12 @@ def _value_type(value: Any) -> gguf.GGUFValueType:
 
 
 def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), weight_type: str = "F32",
-                       seed: int = 0) -> Path:
-    """A random-weight model of `arch` with the tensors llama.cpp names for it, matrices in weight_type."""
+                       seed: int = 0, metadata: Mapping[str, Any] = {}, extra_tensors: Mapping[str, Any] = {},
+                       without: Collection[str] = ()) -> Path:
+    """A random-weight model of `arch` with the tensors llama.cpp names for it, matrices in weight_type.
+
+    metadata adds or overrides keys, extra_tensors adds tensors, without leaves the named tensors out.
+    """
     arch_enum = next(a for a, name in MODEL_ARCH_NAMES.items() if name == arch)
     rng = np.random.default_rng(seed)
     shapes = _shapes(dims)
@@ -90,7 +94,21 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
         for name in names:
             values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
             tensors[name + ".weight"] = _stored(values, qtype)
-    return write_gguf(path, arch, _model_metadata(arch, dims), tensors)
+            if kind in _BIASES.get(arch, ()):
+                tensors[name + ".bias"] = rng.standard_normal(shapes[kind][:1], dtype=np.float32) * 0.1
+    tensors = {name: t for name, t in {**tensors, **extra_tensors}.items() if name not in without}
+    return write_gguf(path, arch, {**_model_metadata(arch, dims), **metadata}, tensors)
+
+
+# What llama.cpp's converters write for an architecture beyond the common tensors and keys.
+_BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V)}
+
+
+def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
+    if arch == "gemma3":  # a small window, so that short tests reach past it
+        return {f"{arch}.attention.sliding_window": 4, f"{arch}.attention.key_length": d.head_dim,
+                f"{arch}.attention.value_length": d.head_dim, f"{arch}.rope.freq_base": 1000000.0}
+    return {}
 
 
 def _stored(values: np.ndarray, qtype: gguf.GGMLQuantizationType) -> Any:
@@ -112,4 +130,5 @@ def _model_metadata(arch: str, d: Dims) -> dict[str, Any]:
         "tokenizer.ggml.scores": [0.0] * len(tokens),
         "tokenizer.ggml.token_type": [3, 3, 3] + [6] * 256 + [1] * (len(tokens) - 259),
         "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2,
+        **_arch_metadata(arch, d),
     }

@@ -20,7 +20,7 @@ EXPECTED = {
     "qwen": [
         "qwen2.5-coder-0.5b-instruct.gguf",
         "  name           Qwen2.5 Coder 0.5B Instruct AWQ",
-        "  architecture   qwen2 (not supported yet)",
+        "  architecture   qwen2 (supported)",
         "  size           0.46 GiB, 0.63 B parameters",
         "  context        32768 tokens",
         "  layers         24, width 896",
@@ -29,7 +29,7 @@ EXPECTED = {
     "gemma": [
         "gemma-3-270m-q4_k_m.gguf",
         "  name           Gemma 3 270m",
-        "  architecture   gemma3 (not supported yet)",
+        "  architecture   gemma3 (supported)",
         "  size           0.24 GiB, 0.27 B parameters",
         "  context        32768 tokens",
         "  layers         18, width 640",

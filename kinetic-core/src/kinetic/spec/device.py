@@ -1,9 +1,52 @@
-"""A device: where a stack of blocks runs."""
+"""A device: where a stack of blocks runs, and the runner contract every device gives the engine.
+
+    runner = device.upload(stack, options)   # weights on the device, caches reserved, or a refusal naming why
+    seq = runner.new_sequence()              # one conversation's KV cache (and recurrent state)
+    logits = runner.forward(rows)            # logits of the rows that ask for them, in row order
+    seq.truncate(n)                          # back to its first n tokens
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol, Sequence
+
+import numpy as np
+
+
+class DeviceSequence(Protocol):
+    n_tokens: int  # tokens held in its cache
+
+    def truncate(self, n: int) -> None:
+        """Forget every token from position n on."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One token of a forward pass. Rows of one pass may belong to several sequences (Convoy), and may
+    form a tree inside one (RAD-1): a row sees its sequence's cached tokens, then the rows of its path."""
+
+    sequence: DeviceSequence
+    token: int
+    position: int
+    parent: int = -1  # index in the pass of the row before this one on its path; -1 if none
+    logits: bool = False  # whether to compute this row's logits
+
+
+class Runner(Protocol):
+    device_name: str  # as status lines print it: "the CPU", "NVIDIA H200"
+
+    def new_sequence(self) -> DeviceSequence:
+        """A new empty sequence."""
+
+    def forward(self, rows: Sequence[Row]) -> np.ndarray:
+        """Run the rows; return [rows asking for logits, n_vocab] float32 logits."""
+
+
+@dataclass(frozen=True)
+class UploadOptions:
+    threads: Optional[int] = None  # CPU threads; None for all
+    context_length: Optional[int] = None  # tokens per sequence; None for the device's default
 
 
 @dataclass(frozen=True)
@@ -12,4 +55,4 @@ class Device:
 
     name: str  # "cpu", "cuda", "vulkan"
     probe: Callable[[], Optional[str]]
-    upload: Callable[[Any, Any], Any]  # (stack, options) -> runner, or raises a refusal naming why
+    upload: Callable[[Any, UploadOptions], Runner]  # (stack, options) -> runner, or raises a refusal naming why

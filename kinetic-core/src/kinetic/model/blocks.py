@@ -1,0 +1,109 @@
+"""The blocks every family maps onto and every device implements: plain data, no computation.
+
+A family never computes and a device never reads GGUF names: a Stack of these dataclasses, holding
+weight handles and hyper-parameters, is the whole contract between them (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Optional, Union
+
+import numpy as np
+
+from kinetic.spec import ModelFile, TensorType
+
+
+@dataclass(frozen=True)
+class Weight:
+    """One tensor of the model file, not read until a device asks. shape is numpy order: [rows, row length]."""
+
+    model: ModelFile = field(repr=False)  # its repr would print the whole file's metadata
+    name: str
+
+    @property
+    def type(self) -> TensorType:
+        return self.model.tensors[self.name].type
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.model.tensors[self.name].shape[::-1]
+
+    def raw(self) -> np.ndarray:
+        """The stored bytes, [rows, bytes per row] for a matrix, zero-copy from the memory map."""
+        rows = int(np.prod(self.shape[:-1], dtype=np.int64)) if len(self.shape) > 1 else 1
+        return self.model.raw(self.name).reshape(rows, -1)
+
+    def to_float32(self) -> np.ndarray:
+        return self.model.to_float32(self.name)
+
+
+@dataclass(frozen=True)
+class RmsNorm:
+    """y = x / sqrt(mean(x^2) + eps) * weight (Zhang and Sennrich, 2019)."""
+
+    weight: Weight
+    eps: float
+
+
+@dataclass(frozen=True)
+class Rope:
+    """Rotary position embedding (Su et al., 2021) over the first n_dims of each head."""
+
+    n_dims: int
+    base: float
+    neox: bool  # rotate pairs (i, i + n_dims/2) as GPT-NeoX does, rather than adjacent pairs (i, i + 1)
+    scale: float = 1.0  # linear position scaling: positions are multiplied by this
+    freq_factors: Optional[Weight] = None  # per-pair divisors of the frequencies (Llama 3.1 long context)
+
+
+@dataclass(frozen=True)
+class Attention:
+    """Grouped-query self-attention with a KV cache; x += post_norm(o(attend(q, k, v))) on norm(x)."""
+
+    norm: RmsNorm
+    q: Weight
+    k: Weight
+    v: Weight
+    o: Weight
+    n_head: int
+    n_head_kv: int
+    head_dim: int
+    rope: Rope
+    scale: float  # multiplies q.k before the softmax
+    q_bias: Optional[Weight] = None
+    k_bias: Optional[Weight] = None
+    v_bias: Optional[Weight] = None
+    q_norm: Optional[RmsNorm] = None  # per head, before rope (Qwen3, Gemma 3)
+    k_norm: Optional[RmsNorm] = None
+    post_norm: Optional[RmsNorm] = None  # on the block's output, before the residual add (Gemma 3)
+    sliding_window: Optional[int] = None  # a token sees only the last sliding_window positions
+
+
+@dataclass(frozen=True)
+class GatedFeedForward:
+    """x += post_norm(down(act(gate(norm(x))) * up(norm(x)))): SwiGLU / GeGLU (Shazeer, 2020)."""
+
+    norm: RmsNorm
+    gate: Weight
+    up: Weight
+    down: Weight
+    activation: Literal["silu", "gelu_tanh"]
+    post_norm: Optional[RmsNorm] = None
+
+
+Block = Union[Attention, GatedFeedForward]
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A whole decoder: embedding, residual blocks in order, final norm and output projection."""
+
+    embedding: Weight  # [n_vocab, n_embd]
+    embedding_scale: float  # token embeddings are multiplied by this (Gemma: sqrt(n_embd))
+    blocks: tuple[Block, ...]
+    output_norm: RmsNorm
+    output: Weight  # [n_vocab, n_embd]; the embedding itself when the model ties them
+    n_embd: int
+    n_vocab: int
+    context_length: int

@@ -1,0 +1,46 @@
+"""How the reference runs each kind of block: the residual branch's output for the new rows."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Weight
+from kinetic.reference import ops
+from kinetic.reference.sequence import Sequence
+
+Weights = Callable[[Optional[Weight]], Optional[np.ndarray]]  # a weight -> its float32 values (None -> None)
+
+
+def attention(w: Weights, block: Attention, x: np.ndarray, positions: np.ndarray,
+              groups: list[tuple[Sequence, np.ndarray]], block_index: int) -> np.ndarray:
+    """Every row attends to its own sequence: the cached tokens and this pass's rows of that sequence."""
+    # x: [n, n_embd] float32; positions: [n]; groups: each sequence with the indices of its rows, in order
+    n = len(x)
+    h = ops.rms_norm(x, w(block.norm.weight), block.norm.eps)
+    q = ops.linear(h, w(block.q), w(block.q_bias)).reshape(n, block.n_head, block.head_dim)
+    k = ops.linear(h, w(block.k), w(block.k_bias)).reshape(n, block.n_head_kv, block.head_dim)
+    v = ops.linear(h, w(block.v), w(block.v_bias)).reshape(n, block.n_head_kv, block.head_dim)
+    q, k = _norm(w, block.q_norm, q), _norm(w, block.k_norm, k)
+    freq_factors = w(block.rope.freq_factors)
+    q = ops.rope(q, positions, block.rope, freq_factors)
+    k = ops.rope(k, positions, block.rope, freq_factors)
+    out = np.empty((n, block.n_head * block.head_dim), dtype=np.float32)
+    for seq, rows in groups:
+        cache = seq.cache(block_index)
+        cache.append(k[rows], v[rows])
+        out[rows] = ops.attend(q[rows], cache.keys, cache.values, positions[rows], seq.positions, block.scale,
+                               block.sliding_window)
+    return _norm(w, block.post_norm, ops.linear(out, w(block.o)))
+
+
+def feed_forward(w: Weights, block: GatedFeedForward, x: np.ndarray) -> np.ndarray:
+    # x: [n, n_embd] float32
+    h = ops.rms_norm(x, w(block.norm.weight), block.norm.eps)
+    gated = ops.ACTIVATIONS[block.activation](ops.linear(h, w(block.gate))) * ops.linear(h, w(block.up))
+    return _norm(w, block.post_norm, ops.linear(gated, w(block.down)))
+
+
+def _norm(w: Weights, norm: Optional[RmsNorm], x: np.ndarray) -> np.ndarray:
+    return x if norm is None else ops.rms_norm(x, w(norm.weight), norm.eps)

@@ -1,0 +1,72 @@
+"""The reference executor: runs any Stack in plain numpy, obviously correct and slow.
+
+It has the device contract's shape (DESIGN.md): runner.new_sequence(), runner.forward(rows) with the
+logits of the rows that ask, seq.truncate(n). Rows of one pass may belong to several sequences and share
+every matrix product; a row attends to its own sequence: its cached tokens and this pass's rows of it,
+those at positions up to its own.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence as Seq
+
+import numpy as np
+
+from kinetic.model.blocks import Attention, GatedFeedForward, Stack, Weight
+from kinetic.reference import blocks, ops
+from kinetic.reference.sequence import Sequence
+from kinetic.spec.device import Row
+
+
+class ReferenceRunner:
+    """A Stack made runnable; each weight is dequantized to float32 once, at first use, and kept."""
+
+    def __init__(self, stack: Stack):
+        self.stack = stack
+        self._weights: dict[str, np.ndarray] = {}  # by tensor name: every weight of a stack is in one file
+
+    def weight(self, weight: Optional[Weight]) -> Optional[np.ndarray]:
+        if weight is None:
+            return None
+        if weight.name not in self._weights:
+            self._weights[weight.name] = weight.to_float32()
+        return self._weights[weight.name]
+
+    def new_sequence(self) -> Sequence:
+        return Sequence(self)
+
+    def forward(self, rows: Seq[Row]) -> np.ndarray:
+        """Run the rows; returns the logits [rows asking, n_vocab] float32 of the rows that ask, in row order."""
+        if any(row.sequence.runner is not self for row in rows):
+            raise ValueError("a row's sequence belongs to another runner")
+        tokens = np.array([row.token for row in rows], dtype=np.int64)
+        positions = np.array([row.position for row in rows], dtype=np.int64)
+        by_sequence: dict[int, list[int]] = {}
+        for i, row in enumerate(rows):
+            indices = by_sequence.setdefault(id(row.sequence), [])
+            if row.parent != (indices[-1] if indices else -1):
+                raise ValueError(f"the reference executor runs linear batches: row {i} follows row {row.parent}, "
+                                 "not the row before it of its sequence")
+            indices.append(i)
+        groups = [(rows[indices[0]].sequence, np.array(indices)) for indices in by_sequence.values()]
+        for seq, indices in groups:
+            seq.positions = np.concatenate([seq.positions, positions[indices]])
+        hidden = self._run(tokens, positions, groups)
+        return self._logits(hidden[[i for i, row in enumerate(rows) if row.logits]])
+
+    def _run(self, tokens: np.ndarray, positions: np.ndarray, groups: list[tuple[Sequence, np.ndarray]]) -> np.ndarray:
+        """The residual stream [n, n_embd] float32 after every block."""
+        x = self.weight(self.stack.embedding)[tokens] * np.float32(self.stack.embedding_scale)
+        for index, block in enumerate(self.stack.blocks):
+            if isinstance(block, Attention):
+                x = x + blocks.attention(self.weight, block, x, positions, groups, index)
+            elif isinstance(block, GatedFeedForward):
+                x = x + blocks.feed_forward(self.weight, block, x)
+            else:
+                raise NotImplementedError(f"the reference executor has no {type(block).__name__} block yet")
+        return x
+
+    def _logits(self, hidden: np.ndarray) -> np.ndarray:
+        # hidden: [k, n_embd] float32 -> [k, n_vocab] float32
+        norm = self.stack.output_norm
+        return ops.linear(ops.rms_norm(hidden, self.weight(norm.weight), norm.eps), self.weight(self.stack.output))

@@ -1,0 +1,73 @@
+"""The reference operations: plain numpy on float32 values, float64 inside sums, rotations and softmax."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from kinetic.model.blocks import Rope
+
+
+def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    # x: [..., width] float32; weight: [width] float32
+    x64 = x.astype(np.float64)
+    inv_rms = 1.0 / np.sqrt(np.mean(x64 * x64, axis=-1, keepdims=True) + eps)
+    return (x64 * inv_rms).astype(np.float32) * weight
+
+
+def linear(x: np.ndarray, weight: np.ndarray, bias: Optional[np.ndarray] = None) -> np.ndarray:
+    # x: [n, cols] float32; weight: [rows, cols] float32; bias: [rows] -> [n, rows] float32
+    y = (weight @ x.T).T  # OpenBLAS runs this orientation faster for a few rows
+    return y if bias is None else y + bias
+
+
+def rope(x: np.ndarray, positions: np.ndarray, spec: Rope, freq_factors: Optional[np.ndarray]) -> np.ndarray:
+    """Rotate pairs of each head's first n_dims by position * scale * base^(-2i / n_dims) (Su et al., 2021)."""
+    # x: [n, heads, head_dim] float32; positions: [n] int; freq_factors: [n_dims / 2] float32
+    half = spec.n_dims // 2
+    freqs = spec.base ** (-2.0 * np.arange(half) / spec.n_dims)
+    if freq_factors is not None:
+        freqs = freqs / freq_factors
+    angles = (positions.astype(np.float64) * spec.scale)[:, None] * freqs[None, :]  # [n, half]
+    cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    if spec.neox:  # pairs (i, i + half)
+        first, second = np.arange(half), np.arange(half) + half
+    else:  # pairs (2i, 2i + 1)
+        first, second = np.arange(half) * 2, np.arange(half) * 2 + 1
+    out = x.astype(np.float64)
+    a, b = out[..., first], out[..., second]
+    out[..., first], out[..., second] = a * cos - b * sin, a * sin + b * cos
+    return out.astype(np.float32)
+
+
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, q_pos: np.ndarray, k_pos: np.ndarray, scale: float,
+           window: Optional[int]) -> np.ndarray:
+    """Causal softmax attention; query head h reads key/value head h // (n_head / n_head_kv)."""
+    # q: [n, n_head, d]; k, v: [m, n_head_kv, d]; q_pos: [n]; k_pos: [m] -> [n, n_head * d] float32
+    n, n_head, d = q.shape
+    n_head_kv = k.shape[1]
+    grouped = q.astype(np.float64).reshape(n, n_head_kv, n_head // n_head_kv, d)
+    scores = np.einsum("nhgd,mhd->hgnm", grouped, k.astype(np.float64)) * scale
+    visible = k_pos[None, :] <= q_pos[:, None]
+    if window is not None:
+        visible &= q_pos[:, None] - k_pos[None, :] < window
+    scores = np.where(visible, scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    out = np.einsum("hgnm,mhd->nhgd", weights, v.astype(np.float64))
+    return out.reshape(n, n_head * d).astype(np.float32)
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    return (x64 * 0.5 * (1.0 + np.tanh(x64 / 2))).astype(np.float32)  # x * sigmoid(x), without overflow
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """GELU's tanh approximation (Hendrycks and Gimpel, 2016), as ggml_gelu computes it."""
+    x64 = x.astype(np.float64)
+    return (0.5 * x64 * (1.0 + np.tanh(np.sqrt(2 / np.pi) * (x64 + 0.044715 * x64**3)))).astype(np.float32)
+
+
+ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh}

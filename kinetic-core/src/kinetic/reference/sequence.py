@@ -1,0 +1,60 @@
+"""One sequence of the reference executor: its positions and, per attention block, keys and values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence as Seq
+
+import numpy as np
+
+from kinetic.spec.device import Row
+
+
+@dataclass
+class KvCache:
+    """One attention block's keys and values, one row per token of the sequence, in arrival order."""
+
+    keys: Optional[np.ndarray] = None  # [m, n_head_kv, head_dim] float32
+    values: Optional[np.ndarray] = None
+
+    def append(self, k: np.ndarray, v: np.ndarray) -> None:
+        # k, v: [n, n_head_kv, head_dim] float32
+        self.keys = k if self.keys is None else np.concatenate([self.keys, k])
+        self.values = v if self.values is None else np.concatenate([self.values, v])
+
+    def truncate(self, n: int) -> None:
+        if self.keys is not None:
+            self.keys, self.values = self.keys[:n], self.values[:n]
+
+
+@dataclass(eq=False)
+class Sequence:
+    """One conversation's state; a Row of a forward pass appends to it."""
+
+    runner: Any  # the ReferenceRunner it belongs to
+    positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [m] of cached tokens
+    caches: dict[int, KvCache] = field(default_factory=dict)  # by block index in the stack
+
+    @property
+    def n_tokens(self) -> int:
+        """Tokens held in its cache."""
+        return len(self.positions)
+
+    def cache(self, block_index: int) -> KvCache:
+        return self.caches.setdefault(block_index, KvCache())
+
+    def truncate(self, n: int) -> None:
+        """Back to the first n tokens."""
+        if not 0 <= n <= self.n_tokens:
+            raise ValueError(f"cannot truncate a sequence of {self.n_tokens} tokens to {n}")
+        self.positions = self.positions[:n]
+        for cache in self.caches.values():
+            cache.truncate(n)
+
+    def forward(self, tokens: Seq[int], positions: Optional[Seq[int]] = None) -> np.ndarray:
+        """Logits [len(tokens), n_vocab] float32 for tokens at positions (by default, right after the last)."""
+        if positions is None:
+            positions = range(self.n_tokens, self.n_tokens + len(tokens))
+        rows = [Row(self, int(t), int(p), parent=i - 1, logits=True)
+                for i, (t, p) in enumerate(zip(tokens, positions, strict=True))]
+        return self.runner.forward(rows)

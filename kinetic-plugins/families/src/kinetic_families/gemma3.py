@@ -1,0 +1,70 @@
+"""Gemma 3 ("gemma3"), the text decoder (llama.cpp: src/models/gemma3.cpp; Gemma Team, 2025).
+
+Token embeddings scaled by sqrt(n_embd); RMS norms before and after both attention and the GELU-tanh
+gated feed-forward; per-head q/k norms; NeoX rotary embeddings. Most layers attend within a sliding
+window with their own rotary base (rope.freq_base_swa, 10000 when absent) and no rotary scaling; the
+others are global and use rope.freq_base and the file's rotary scaling. Output tied to the embedding.
+
+Hyper-parameters: gemma3.{block_count, embedding_length, feed_forward_length, context_length,
+attention.head_count, attention.head_count_kv, attention.key_length, attention.value_length,
+attention.layer_norm_rms_epsilon, attention.sliding_window, attention.sliding_window_pattern,
+rope.freq_base, rope.freq_base_swa, rope.scaling.*, final_logit_softcapping (refused)}.
+Tensors: decoder.py's, plus blk.{i}.attn_{q,k}_norm [head_dim], blk.{i}.post_attention_norm and
+blk.{i}.post_ffw_norm [n_embd].
+"""
+
+from __future__ import annotations
+
+import math
+
+from kinetic.errors import ModelFileError
+from kinetic.model.blocks import Rope, Stack
+from kinetic.model.loader import Loader
+from kinetic.spec import Family
+
+from kinetic_families.decoder import Dims, attention, feed_forward, head_norms, norm, read_dims, rope_scale, stack
+
+DEFAULT_PATTERN = 6  # llama.cpp's: five sliding-window layers, then one global
+
+
+def build(loader: Loader) -> Stack:
+    d = read_dims(loader)
+    if loader.hp("final_logit_softcapping", float, 0.0):
+        raise ModelFileError("logit softcapping is not supported yet")
+    window = loader.hp("attention.sliding_window", int, 0)
+    sliding = sliding_layers(loader, d.n_layer) if window > 0 else [False] * d.n_layer
+    global_rope = Rope(d.n_rot, loader.hp("rope.freq_base", float, 10000.0), neox=True, scale=rope_scale(loader))
+    local_rope = Rope(d.n_rot, loader.hp("rope.freq_base_swa", float, 10000.0), neox=True)
+    blocks = []
+    for i in range(d.n_layer):
+        blk = f"blk.{i}."
+        blocks += [
+            attention(loader, i, d, local_rope if sliding[i] else global_rope, attention_scale(d),
+                      **head_norms(loader, i, d),
+                      post_norm=norm(loader, blk + "post_attention_norm.weight", d.n_embd, d.eps),
+                      sliding_window=window if sliding[i] else None),
+            feed_forward(loader, i, d, "gelu_tanh",
+                         post_norm=norm(loader, blk + "post_ffw_norm.weight", d.n_embd, d.eps)),
+        ]
+    return stack(loader, d, blocks, embedding_scale=math.sqrt(d.n_embd))
+
+
+def sliding_layers(loader: Loader, n_layer: int) -> list[bool]:
+    """Which layers attend within the window: a per-layer array, or a period n whose last layer is global."""
+    pattern = loader.hp("attention.sliding_window_pattern", (int, list), DEFAULT_PATTERN)
+    if isinstance(pattern, list):
+        if len(pattern) != n_layer:
+            raise ModelFileError(
+                f"metadata key gemma3.attention.sliding_window_pattern has {len(pattern)} entries for {n_layer} layers")
+        return [bool(flag) for flag in pattern]
+    return [pattern == 0 or i % pattern < pattern - 1 for i in range(n_layer)]
+
+
+def attention_scale(d: Dims) -> float:
+    """llama.cpp's choice, after gemma_pytorch's config: the 27B model (62 layers) scales by its model width."""
+    if d.n_layer == 62:
+        return 1 / math.sqrt(d.n_embd // d.n_head)
+    return 1 / math.sqrt(d.head_dim)
+
+
+FAMILY = Family(name="gemma3", architectures=("gemma3",), build=build)

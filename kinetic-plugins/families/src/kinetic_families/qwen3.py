@@ -1,0 +1,34 @@
+"""Qwen3 ("qwen3"): dense Qwen3 models.
+
+Qwen2's layout with per-head RMS norms on queries and keys before the rotation, and no q/k/v biases in
+the released models (llama.cpp: src/models/qwen3.cpp).
+
+Hyper-parameters: qwen3.{block_count, embedding_length, feed_forward_length, context_length,
+attention.head_count, attention.head_count_kv, attention.key_length, attention.layer_norm_rms_epsilon,
+rope.freq_base, rope.scaling.*}. Tensors: decoder.py's, plus blk.{i}.attn_{q,k}_norm.weight [head_dim].
+"""
+
+from __future__ import annotations
+
+import math
+
+from kinetic.model.blocks import Rope, Stack
+from kinetic.model.loader import Loader
+from kinetic.spec import Family
+
+from kinetic_families.decoder import attention, feed_forward, head_norms, read_dims, rope_scale, stack
+
+
+def build(loader: Loader) -> Stack:
+    d = read_dims(loader)
+    rope = Rope(d.n_rot, loader.hp("rope.freq_base", float, 10000.0), neox=True, scale=rope_scale(loader))
+    blocks = []
+    for i in range(d.n_layer):
+        blocks += [
+            attention(loader, i, d, rope, 1 / math.sqrt(d.head_dim), **head_norms(loader, i, d)),
+            feed_forward(loader, i, d, "silu"),
+        ]
+    return stack(loader, d, blocks)
+
+
+FAMILY = Family(name="qwen3", architectures=("qwen3",), build=build)

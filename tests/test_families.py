@@ -1,0 +1,237 @@
+"""Families map random-weight GGUF files onto blocks, refuse what they cannot run, and the reference runs them."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from gguf_factory import Dims, write_gguf, write_random_model
+
+from kinetic import open_model
+from kinetic.errors import ModelFileError
+from kinetic.model import load_stack
+from kinetic.model.blocks import Attention, GatedFeedForward
+from kinetic.reference import ReferenceRunner, generate
+from kinetic.spec.device import Row
+
+DIMS = Dims(n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_vocab=300)
+FAMILIES = ("llama", "qwen2", "qwen3", "gemma3")
+
+# What distinguishes each family's blocks.
+EXPECTED = {
+    "llama": dict(neox=False, biases=False, head_norms=False, post_norms=False, activation="silu", embedding_scale=1.0),
+    "qwen2": dict(neox=True, biases=True, head_norms=False, post_norms=False, activation="silu", embedding_scale=1.0),
+    "qwen3": dict(neox=True, biases=False, head_norms=True, post_norms=False, activation="silu", embedding_scale=1.0),
+    "gemma3": dict(neox=True, biases=False, head_norms=True, post_norms=True, activation="gelu_tanh",
+                   embedding_scale=8.0),
+}
+
+
+def random_model(tmp_path, arch: str, **kwargs):
+    return write_random_model(tmp_path / f"{arch}.gguf", arch, DIMS, **kwargs)
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family_model(request, tmp_path_factory):
+    """(architecture, path of a random-weight model of it)."""
+    return request.param, write_random_model(tmp_path_factory.mktemp(request.param) / "m.gguf", request.param, DIMS)
+
+
+# -- the stack each family builds ------------------------------------------------------------------
+
+def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
+    arch, path = family_model
+    stack = load_stack(path)
+    expect = EXPECTED[arch]
+    assert (stack.n_vocab, stack.n_embd, stack.context_length) == (300, 64, 256)
+    assert stack.embedding_scale == expect["embedding_scale"]
+    assert [type(b) for b in stack.blocks] == [Attention, GatedFeedForward] * DIMS.n_layer
+    for i, (attn, ffn) in enumerate(zip(stack.blocks[::2], stack.blocks[1::2])):
+        assert (attn.n_head, attn.n_head_kv, attn.head_dim) == (4, 2, 16)
+        assert attn.q.name == f"blk.{i}.attn_q.weight" and ffn.down.name == f"blk.{i}.ffn_down.weight"
+        assert attn.scale == pytest.approx(1 / math.sqrt(16))
+        assert attn.rope.neox == expect["neox"] and attn.rope.n_dims == 16 and attn.rope.scale == 1.0
+        assert (attn.q_bias is not None) == expect["biases"]
+        assert (attn.q_norm is not None and attn.k_norm is not None) == expect["head_norms"]
+        assert (attn.post_norm is not None and ffn.post_norm is not None) == expect["post_norms"]
+        assert ffn.activation == expect["activation"]
+        assert attn.norm.eps == pytest.approx(1e-6)
+    assert stack.output.name == "output.weight"
+
+
+def test_output_is_tied_to_the_embedding_without_output_weight(tmp_path):
+    stack = load_stack(random_model(tmp_path, "llama", without={"output.weight"}))
+    assert stack.output is stack.embedding
+
+
+def test_llama_rope_freqs_divide_the_frequencies_of_every_layer(tmp_path):
+    factors = np.linspace(1, 8, DIMS.head_dim // 2, dtype=np.float32)
+    stack = load_stack(random_model(tmp_path, "llama", extra_tensors={"rope_freqs.weight": factors}))
+    assert {b.rope.freq_factors.name for b in stack.blocks[::2]} == {"rope_freqs.weight"}
+
+
+def test_llama_linear_rope_scaling(tmp_path):
+    path = random_model(tmp_path, "llama", metadata={"llama.rope.scaling.type": "linear",
+                                                     "llama.rope.scaling.factor": 4.0})
+    assert load_stack(path).blocks[0].rope.scale == 0.25
+
+
+def test_gemma3_layers_alternate_sliding_and_global_attention(tmp_path):
+    path = random_model(tmp_path, "gemma3", metadata={"gemma3.attention.sliding_window_pattern": 2,
+                                                      "gemma3.rope.scaling.type": "linear",
+                                                      "gemma3.rope.scaling.factor": 8.0})
+    local, global_ = load_stack(path).blocks[::2]
+    assert local.sliding_window == 4 and (local.rope.base, local.rope.scale) == (10000.0, 1.0)
+    assert global_.sliding_window is None and (global_.rope.base, global_.rope.scale) == (1000000.0, 0.125)
+
+
+def test_gemma3_default_pattern_slides_in_five_layers_of_six(tmp_path):
+    stack = load_stack(write_random_model(tmp_path / "g.gguf", "gemma3", dataclasses.replace(DIMS, n_layer=12)))
+    assert [b.sliding_window for b in stack.blocks[::2]] == [4, 4, 4, 4, 4, None] * 2
+
+
+def test_gemma3_pattern_may_be_an_array_of_layer_flags(tmp_path):
+    path = random_model(tmp_path, "gemma3", metadata={"gemma3.attention.sliding_window_pattern": [False, True]})
+    assert [b.sliding_window for b in load_stack(path).blocks[::2]] == [None, 4]
+
+
+# -- what the loader refuses -----------------------------------------------------------------------
+
+def test_an_unmapped_tensor_is_refused_by_name(family_model, tmp_path):
+    arch, _ = family_model
+    path = random_model(tmp_path, arch, extra_tensors={"blk.1.attn_output.bias": np.zeros(64, np.float32)})
+    with pytest.raises(ModelFileError, match=r"^tensor blk\.1\.attn_output\.bias is not supported yet$"):
+        load_stack(path)
+
+
+def test_fused_qkv_is_refused_by_name(tmp_path):
+    path = random_model(tmp_path, "llama", extra_tensors={"blk.0.attn_qkv.weight": np.zeros((128, 64), np.float32)},
+                        without={"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"})
+    with pytest.raises(ModelFileError, match=r"^tensor blk\.0\.attn_qkv\.weight is not supported yet$"):
+        load_stack(path)
+
+
+def test_a_missing_tensor_is_named(family_model, tmp_path):
+    arch, _ = family_model
+    with pytest.raises(ModelFileError, match=r"^tensor blk\.1\.ffn_up\.weight is missing$"):
+        load_stack(random_model(tmp_path, arch, without={"blk.1.ffn_up.weight"}))
+
+
+def test_a_missing_or_mistyped_key_is_named(family_model):
+    arch, path = family_model
+    model = open_model(path)
+    key = f"{arch}.attention.layer_norm_rms_epsilon"
+    missing = dataclasses.replace(model, metadata={k: v for k, v in model.metadata.items() if k != key})
+    with pytest.raises(ModelFileError, match=f"^metadata key {key} is missing$"):
+        load_stack(missing)
+    mistyped = dataclasses.replace(model, metadata={**model.metadata, f"{arch}.block_count": "two"})
+    with pytest.raises(ModelFileError, match=f"^metadata key {arch}.block_count should be an integer, not 'two'$"):
+        load_stack(mistyped)
+
+
+def test_a_tensor_of_the_wrong_shape_is_named(tmp_path):
+    path = random_model(tmp_path, "qwen3", metadata={"qwen3.attention.head_count_kv": 1})
+    expected = r"^tensor blk\.0\.attn_k\.weight has shape \[32, 64\], expected \[16, 64\]$"
+    with pytest.raises(ModelFileError, match=expected):
+        load_stack(path)
+
+
+def test_unknown_architecture_is_refused(tmp_path):
+    path = write_gguf(tmp_path / "x.gguf", "nosuch", {}, {"x.weight": np.zeros(4, np.float32)})
+    with pytest.raises(ModelFileError, match="^architecture nosuch is not supported yet$"):
+        load_stack(path)
+
+
+@pytest.mark.parametrize("kind", ["yarn", "longrope"])
+def test_rotary_scaling_other_than_linear_is_refused(family_model, tmp_path, kind):
+    arch, _ = family_model
+    path = random_model(tmp_path, arch, metadata={f"{arch}.rope.scaling.type": kind,
+                                                  f"{arch}.rope.scaling.factor": 4.0})
+    with pytest.raises(ModelFileError, match=f"^{kind} rotary scaling is not supported yet$"):
+        load_stack(path)
+
+
+def test_logit_softcapping_is_refused(tmp_path):
+    path = random_model(tmp_path, "gemma3", metadata={"gemma3.final_logit_softcapping": 30.0})
+    with pytest.raises(ModelFileError, match="^logit softcapping is not supported yet$"):
+        load_stack(path)
+
+
+# -- the reference executor ------------------------------------------------------------------------
+
+TOKENS = [5, 17, 260, 3, 99, 42, 42, 7, 150, 11, 64, 200]
+
+
+@pytest.fixture(scope="module")
+def runner(family_model):
+    return ReferenceRunner(load_stack(family_model[1]))
+
+
+def test_a_batch_gives_what_its_tokens_give_one_at_a_time(runner):
+    batch = runner.new_sequence().forward(TOKENS)
+    seq = runner.new_sequence()
+    single = np.concatenate([seq.forward([t]) for t in TOKENS])
+    assert batch.shape == (len(TOKENS), 300)
+    np.testing.assert_allclose(batch, single, rtol=1e-4, atol=1e-4 * np.abs(batch).max())
+
+
+def test_truncate_forgets_the_tokens_after_n(runner):
+    seq = runner.new_sequence()
+    seq.forward(TOKENS)
+    seq.truncate(5)
+    assert seq.n_tokens == 5
+    again = seq.forward([1, 2, 3])
+    fresh = runner.new_sequence().forward(TOKENS[:5] + [1, 2, 3])[5:]
+    np.testing.assert_allclose(again, fresh, rtol=1e-4, atol=1e-4 * np.abs(fresh).max())
+
+
+def test_rows_of_several_sequences_share_a_pass_and_only_askers_get_logits(runner):
+    a, b = runner.new_sequence(), runner.new_sequence()
+    rows = [Row(a, 5, 0), Row(b, 9, 0, logits=True), Row(a, 17, 1, parent=0, logits=True), Row(b, 4, 1, parent=1)]
+    logits = runner.forward(rows)
+    assert logits.shape == (2, 300) and (a.n_tokens, b.n_tokens) == (2, 2)
+    alone_b = runner.new_sequence().forward([9])[0]
+    alone_a = runner.new_sequence().forward([5, 17])[1]
+    np.testing.assert_allclose(logits, np.stack([alone_b, alone_a]), rtol=1e-4, atol=1e-5)
+
+
+def test_the_device_contract_rows_run_in_linear_batches_only(runner):
+    seq = runner.new_sequence()
+    logits = runner.forward([Row(seq, 5, 0), Row(seq, 17, 1, parent=0, logits=True)])
+    np.testing.assert_allclose(logits, runner.new_sequence().forward([5, 17])[1:], rtol=1e-4, atol=1e-5)
+    tree = runner.new_sequence()
+    with pytest.raises(ValueError, match="linear batches: row 2 follows row 0"):
+        runner.forward([Row(tree, 5, 0), Row(tree, 17, 1, parent=0), Row(tree, 18, 1, parent=0)])
+
+
+def test_generate_is_the_argmax_chain(runner):
+    out = generate(runner, TOKENS[:4], 5)
+    seq = runner.new_sequence()
+    logits = seq.forward(TOKENS[:4])[-1]
+    for token in out:
+        assert token == int(np.argmax(logits))
+        logits = seq.forward([token])[0]
+
+
+def test_sliding_window_hides_what_is_out_of_reach(tmp_path):
+    """Two sliding layers of window 4 see 6 positions back; a global layer sees everything."""
+    def last_logits_change(path):
+        runner = ReferenceRunner(load_stack(path))
+        a = runner.new_sequence().forward(TOKENS[:8])[-1]
+        b = runner.new_sequence().forward([77] + TOKENS[1:8])[-1]
+        return not np.allclose(a, b, rtol=0, atol=0)
+
+    assert not last_logits_change(random_model(tmp_path, "gemma3"))
+    with_global = write_random_model(tmp_path / "g2.gguf", "gemma3", DIMS,
+                                     metadata={"gemma3.attention.sliding_window_pattern": 2})
+    assert last_logits_change(with_global)
+
+
+def test_rope_freqs_of_one_change_nothing(tmp_path):
+    ones = np.ones(DIMS.head_dim // 2, np.float32)
+    plain = ReferenceRunner(load_stack(random_model(tmp_path, "llama"))).new_sequence().forward(TOKENS)
+    path = write_random_model(tmp_path / "f.gguf", "llama", DIMS, extra_tensors={"rope_freqs.weight": ones})
+    with_ones = ReferenceRunner(load_stack(path)).new_sequence().forward(TOKENS)
+    np.testing.assert_array_equal(plain, with_ones)
