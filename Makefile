@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PLUGINS := formats families
+PLUGINS := formats families cpu
 PACKAGES := -e kinetic-core $(PLUGINS:%=-e kinetic-plugins/%) -e ".[test]"
 
 .PHONY: install demo test
@@ -13,9 +13,10 @@ $(VENV)/.installed: pyproject.toml kinetic-core/pyproject.toml $(PLUGINS:%=kinet
 	$(PY) -m pip install --quiet $(PACKAGES)
 	touch $@
 
-# The main job: show what the default test model holds.
+# The main job: answer a prompt with the default test model (Qwen2.5-Coder 0.5B) on the CPU.
 demo: install
-	$(VENV)/bin/kinetic info "$$($(PY) scripts/fetch_models.py qwen)"
+	$(VENV)/bin/kinetic run "$$($(PY) scripts/fetch_models.py qwen)" --temp 0 -n 96 \
+		"Write a Python function that checks whether a string is a palindrome."
 
 test: install
 	$(PY) -m pytest -q

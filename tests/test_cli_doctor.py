@@ -20,5 +20,6 @@ def test_doctor_reports_this_computer():
     assert re.search(r"^  [ a-z]{9}formats \(kinetic-formats 0\.1\.0\): 1 model formats, \d+ tensor types$",
                      result.stdout, re.M)
     assert re.search(r"^  [ a-z]{9}families \(kinetic-families 0\.1\.0\): 4 families$", result.stdout, re.M)
+    assert re.search(r"^  [ a-z]{9}cpu \(kinetic-cpu 0\.1\.0\): 1 devices$", result.stdout, re.M)
     assert re.search(r"^  disk     [\d.]+ GiB free for .+$", result.stdout, re.M)
     assert lines[-1] == "Nothing to fix." or "To fix:" in lines

@@ -9,6 +9,8 @@ from typing import Optional
 import typer
 
 from kinetic import __version__
+from kinetic.cli.llama_flags import RefusedFlag, translate
+from kinetic.cli.options import ANSWER, GENERATION, RUNTIME, with_options
 from kinetic.errors import KineticError
 
 # typer vendors click in recent releases; take its UsageError from a public class either way.
@@ -50,6 +52,52 @@ def info(
 
 
 @app.command()
+@with_options(ANSWER, GENERATION, RUNTIME)
+def run(
+    words: Optional[list[str]] = typer.Argument(None, metavar="[MODEL] [PROMPT]", show_default=False,
+                                                help="The model file, then the prompt [default: stdin]."),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    prompt_option: Optional[str] = typer.Option(None, "-p", "--prompt", help="The prompt, as llama.cpp takes it."),
+    options: dict = None,
+) -> None:
+    """Answer one prompt, streamed to stdout; the speed goes to stderr."""
+    from kinetic.cli.run import run_command
+
+    run_command(model_option, words or [], prompt_option, options)
+
+
+@app.command()
+@with_options(ANSWER, GENERATION, RUNTIME)
+def chat(
+    model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    options: dict = None,
+) -> None:
+    """Chat in the terminal: one message per line, end a line with \\ to continue it; /help lists commands."""
+    from kinetic.cli.chat import chat_command
+
+    chat_command(_one_model(model, model_option), options)
+
+
+@app.command()
+def bench(
+    model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    repetitions: int = typer.Option(3, "-r", "--repetitions", help="runs of each test; the best is reported"),
+    threads: Optional[int] = typer.Option(None, "-t", "--threads", help="CPU threads [default: all]",
+                                          show_default=False),
+    device: str = typer.Option("auto", "--device", help="the device to measure: auto, cpu or cuda"),
+    as_json: bool = typer.Option(False, "--json", help="print the results as one JSON object"),
+    compare: Optional[str] = typer.Option(None, "--compare", flag_value="", is_flag=False,
+                                          help="also run llama.cpp's llama-bench (on PATH, or this path)"),
+) -> None:
+    """Measure load time, prompt (pp512) and generation (tg128) speed and peak memory, as llama-bench does."""
+    from kinetic.cli.bench import bench_command
+
+    bench_command(_one_model(model, model_option), repetitions, threads, device, as_json, compare)
+
+
+@app.command()
 def doctor() -> None:
     """Check the CPU, memory, GPUs, plugins and disk, and say what to fix."""
     from kinetic.cli.doctor import doctor_lines
@@ -68,7 +116,11 @@ def _one_model(positional: Optional[Path], option: Optional[Path]) -> Path:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the command line; errors become one line on stderr and the exit code."""
-    args = sys.argv[1:] if argv is None else argv
+    try:
+        args = translate(sys.argv[1:] if argv is None else argv)
+    except RefusedFlag as refused:
+        print(f"kinetic: {refused}", file=sys.stderr)
+        return 2
     try:
         app(args=args, prog_name="kinetic", standalone_mode=False)
     except UsageError as error:

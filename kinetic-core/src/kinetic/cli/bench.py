@@ -1,0 +1,58 @@
+"""`kinetic bench`: llama-bench's pp512 and tg128, best of -r, as a table or JSON; --compare runs llama-bench."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Optional
+
+from kinetic.cli.llama_bench import compare_card, run_llama_bench
+from kinetic.engine.bench import peak_rss_bytes, run_bench
+from kinetic.engine.session import Session
+
+GIB = 1 << 30
+
+
+def bench_command(model: Path, repetitions: int, threads: Optional[int], device: str, as_json: bool,
+                  compare: Optional[str]) -> None:
+    start = time.perf_counter()
+    session = Session(model, device=device, threads=threads, ctx_size=1024)
+    load_seconds = time.perf_counter() - start
+    n_threads = threads or _all_threads()
+    result = run_bench(session.runner, session.tokenizer.n_vocab, repetitions)
+    report = {
+        "model": model.name, "backend": session.device.name, "device": session.runner.device_name,
+        "threads": n_threads, "repetitions": repetitions, "load_seconds": round(load_seconds, 4),
+        "size_bytes": model.stat().st_size,
+        "parameters": sum(t.n_elements for t in session.model.tensors.values()),
+        "prefill_tokens": 512, "prefill_tokens_per_second": round(result.prefill_tokens_per_second, 2),
+        "decode_tokens": 128, "decode_tokens_per_second": round(result.decode_tokens_per_second, 2),
+        "peak_rss_bytes": peak_rss_bytes(),
+    }
+    llama = run_llama_bench(compare, model, n_threads, repetitions) if compare is not None else None
+    if as_json:
+        print(json.dumps({**report, "llama_cpp": llama} if llama else report, indent=2))
+    else:
+        print("\n".join(table(report, session.name)))
+        if llama:
+            print("\n" + "\n".join(compare_card(report, llama, session.name)))
+
+
+def table(report: dict, name: str) -> list[str]:
+    size = f"{report['size_bytes'] / GIB:.2f} GiB"
+    params = f"{report['parameters'] / 1e9:.2f} B"
+    backend = report["backend"].upper()
+    rows = [("pp512", report["prefill_tokens_per_second"]), ("tg128", report["decode_tokens_per_second"])]
+    lines = ["| model | size | params | backend | threads | test | t/s |",
+             "| --- | ---: | ---: | --- | ---: | ---: | ---: |"]
+    lines += [f"| {name} | {size} | {params} | {backend} | {report['threads']} | {test} | {rate:.2f} |"
+              for test, rate in rows]
+    return lines + ["", f"on {report['device']}, best of {report['repetitions']}, load {report['load_seconds']:.2f} s",
+                    f"peak memory {report['peak_rss_bytes'] / GIB:.2f} GiB"]
+
+
+def _all_threads() -> int:
+    import os
+
+    return os.cpu_count() or 1

@@ -1,0 +1,113 @@
+"""`kinetic chat`: a conversation in the terminal, one message per line; each turn reuses the cache."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from kinetic.cli.generating import answer, open_session
+from kinetic.cli.options import sampling_overrides
+from kinetic.engine.session import Session
+
+HELP = """/clear            start a new conversation
+/system TEXT      set the system prompt and start over; /system alone clears it
+/think            turn the model's reasoning on or off
+/temp X, /top-p X, /top-k N, /min-p X   change sampling for the next answers
+/seed N           make answers repeatable; /seed alone picks a fresh seed each time
+/sampling         show the sampling settings
+/help             this list
+/exit, /quit      quit (as Ctrl+D does)"""
+
+SETTINGS = {"/temp": ("temp", float), "/top-p": ("top_p", float), "/top-k": ("top_k", int), "/min-p": ("min_p", float)}
+
+
+@dataclass
+class Conversation:
+    session: Session
+    options: dict[str, Any]
+    system: Optional[str]
+    thinking: Optional[bool]
+    messages: list[dict[str, str]] = field(default_factory=list)
+    cached: list[int] = field(default_factory=list)  # the tokens the sequence holds
+
+    def __post_init__(self) -> None:
+        self.seq = self.session.new_sequence()
+        self.clear()
+
+    def clear(self) -> None:
+        self.messages = [{"role": "system", "content": self.system}] if self.system else []
+
+    def say(self, text: str) -> None:
+        self.messages.append({"role": "user", "content": text})
+        kwargs = {} if self.thinking is None else {"enable_thinking": self.thinking}
+        tokens = self.session.chat_prompt(self.messages, **kwargs)
+        reply = answer(self.session, self.seq, tokens, self.cached, self.options)
+        self.cached = (tokens + reply)[: self.seq.n_tokens]
+        self.messages.append({"role": "assistant", "content": self.session.tokenizer.decode(reply, special=False)})
+
+
+def chat_command(model: Path, options: dict[str, Any]) -> None:
+    session = open_session(model, options)
+    thinking = None if options.get("reasoning") is None else options["reasoning"] != "off"
+    conversation = Conversation(session, dict(options), options.get("system"), thinking)
+    interactive = sys.stdin.isatty()
+    if interactive:
+        print(f"Chatting with {session.name} on {session.runner.device_name}. /help lists the commands.")
+    for message in messages(interactive):
+        if message.startswith("/"):
+            if not command(conversation, message):
+                return
+        elif message.strip():
+            conversation.say(message)
+
+
+def messages(interactive: bool) -> Iterator[str]:
+    """Lines from stdin; a line ending in a backslash goes on to the next."""
+    pending = []
+    while True:
+        try:
+            line = input("> " if interactive and not pending else ("  " if interactive else ""))
+        except EOFError:
+            return
+        if line.endswith("\\"):
+            pending.append(line[:-1])
+            continue
+        yield "\n".join(pending + [line])
+        pending = []
+
+
+def command(conversation: Conversation, line: str) -> bool:
+    """Carry out one /command; False to quit."""
+    name, _, argument = line.partition(" ")
+    argument = argument.strip()
+    if name in ("/exit", "/quit"):
+        return False
+    if name == "/clear":
+        conversation.clear()
+    elif name == "/system":
+        conversation.system = argument or None
+        conversation.clear()
+    elif name == "/think":
+        conversation.thinking = not conversation.thinking
+        print(f"reasoning {'on' if conversation.thinking else 'off'}")
+    elif name in SETTINGS:
+        set_number(conversation.options, *SETTINGS[name], argument)
+    elif name == "/seed":
+        conversation.options["seed"] = int(argument) if argument.lstrip("-").isdigit() else None
+    elif name == "/sampling":
+        print(conversation.session.settings(sampling_overrides(conversation.options)))
+    elif name == "/help":
+        print(HELP)
+    else:
+        print(f"unknown command {name}; /help lists them")
+    return True
+
+
+def set_number(options: dict[str, Any], key: str, kind: type, text: str) -> None:
+    try:
+        options[key] = kind(text)
+    except ValueError:
+        print(f"{text!r} is not a {kind.__name__}")
+

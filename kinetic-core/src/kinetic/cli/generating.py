@@ -1,0 +1,49 @@
+"""Streaming one answer to the terminal: text to stdout, speed to stderr."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Mapping, Sequence
+
+from kinetic.cli.options import sampling_overrides
+from kinetic.engine.session import Session
+from kinetic.spec.device import DeviceSequence
+
+LIVE_EVERY = 0.5  # seconds between live speed updates on stderr
+
+
+def open_session(model, options: Mapping[str, Any]) -> Session:
+    return Session(model, device=options["device"], threads=options["threads"], ctx_size=options["ctx_size"],
+                   chat_template_file=options["chat_template_file"])
+
+
+def template_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
+    reasoning = options.get("reasoning")
+    return {} if reasoning is None else {"enable_thinking": reasoning != "off"}
+
+
+def answer(session: Session, seq: DeviceSequence, tokens: Sequence[int], cached: Sequence[int],
+           options: Mapping[str, Any]) -> list[int]:
+    """Generate and stream the answer to the context `tokens` (seq holds `cached`); return its tokens."""
+    settings = session.settings(sampling_overrides(options))
+    generation = session.generate(seq, tokens, settings, options["n_predict"], cached)
+    detokenizer = session.tokenizer.detokenizer(special=False)
+    live = not sys.stdout.isatty()
+    last_update = time.perf_counter()
+    tokens = []
+    for token in generation:
+        tokens.append(token)
+        sys.stdout.write(detokenizer.feed(token))
+        sys.stdout.flush()
+        if live and time.perf_counter() - last_update > LIVE_EVERY:
+            last_update = time.perf_counter()
+            rate = len(tokens) / max(generation.timings.generate_seconds, 1e-9)
+            sys.stderr.write(f"\r[{len(tokens)} tokens at {rate:.1f} tok/s]")
+            sys.stderr.flush()
+    sys.stdout.write(detokenizer.finish() + "\n")
+    sys.stdout.flush()
+    if live:
+        sys.stderr.write("\r")
+    print(generation.timings.status_line(session.runner.device_name), file=sys.stderr, flush=True)
+    return tokens

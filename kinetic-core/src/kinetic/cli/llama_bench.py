@@ -1,0 +1,54 @@
+"""`kinetic bench --compare`: llama.cpp's own llama-bench on the same file, threads and repetitions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from kinetic import __version__, system
+from kinetic.errors import KineticError
+from kinetic.paths import cache_dir
+
+USUAL_FOLDERS = ("/usr/local/bin", "/opt/llama.cpp/bin", "~/llama.cpp/build/bin", "~/.local/bin")
+
+
+def find_llama_bench(given: str) -> Path:
+    """The llama-bench given, else on PATH, in the usual folders or a build in Kinetic's cache. Never downloaded."""
+    if given:
+        return Path(given).expanduser()
+    found = shutil.which("llama-bench")
+    candidates = [Path(found)] if found else []
+    candidates += [Path(folder).expanduser() / "llama-bench" for folder in USUAL_FOLDERS]
+    candidates += sorted(cache_dir().glob("llama.cpp-*/build-*/bin/llama-bench"))
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise KineticError("llama-bench not found on PATH or in the usual folders; give its path: --compare PATH")
+
+
+def run_llama_bench(given: str, model: Path, threads: int, repetitions: int) -> dict:
+    """llama-bench's best pp512 and tg128 on the CPU (-ngl 0, flash attention on), with its build."""
+    binary = find_llama_bench(given)
+    command = [str(binary), "-m", str(model), "-p", "512", "-n", "128", "-r", str(repetitions), "-t", str(threads),
+               "-ngl", "0", "-fa", "1", "-o", "json"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise KineticError(f"llama-bench failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    runs = json.loads(done.stdout)
+    best = {("pp512" if r["n_prompt"] else "tg128"): max(r["samples_ts"]) for r in runs}
+    first = runs[0]
+    return {"build": f"b{first.get('build_number', '?')} ({first.get('build_commit', '?')})",
+            "pp512": best.get("pp512"), "tg128": best.get("tg128"), "cpu": first.get("cpu_info", "")}
+
+
+def compare_card(report: dict, llama: dict, name: str) -> list[str]:
+    rows = [("prompt pp512", report["prefill_tokens_per_second"], llama["pp512"]),
+            ("generate tg128", report["decode_tokens_per_second"], llama["tg128"])]
+    lines = [f"## Kinetic vs llama.cpp: {name}", "",
+             f"| test | Kinetic {__version__} | llama.cpp {llama['build']} | ratio |", "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {test} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f}x |" for test, ours, theirs in rows]
+    return lines + ["", f"{llama['cpu'] or system.cpu().model}, {system.os_description()}",
+                    f"Same file ({report['size_bytes'] / (1 << 30):.2f} GiB), on the CPU, {report['threads']} threads, "
+                    f"flash attention on, best of {report['repetitions']}, t/s."]

@@ -1,0 +1,44 @@
+"""`kinetic run`: one prompt through the chat template, the answer streamed to stdout."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from kinetic.cli.generating import answer, open_session, template_kwargs
+from kinetic.errors import KineticError
+
+
+def run_command(model_option: Optional[Path], words: list[str], prompt_option: Optional[str],
+                options: Mapping[str, Any]) -> None:
+    model, prompt = model_and_prompt(model_option, words, prompt_option)
+    session = open_session(model, options)
+    messages = ([{"role": "system", "content": options["system"]}] if options["system"] else [])
+    messages.append({"role": "user", "content": prompt})
+    tokens = session.chat_prompt(messages, **template_kwargs(options))
+    answer(session, session.new_sequence(), tokens, (), options)
+
+
+def model_and_prompt(model_option: Optional[Path], words: list[str],
+                     prompt_option: Optional[str]) -> tuple[Path, str]:
+    """`run MODEL [PROMPT]`, `run -m MODEL [PROMPT]`, `-p PROMPT`, or the prompt from stdin."""
+    from kinetic.cli.main import UsageError
+
+    positional = list(words)
+    if len(positional) > (1 if model_option else 2):
+        raise UsageError("too many arguments: quote the prompt, e.g. kinetic run model.gguf \"Hello there\"")
+    if model_option is None:
+        if not positional:
+            raise UsageError("missing the model: give a .gguf file as the first argument or with -m")
+        model_option, positional = Path(positional[0]), positional[1:]
+    if prompt_option is not None and positional:
+        raise UsageError("give the prompt once: as an argument or with -p, not both")
+    prompt = prompt_option if prompt_option is not None else (positional[0] if positional else None)
+    if prompt is None:
+        if sys.stdin.isatty():
+            raise UsageError("missing the prompt: give it as an argument, with -p, or on stdin")
+        prompt = sys.stdin.read()
+    if not prompt.strip():
+        raise KineticError("the prompt is empty")
+    return model_option, prompt

@@ -1,0 +1,106 @@
+"""The decoding loop: a prompt in fixed-grid batches, then one token per pass until a stop."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from kinetic.errors import KineticError
+from kinetic.spec.device import DeviceSequence, Row, Runner
+
+PROMPT_GRID = 512  # prompt batches end on multiples of this position, warm or cold (DESIGN.md, Exactness 3)
+
+# (logits [n_vocab] float32, tokens so far, index of the token being generated) -> token id
+PickNext = Callable[[np.ndarray, Sequence[int], int], int]
+
+
+@dataclass
+class Timings:
+    prompt_tokens: int = 0
+    prompt_seconds: float = 0.0
+    generated_tokens: int = 0
+    generate_seconds: float = 0.0
+    finish_reason: str = "stop"  # "stop" (an end-of-generation token) or "length"
+
+    def status_line(self, device_name: str) -> str:
+        """[45 tokens at 25.5 tok/s; prompt 37 tokens at 62.8 tok/s on the CPU]"""
+        return (f"[{self.generated_tokens} tokens at {_rate(self.generated_tokens, self.generate_seconds)} tok/s; "
+                f"prompt {self.prompt_tokens} tokens at {_rate(self.prompt_tokens, self.prompt_seconds)} tok/s "
+                f"on {device_name}]")
+
+
+def _rate(n: int, seconds: float) -> str:
+    return f"{n / seconds:.1f}" if seconds > 0 else "0.0"
+
+
+def prompt_batches(start: int, end: int, grid: int = PROMPT_GRID) -> Iterator[tuple[int, int]]:
+    """[start, end) cut at every multiple of grid."""
+    while start < end:
+        stop = min(end, (start // grid + 1) * grid)
+        yield start, stop
+        start = stop
+
+
+def feed(runner: Runner, seq: DeviceSequence, tokens: Sequence[int]) -> np.ndarray:
+    """Append tokens to seq in grid batches; the logits [n_vocab] of the last one."""
+    if not tokens:
+        raise KineticError("the prompt is empty")
+    first = seq.n_tokens
+    logits = None
+    for start, stop in prompt_batches(first, first + len(tokens)):
+        rows = [Row(seq, int(tokens[p - first]), p, parent=i - 1, logits=p == first + len(tokens) - 1)
+                for i, p in enumerate(range(start, stop))]
+        out = runner.forward(rows)
+        if len(out):
+            logits = out[-1]
+    return logits
+
+
+@dataclass
+class Generation:
+    """One answer being generated; iterate it for token ids. timings fill in as it goes."""
+
+    runner: Runner
+    seq: DeviceSequence
+    prompt: Sequence[int]
+    pick_next: PickNext
+    max_tokens: int  # <= 0 for no limit (the context still ends it)
+    context_length: int
+    stop_ids: frozenset[int]
+    context: Sequence[int] = ()  # the tokens seq already holds, before prompt (samplers see them)
+    timings: Timings = field(default_factory=Timings)
+
+    def __iter__(self) -> Iterator[int]:
+        total = len(self.context) + len(self.prompt)
+        if total >= self.context_length:
+            raise KineticError(f"the prompt is {total} tokens, more than the context of "
+                               f"{self.context_length}; use a larger -c or a shorter prompt")
+        start = time.perf_counter()
+        logits = feed(self.runner, self.seq, self.prompt)
+        self.timings.prompt_tokens = len(self.prompt)
+        self.timings.prompt_seconds = time.perf_counter() - start
+        yield from self._decode(logits)
+
+    def _decode(self, logits: np.ndarray) -> Iterator[int]:
+        history = [*self.context, *self.prompt]
+        start = time.perf_counter()
+        index = 0
+        while True:
+            token = self.pick_next(logits, history, index)
+            if token in self.stop_ids:
+                self.timings.finish_reason = "stop"
+                break
+            history.append(token)
+            index += 1
+            self.timings.generated_tokens = index
+            self.timings.generate_seconds = time.perf_counter() - start
+            yield token
+            if index == self.max_tokens or self.seq.n_tokens + 1 >= self.context_length:
+                self.timings.finish_reason = "length"
+                break
+            position = self.seq.n_tokens
+            logits = self.runner.forward([Row(self.seq, token, position, logits=True)])[0]
+        self.timings.generate_seconds = time.perf_counter() - start

@@ -1,0 +1,99 @@
+"""A model loaded and ready to answer: its stack on a device, its tokenizer and chat template."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from kinetic.chat.template import ChatTemplate, load_chat_template
+from kinetic.engine.devices import choose_device
+from kinetic.engine.dry import NO_BREAKERS, DryBreakers, resolve_breakers
+from kinetic.engine.generate import Generation
+from kinetic.engine.sampling import SamplerState, sample
+from kinetic.engine.sampling_settings import SamplingSettings, resolve_settings, with_fresh_seed
+from kinetic.model import open_model
+from kinetic.model.load import load_stack
+from kinetic.spec.device import DeviceSequence, UploadOptions
+from kinetic.tokenizer import Tokenizer
+
+DEFAULT_CONTEXT = 32768
+
+
+def context_for(requested: Optional[int], trained: int) -> int:
+    """-c: None for 32768 or less if the model was trained on less, 0 for all it supports; explicit wins."""
+    if requested is None:
+        return min(DEFAULT_CONTEXT, trained)
+    return trained if requested <= 0 else requested
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int], limit: int) -> int:
+    n = 0
+    for x, y in zip(a[:limit], b[:limit]):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class Session:
+    """Everything one loaded model needs to answer prompts."""
+
+    def __init__(self, path: Path, device: str = "auto", threads: Optional[int] = None,
+                 ctx_size: Optional[int] = None, chat_template_file: Optional[Path] = None,
+                 announce: Callable[[str], None] = _stderr):
+        self.path = Path(path)
+        self.model = open_model(self.path)
+        self.name = self.path.stem
+        self.tokenizer = Tokenizer.from_metadata(self.model.metadata)
+        self._template_file = chat_template_file
+        self._template: Optional[ChatTemplate] = None
+        self._breakers: dict[tuple[str, ...], DryBreakers] = {}
+        stack = load_stack(self.model)
+        self.context_length = context_for(ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
+        self.device = choose_device(device, announce)
+        self.runner = self.device.upload(stack, UploadOptions(threads=threads, context_length=self.context_length))
+
+    @property
+    def template(self) -> ChatTemplate:
+        """The chat template, read when first needed (a base model may have none)."""
+        if self._template is None:
+            self._template = load_chat_template(self.model.metadata, self._template_file)
+        return self._template
+
+    def chat_prompt(self, messages: Sequence[Mapping[str, Any]], **template_kwargs: Any) -> list[int]:
+        text = self.template.render(messages, add_generation_prompt=True, **template_kwargs)
+        return self.tokenizer.encode(text, add_special=True, parse_special=True)
+
+    def settings(self, overrides: Mapping[str, Any]) -> SamplingSettings:
+        """The model's recommended sampling, with the user's overrides and a concrete seed."""
+        return with_fresh_seed(resolve_settings(self.model.metadata, overrides))
+
+    def _dry_breakers(self, settings: SamplingSettings) -> DryBreakers:
+        """DRY's sequence breakers as tokens, found once per list (it reads the whole vocabulary)."""
+        if settings.dry_multiplier <= 0:
+            return NO_BREAKERS
+        key = settings.dry_sequence_breakers
+        if key not in self._breakers:
+            self._breakers[key] = resolve_breakers(key, self.tokenizer)
+        return self._breakers[key]
+
+    def new_sequence(self) -> DeviceSequence:
+        return self.runner.new_sequence()
+
+    def generate(self, seq: DeviceSequence, tokens: Sequence[int], settings: SamplingSettings,
+                 max_tokens: int, cached: Sequence[int] = ()) -> Generation:
+        """An answer to the whole context `tokens`; seq holds `cached`, and keeps their common start."""
+        state = SamplerState.start(settings, self._dry_breakers(settings))
+
+        def pick_next(logits, history, index):
+            return sample(logits, history, settings, index, state)
+
+        keep = common_prefix(cached, tokens, limit=len(tokens) - 1)  # at least one token runs, for its logits
+        seq.truncate(keep)
+        return Generation(self.runner, seq, tokens[keep:], pick_next, max_tokens, self.context_length,
+                          frozenset(self.tokenizer.eog_ids), context=tokens[:keep])

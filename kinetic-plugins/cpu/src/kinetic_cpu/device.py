@@ -1,0 +1,28 @@
+"""The CPU device: usable wherever numba imports; it runs every block and every weight type."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from kinetic.model.blocks import Stack
+from kinetic.spec import Device
+from kinetic.spec.device import UploadOptions
+
+
+def probe() -> Optional[str]:
+    try:
+        import numba  # noqa: F401
+    except ImportError as error:
+        return f"numba is not installed ({error}); pip install numba"
+    return None
+
+
+def upload(stack: Stack, options: UploadOptions):
+    from kinetic_cpu.runner import CpuRunner
+    from kinetic_cpu.threads import use_threads
+
+    use_threads(options.threads)
+    return CpuRunner(stack, options)
+
+
+CPU = Device(name="cpu", probe=probe, upload=upload)

@@ -1,0 +1,80 @@
+"""Exact integer dot products of int8 vectors, in IR.
+
+On x86 with AVX2 they use pmaddubsw and pmaddwd directly (LLVM would widen through pmovsx otherwise);
+elsewhere plain IR that any LLVM target lowers. Both give the same integers: no sum can overflow.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as llvm
+
+from kinetic_cpu.kernels.ir import I16, I32, const, host_has, indices, vector
+
+AVX2 = host_has("avx2")
+
+
+def _x86_call(builder, name: str, result: llvm.Type, *operands) -> llvm.Value:
+    fn_type = llvm.FunctionType(result, [v.type for v in operands])
+    return builder.call(builder.module.declare_intrinsic(name, fnty=fn_type), list(operands))
+
+
+def _pair_products(builder, q, x, q_signed: bool) -> llvm.Value:
+    """Generic IR: <16 x i32> sums of adjacent products of <32 x i8> q and signed x."""
+    half, wide = vector(I16, 32), vector(I32, 32)
+    q16 = builder.sext(q, half) if q_signed else builder.zext(q, half)
+    return fold_pairs(builder, builder.mul(builder.sext(q16, wide), builder.sext(builder.sext(x, half), wide)))
+
+
+def _x86_pairs(builder, q, x, q_signed: bool) -> llvm.Value:
+    """AVX2: <16 x i16> pair sums by pmaddubsw (unsigned q times signed x; a signed q lends x its sign).
+    Exact: |q| <= 128 and |x| <= 127, so no pair reaches the i16 saturation at 32767."""
+    if q_signed:
+        x = _x86_call(builder, "llvm.x86.avx2.psign.b", q.type, x, q)
+        q = _x86_call(builder, "llvm.abs.v32i8", q.type, q, llvm.Constant(llvm.IntType(1), 0))
+    return _x86_call(builder, "llvm.x86.avx2.pmadd.ub.sw", vector(I16, 16), q, x)
+
+
+def quad_sums(builder, q, x, q_signed: bool) -> llvm.Value:
+    """<8 x i32>: lane j = sum of q[i] * x[i] over i = 4j .. 4j + 3, for <32 x i8> q (signed or unsigned)
+    and signed x, |x| <= 127."""
+    if AVX2:
+        pairs = _x86_pairs(builder, q, x, q_signed)
+        return _x86_call(builder, "llvm.x86.avx2.pmadd.wd", vector(I32, 8), pairs, const(vector(I16, 16), 1))
+    return fold_pairs(builder, _pair_products(builder, q, x, q_signed))
+
+
+def scaled_quad_sums(builder, q, x, pair_scales) -> llvm.Value:
+    """quad_sums of unsigned q (<= 63) with each adjacent pair's sum times its <16 x i16> pair_scales lane."""
+    if AVX2:
+        pairs = _x86_pairs(builder, q, x, False)
+        return _x86_call(builder, "llvm.x86.avx2.pmadd.wd", vector(I32, 8), pairs, pair_scales)
+    pairs = _pair_products(builder, q, x, False)
+    return fold_pairs(builder, builder.mul(pairs, builder.sext(pair_scales, vector(I32, 16))))
+
+
+def fold_pairs(builder, v) -> llvm.Value:
+    """Adjacent lanes added: <2n x i32> -> <n x i32>."""
+    n = v.type.count
+    even = builder.shuffle_vector(v, v, indices(range(0, n, 2)))
+    odd = builder.shuffle_vector(v, v, indices(range(1, n, 2)))
+    return builder.add(even, odd)
+
+
+def int_sum(builder, v) -> llvm.Value:
+    fn_type = llvm.FunctionType(v.type.element, [v.type])
+    fn = builder.module.declare_intrinsic(f"llvm.vector.reduce.add.v{v.type.count}i32", fnty=fn_type)
+    return builder.call(fn, [v])
+
+
+def block_sums(builder, parts) -> llvm.Value:
+    """<n x i32> whose lane j is the sum of the n lanes of parts[j] (n = len(parts), a power of two)."""
+    while len(parts) > 1:
+        n = parts[0].type.count
+        parts = [
+            builder.add(
+                builder.shuffle_vector(a, b, indices(range(0, 2 * n, 2))),
+                builder.shuffle_vector(a, b, indices(range(1, 2 * n, 2))),
+            )
+            for a, b in zip(parts[0::2], parts[1::2])
+        ]
+    return parts[0]

@@ -1,0 +1,102 @@
+"""The row driver: every weight type's matrix product, threads splitting output rows, never sums.
+
+Rows go out in chunks of ROWS from a shared atomic counter, so a thread that falls behind (a slow or busy
+vCPU) takes fewer chunks instead of stalling the rest. Each row is walked once in steps (kernel.py), each
+step decoded once for the whole batch; an output is the fixed tree of its 8 lanes, each lane the sum of its
+steps' values in step order: the same for any batch size, thread count or row position.
+
+The type's kernel is picked at compile time from the weight's block record (blocks.py) through the
+overloads below: one compiled specialization per weight type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+from numba.extending import overload
+
+from kinetic_cpu.kernels import floats, kquants, legacy
+from kinetic_cpu.kernels.intrinsics import fetch_add
+
+KERNELS = {**legacy.KERNELS, **kquants.KERNELS, **floats.KERNELS}
+ROWS = 16  # rows per chunk: small enough for an even split over threads of unequal speed
+PAD = 2  # spare acc rows (of 8 float32) after each worker's, so workers never write one cache line
+
+
+def kernel_of(w_type):
+    """The Kernel for a numba array type of block records (the record's one field is named by the type)."""
+    return KERNELS[next(iter(w_type.dtype.fields))]
+
+
+def full_steps(w):
+    raise NotImplementedError  # compiled code only
+
+
+def full(w, at, s, acts, acc):
+    raise NotImplementedError
+
+
+def one(w, at, s, acts, acc):
+    raise NotImplementedError
+
+
+@overload(full_steps, inline="always")
+def _full_steps(w):
+    n = kernel_of(w).full_steps
+    return lambda w: n
+
+
+@overload(full, inline="always")
+def _full(w, at, s, acts, acc):
+    impl = kernel_of(w).full
+    return lambda w, at, s, acts, acc: impl(w, at, s, acts, acc)
+
+
+@overload(one, inline="always")
+def _one(w, at, s, acts, acc):
+    impl = kernel_of(w).one
+    return lambda w, at, s, acts, acc: impl(w, at, s, acts, acc)
+
+
+@njit(cache=True, nogil=True)
+def lanes_sum(acc, t):  # acc: [n, 8] float32
+    """The fixed tree over token t's 8 lanes: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))."""
+    return ((acc[t, 0] + acc[t, 4]) + (acc[t, 2] + acc[t, 6])) + ((acc[t, 1] + acc[t, 5]) + (acc[t, 3] + acc[t, 7]))
+
+
+@njit(cache=True, nogil=True)
+def rows(w, r0, r1, acts, acc, out):  # acc: [n + PAD, 8] float32 scratch; out: [n, rows] float32
+    """Rows r0 .. r1 - 1 of out, on this thread."""
+    n, steps, size = out.shape[0], w.shape[1], w.itemsize
+    step = full_steps(w)
+    for r in range(r0, r1):
+        for t in range(n):  # loops, not slices: numba compiles slice assignment slowly
+            for lane in range(8):
+                acc[t, lane] = 0.0
+        at = r * steps * size
+        s = 0
+        while s + step <= steps:
+            full(w, at + s * size, s, acts, acc)
+            s += step
+        while s < steps:
+            one(w, at + s * size, s, acts, acc)
+            s += 1
+        for t in range(n):
+            out[t, r] = lanes_sum(acc, t)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def run(w, acts, out, threads):  # w: [rows, steps] block records; out: [n_tokens, rows] float32
+    """out[t, r] = row r of w . token t of acts (the activations the type's kernel takes), on `threads`
+    threads (numba.get_num_threads(): compiled code asking for it could not be cached)."""
+    n_rows, n = w.shape[0], out.shape[0]
+    n_chunks = (n_rows + ROWS - 1) // ROWS
+    workers = max(1, min(threads, n_chunks))
+    acc = np.empty((workers, n + PAD, 8), np.float32)
+    counter = np.zeros(1, np.int64)
+    for worker in prange(workers):
+        chunk = fetch_add(counter)
+        while chunk < n_chunks:
+            r0 = chunk * ROWS
+            rows(w, r0, min(n_rows, r0 + ROWS), acts, acc[worker], out)
+            chunk = fetch_add(counter)

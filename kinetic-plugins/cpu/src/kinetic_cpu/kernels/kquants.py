@@ -1,0 +1,124 @@
+"""Kernels of the K-quants (super-blocks of 256) against Q8_K activations: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+
+A step is one super-block. Its value: the exact integer i = sum over runs j of s_j * ((q_j - offset) . x_j)
+(offset 32 for Q6_K, 4 for Q3_K, taken as offset * the run's sum of x_q) and, for the types with minimums,
+m = sum over runs of m_j * (sum of x_q in run j); then (d_w * d_x) * i - (dmin_w * d_x) * m, as ggml's
+vec_dot does.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from kinetic_cpu.kernels import bitfields, decoders, dots, halves, ir
+from kinetic_cpu.kernels.ir import F32, I16, I32
+from kinetic_cpu.kernels.kernel import Kernel, step_intrinsic
+
+
+def _widen(builder, v, signed: bool = False):
+    wide = ir.vector(I32, v.type.count)
+    return builder.sext(v, wide) if signed else builder.zext(v, wide)
+
+
+def _q2_k_scales(builder, block):  # a byte per run of 16: scale in the low nibble, min in the high
+    packed = ir.load_bytes(builder, block, 0, 16)
+    return _widen(builder, bitfields.field(builder, packed, 4, 0)), _widen(builder, bitfields.field(builder, packed, 4, 1))
+
+
+def _q3_k_scales(builder, block):  # 6-bit scales - 32: low nibbles in bytes 96..103, high crumbs in 104..107
+    low = ir.load_bytes(builder, block, 96, 8)
+    low = bitfields.concat(builder, bitfields.field(builder, low, 4, 0), bitfields.field(builder, low, 4, 1))
+    high = ir.load_bytes(builder, block, 104, 4)
+    high = [bitfields.field(builder, high, 2, i) for i in range(4)]
+    high = bitfields.concat(builder, bitfields.concat(builder, high[0], high[1]), bitfields.concat(builder, high[2], high[3]))
+    scales = builder.or_(low, builder.shl(high, ir.const(high.type, 4)))
+    return _widen(builder, builder.sub(scales, ir.const(scales.type, 32)), signed=True), None
+
+
+def _k4_scales(builder, block):  # Q4_K/Q5_K: eight 6-bit scales and mins packed in bytes 4..15
+    low, mid, high = (ir.load_bytes(builder, block, at, 4) for at in (4, 8, 12))
+
+    def upper(v, top):  # (v & 15 or v >> 4) | (top >> 6) << 4
+        return builder.or_(v, builder.shl(builder.lshr(top, ir.const(top.type, 6)), ir.const(top.type, 4)))
+
+    scales = bitfields.concat(builder, bitfields.field(builder, low, 6, 0), upper(bitfields.field(builder, high, 4, 0), low))
+    mins = bitfields.concat(builder, bitfields.field(builder, mid, 6, 0), upper(bitfields.field(builder, high, 4, 1), mid))
+    return _widen(builder, scales), _widen(builder, mins)
+
+
+def _q6_k_scales(builder, block):  # an int8 scale per run of 16 in bytes 192..207
+    return _widen(builder, ir.load_bytes(builder, block, 192, 16), signed=True), None
+
+
+def _pair_scales(builder, scales):
+    """Per chunk of 32 weights, the <16 x i16> scale of each of its adjacent pairs (runs of 32 or of 16)."""
+    n_runs = scales.type.count
+    narrow = builder.trunc(scales, ir.vector(I16, n_runs))
+    lanes = [[c if n_runs == 8 else 2 * c + p // 8 for p in range(16)] for c in range(8)]
+    return [builder.shuffle_vector(narrow, narrow, ir.indices(chunk)) for chunk in lanes]
+
+
+def _run_sums(builder, sums, n_runs: int):  # sums: <16 x i32> of x_q per 16 -> per run
+    if n_runs == 16:
+        return sums
+    return builder.add(*(builder.shuffle_vector(sums, sums, ir.indices(range(p, 16, 2))) for p in (0, 1)))
+
+
+class _Spec(NamedTuple):
+    decode: Callable  # (builder, block i8*) -> 8 x <32 x i8> unsigned quants
+    scales: Callable  # (builder, block i8*) -> (<runs x i32> scales, <runs x i32> mins or None)
+    d_at: int  # byte offset of the f16 d
+    dmin_at: int = -1  # of the f16 dmin, for the types with minimums
+    offset: int = 0  # w = d * s * (q - offset)
+
+
+def _integer(builder, spec: _Spec, quants, pair_scales, scales, mins, x, run_sums):
+    """(i, m) of one token, exact int32: i = sum_j s_j (q_j - offset) . x_j, m = sum_j m_j sum(x_j) (or None)."""
+    total = None
+    for c, quant in enumerate(quants):
+        part = dots.scaled_quad_sums(builder, quant, ir.load_bytes(builder, x, 32 * c, 32), pair_scales[c])
+        total = part if total is None else builder.add(total, part)
+    exact = dots.int_sum(builder, total)
+    if spec.offset:
+        offsets = dots.int_sum(builder, builder.mul(run_sums, scales))
+        exact = builder.sub(exact, builder.mul(offsets, ir.const(I32, spec.offset)))
+    return exact, dots.int_sum(builder, builder.mul(run_sums, mins)) if mins is not None else None
+
+
+def _super_block(spec: _Spec):
+    """The intrinsic taking one super-block of the type spec describes."""
+    one = ir.vector(F32, 1)
+
+    def body(step):
+        b = step.builder
+        quants = spec.decode(b, step.weights)
+        scales, mins = spec.scales(b, step.weights)
+        pair_scales = _pair_scales(b, scales)
+        d_w = halves.gather_f16(b, step.weights, spec.d_at, 0, 1)
+        dmin_w = halves.gather_f16(b, step.weights, spec.dmin_at, 0, 1) if mins is not None else None
+        with step.tokens() as t:
+            sums = ir.load(b, step.activation(2, t, step.times_s(16)), 0, ir.vector(I32, 16))
+            run_sums = _run_sums(b, sums, scales.type.count)
+            x = step.activation(0, t, step.times_s(256))
+            exact, m = _integer(b, spec, quants, pair_scales, scales, mins, x, run_sums)
+            d_x = ir.load(b, step.activation(1, t, step.s), 0, one)
+            value = b.fmul(b.fmul(d_w, d_x), b.sitofp(ir.as_lanes(b, exact), one))
+            if m is not None:
+                value = b.fsub(value, b.fmul(b.fmul(dmin_w, d_x), b.sitofp(ir.as_lanes(b, m), one)))
+            step.add(t, 1, value)
+
+    return step_intrinsic(body)
+
+
+def _kernel(spec: _Spec) -> Kernel:
+    one = _super_block(spec)
+    return Kernel(one, one, 1, "q8_k")
+
+
+KERNELS = {
+    "Q2_K": _kernel(_Spec(decoders.k_chunks((16, 2, 32)), _q2_k_scales, 80, 82)),
+    "Q3_K": _kernel(_Spec(decoders.k_chunks((32, 2, 32), (0, 1, 32)), _q3_k_scales, 108, offset=4)),
+    "Q4_K": _kernel(_Spec(decoders.k_chunks((16, 4, 32)), _k4_scales, 0, 2)),
+    "Q5_K": _kernel(_Spec(decoders.k_chunks((48, 4, 32), (16, 1, 32)), _k4_scales, 0, 2)),
+    "Q6_K": _kernel(_Spec(decoders.k_chunks((0, 4, 64), (128, 2, 32)), _q6_k_scales, 208, offset=32)),
+}

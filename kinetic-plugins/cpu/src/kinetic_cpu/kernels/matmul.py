@@ -1,0 +1,94 @@
+"""The CPU matrix product: out = x . W^T for a weight matrix W stored as raw GGUF bytes, any type.
+
+    matmul(weight, type_id, x)     one product
+    Matrix(weight, type_id)        a matrix kept for many products (what a device holds): m(x), or
+                                   m(x, acts) with acts = activations(m.activations, x) shared by the
+                                   matrices that take the same input (q, k and v; gate and up)
+    compile_kernels(type_ids)      compile (or load from cache) the kernels of a model's types up front
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional
+
+import numba
+import numpy as np
+
+from kinetic.plugins import plugins
+
+from kinetic_cpu.kernels.activations import quantize_q8_0, quantize_q8_k
+from kinetic_cpu.kernels.blocks import as_blocks
+from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, run
+from kinetic_cpu.kernels.fallback import dequantizing_matmul
+
+SERIAL_BYTES = 1 << 17  # below this many weight bytes one thread beats starting the others
+_QUANTIZERS = {"q8_0": quantize_q8_0, "q8_k": quantize_q8_k, "float": lambda x: (x,), "dequantize": lambda x: (x,)}
+
+
+def activations(kind: str, x: np.ndarray) -> tuple:  # x: [n_tokens, k] float32
+    """x as the kernels of `kind` (Matrix.activations) take it: int8 blocks with scales and sums, or x itself."""
+    return _QUANTIZERS[kind](np.ascontiguousarray(x, dtype=np.float32))
+
+
+class Matrix:
+    """A weight matrix ready for products: weight [rows, row_bytes] uint8, the raw bytes of GGUF type type_id
+    (a zero-copy view of the file's memory map is kept as it is)."""
+
+    def __init__(self, weight: np.ndarray, type_id: int):
+        self.type = plugins().tensor_types[type_id]
+        if weight.ndim != 2 or weight.dtype != np.uint8 or weight.shape[1] % self.type.type_size:
+            raise ValueError(f"{self.type.name} weights must be [rows, whole blocks] uint8, not {weight.dtype} "
+                             f"{list(weight.shape)}")  # fmt: skip
+        self.weight = weight
+        self.rows = weight.shape[0]
+        self.k = weight.shape[1] // self.type.type_size * self.type.block_size
+        kernel = KERNELS.get(self.type.name)
+        self.activations = kernel.activations if kernel else "dequantize"
+        self._blocks = as_blocks(weight, self.type) if kernel else None
+
+    def __call__(self, x: np.ndarray, acts: Optional[tuple] = None) -> np.ndarray:
+        """[n_tokens, rows] float32 for x [n_tokens, k] float32. Row t is bit for bit what x[t:t + 1] alone
+        gives, whatever the batch and the thread count."""
+        if x.ndim != 2 or x.shape[1] != self.k:
+            shape = f"{self.type.name} matrix [{self.rows}, {self.k}]"
+            raise ValueError(f"{shape} does not take activations {list(x.shape)}")
+        acts = activations(self.activations, x) if acts is None else acts
+        threads = 1 if self.weight.nbytes < SERIAL_BYTES else numba.get_num_threads()
+        return self.product(acts, x.shape[0], threads)
+
+    def product(self, acts: tuple, n_tokens: int, threads: int) -> np.ndarray:
+        """The product for prepared activations on `threads` threads (1: this thread alone)."""
+        if self._blocks is None:
+            return dequantizing_matmul(self.weight, self.type, plugins().tensor_types[0], acts[0])
+        out = np.empty((n_tokens, self.rows), np.float32)
+        if threads == 1:
+            rows(self._blocks, 0, self.rows, acts, np.empty((n_tokens + PAD, 8), np.float32), out)
+        else:
+            run(self._blocks, acts, out, threads)
+        return out
+
+
+def matmul(weight: np.ndarray, type_id: int, x: np.ndarray) -> np.ndarray:
+    """[n_tokens, rows] float32: each token of x ([n_tokens, k] float32) times each row of the matrix whose
+    raw GGUF bytes are weight ([rows, row_bytes] uint8, type type_id). Row t is bit for bit what x[t:t + 1]
+    alone gives, whatever the batch and the thread count."""
+    return Matrix(weight, type_id)(x)
+
+
+def has_kernel(type_id: int) -> bool:
+    """Whether the type has a kernel of its own (else it runs through the row-dequantizing path)."""
+    return plugins().tensor_types[type_id].name in KERNELS
+
+
+def compile_kernels(type_ids: Iterable[int], report: Optional[Callable[[str], None]] = None) -> None:
+    """Compile the product kernels of these GGUF types, on one thread and on several (or load them from
+    numba's on-disk cache), so no timed work pays for it; report(type name) is called before each."""
+    for type_id in dict.fromkeys(type_ids):
+        kind = plugins().tensor_types[type_id]
+        if report is not None:
+            report(kind.name)
+        k = int(np.lcm(256, kind.block_size))  # whole blocks, and whole steps of every kernel
+        matrix = Matrix(np.zeros((2, kind.nbytes(k)), np.uint8), type_id)
+        acts = activations(matrix.activations, np.zeros((1, k), np.float32))
+        for threads in (1, 2):
+            matrix.product(acts, 1, threads)

@@ -1,0 +1,127 @@
+"""Running a Stack on the CPU: weights stay in the memory-mapped file; each sequence owns a KV cache."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+from kinetic.errors import KineticError
+from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
+from kinetic.spec.device import Row, UploadOptions
+from kinetic_cpu import ops
+from kinetic_cpu.kernels.matmul import matmul
+
+
+class CpuSequence:
+    """One conversation's keys and values, [context, n_head_kv, head_dim] float32 per attention block."""
+
+    def __init__(self, stack: Stack, context_length: int):
+        attentions = [b for b in stack.blocks if isinstance(b, Attention)]
+        self.keys = [np.zeros((context_length, a.n_head_kv, a.head_dim), np.float32) for a in attentions]
+        self.values = [np.zeros_like(k) for k in self.keys]
+        self.n_tokens = 0
+
+    def truncate(self, n: int) -> None:
+        self.n_tokens = min(self.n_tokens, max(0, n))
+
+
+class CpuRunner:
+    device_name = "the CPU"
+
+    def __init__(self, stack: Stack, options: UploadOptions):
+        self.stack = stack
+        self.context_length = options.context_length or stack.context_length
+        self._norms: dict[str, np.ndarray] = {}
+
+    def new_sequence(self) -> CpuSequence:
+        return CpuSequence(self.stack, self.context_length)
+
+    def forward(self, rows: Sequence[Row]) -> np.ndarray:
+        """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
+        wanted = [i for i, row in enumerate(rows) if row.logits]
+        out = np.empty((len(wanted), self.stack.n_vocab), np.float32)
+        for seq, indices in linear_batches(rows):
+            hidden = self._run(seq, [rows[i] for i in indices])
+            asks = [j for j, i in enumerate(indices) if rows[i].logits]
+            if asks:
+                out[[wanted.index(indices[j]) for j in asks]] = self._logits(hidden[asks])
+        return out
+
+    def _run(self, seq: CpuSequence, batch: list[Row]) -> np.ndarray:
+        """Append batch to seq; the final hidden states [n, n_embd]."""
+        tokens = np.array([row.token for row in batch], dtype=np.int64)
+        positions = np.array([row.position for row in batch], dtype=np.int64)
+        x = self._embed(tokens)
+        layer = 0
+        for block in self.stack.blocks:
+            if isinstance(block, Attention):
+                x = x + self._attention(block, x, seq, layer, positions)
+                layer += 1
+            else:
+                x = x + self._feed_forward(block, x)
+        seq.n_tokens = int(positions[-1]) + 1
+        return x
+
+    def _embed(self, tokens: np.ndarray) -> np.ndarray:
+        embedding = self.stack.embedding
+        kind = embedding.type
+        raw = embedding.raw()
+        rows = kind.dequantize(raw[tokens].reshape(-1, kind.type_size)).reshape(len(tokens), -1)
+        return (rows * np.float32(self.stack.embedding_scale)).astype(np.float32)
+
+    def _norm(self, norm: RmsNorm, x: np.ndarray) -> np.ndarray:
+        return ops.rms_norm(x, self._vector(norm.weight), norm.eps)
+
+    def _vector(self, weight: Weight) -> np.ndarray:
+        if weight.name not in self._norms:
+            self._norms[weight.name] = np.ascontiguousarray(weight.to_float32().reshape(-1), dtype=np.float32)
+        return self._norms[weight.name]
+
+    def _linear(self, weight: Weight, x: np.ndarray, bias: Optional[Weight] = None) -> np.ndarray:
+        y = matmul(weight.raw(), weight.type.id, np.ascontiguousarray(x))
+        return y + self._vector(bias) if bias is not None else y
+
+    def _attention(self, a: Attention, x: np.ndarray, seq: CpuSequence, layer: int, positions) -> np.ndarray:
+        h = self._norm(a.norm, x)
+        n = len(x)
+        q = self._linear(a.q, h, a.q_bias).reshape(n, a.n_head, a.head_dim)
+        k = self._linear(a.k, h, a.k_bias).reshape(n, a.n_head_kv, a.head_dim)
+        v = self._linear(a.v, h, a.v_bias).reshape(n, a.n_head_kv, a.head_dim)
+        if a.q_norm is not None:
+            q = self._norm(a.q_norm, q.reshape(-1, a.head_dim)).reshape(q.shape)
+            k = self._norm(a.k_norm, k.reshape(-1, a.head_dim)).reshape(k.shape)
+        factors = self._vector(a.rope.freq_factors) if a.rope.freq_factors is not None else self._ones(a.rope.n_dims)
+        for part in (q, k):
+            ops.rope(part, positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors, a.rope.neox)
+        seq.keys[layer][positions] = k
+        seq.values[layer][positions] = v
+        attended = ops.attend(q, seq.keys[layer], seq.values[layer], positions, a.scale, a.sliding_window or 0)
+        out = self._linear(a.o, attended)
+        return self._norm(a.post_norm, out) if a.post_norm is not None else out
+
+    def _ones(self, n_dims: int) -> np.ndarray:
+        return np.ones(n_dims // 2, dtype=np.float32)
+
+    def _feed_forward(self, f: GatedFeedForward, x: np.ndarray) -> np.ndarray:
+        h = self._norm(f.norm, x)
+        gated = ops.gate(self._linear(f.gate, h), self._linear(f.up, h), f.activation == "gelu_tanh")
+        out = self._linear(f.down, gated)
+        return self._norm(f.post_norm, out) if f.post_norm is not None else out
+
+    def _logits(self, hidden: np.ndarray) -> np.ndarray:
+        return self._linear(self.stack.output, self._norm(self.stack.output_norm, hidden))
+
+
+def linear_batches(rows: Sequence[Row]) -> list[tuple[CpuSequence, list[int]]]:
+    """Row indices grouped by sequence; each row must continue its sequence, after the row before it."""
+    groups: dict[int, tuple[CpuSequence, list[int]]] = {}
+    for index, row in enumerate(rows):
+        seq, batch = groups.setdefault(id(row.sequence), (row.sequence, []))
+        parent = batch[-1] if batch else -1
+        if row.position != seq.n_tokens + len(batch) or row.parent != parent:
+            raise KineticError("the CPU device runs linear batches: each row continues its sequence "
+                               f"(row {index} is at position {row.position} after row {row.parent})")
+        batch.append(index)
+    return list(groups.values())

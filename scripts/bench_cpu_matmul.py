@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""CPU matrix-product speed: GB/s of weight bytes read by a single-token matvec, per type.
+
+    python scripts/bench_cpu_matmul.py [Q8_0 Q5_0 ...] [--runs 7]
+
+Streaming, 1 and 2 threads: each case cycles through enough copies of its matrix (at least 64 MB) that
+the weights come from memory as in decoding, not from the last-level cache; wall time, best of --runs.
+In cache, 1 thread: the first 256 KB of rows again and again, timed in the thread's CPU time, so other
+processes on the machine barely change it: the kernel's own speed, what two threads need to exceed half
+the memory bandwidth. Both time kinetic_cpu.kernels.Matrix(weight)(x), as a device holds a matrix
+(activation quantization and call overhead included); compilation is done before. The load average is
+printed first: streaming numbers on a busy machine are not the kernels' speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numba
+import numpy as np
+from random_weights import random_weights
+
+from kinetic.plugins import plugins
+from kinetic_cpu.kernels import Matrix, activations, compile_kernels
+
+# (type, rows, k): Qwen2.5-Coder 0.5B's shapes (ffn up/gate/down, attention, output) and Gemma 3 270M's ffn
+CASES = [
+    ("Q8_0", 4864, 896), ("Q8_0", 151936, 896), ("Q5_0", 4864, 896), ("Q5_0", 896, 896),
+    ("Q5_0", 151936, 896), ("Q4_K", 640, 2048), ("Q4_K", 896, 4864), ("Q6_K", 640, 2048),
+    ("Q6_K", 896, 4864), ("F32", 4864, 896), ("F16", 4864, 896), ("BF16", 4864, 896),
+    ("Q4_0", 4864, 896), ("Q4_1", 4864, 896), ("Q5_1", 4864, 896), ("Q2_K", 896, 4864),
+    ("Q3_K", 896, 4864), ("Q5_K", 896, 4864), ("IQ4_NL", 4864, 896),
+]  # fmt: skip
+STREAM_BYTES = 64 << 20
+CACHED_BYTES = 256 << 10
+
+
+def seconds_per_matvec(matrices: list[Matrix], x: np.ndarray, runs: int) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        for matrix in matrices:
+            matrix(x)
+        best = min(best, (time.perf_counter() - start) / len(matrices))
+    return best
+
+
+def in_cache(weight: np.ndarray, type_id: int, x: np.ndarray, runs: int) -> float:
+    """GB/s of one thread on the first 256 KB of rows, by the thread's CPU time."""
+    matrix = Matrix(weight[: max(1, CACHED_BYTES // weight.shape[1])], type_id)
+    repeats = 50
+    best = float("inf")
+    for _ in range(runs):
+        start = time.thread_time()
+        for _ in range(repeats):
+            matrix.product(activations(matrix.activations, x), 1, 1)
+        best = min(best, (time.thread_time() - start) / repeats)
+    return matrix.weight.nbytes / best / 1e9
+
+
+def bench(name: str, rows: int, k: int, runs: int, rng: np.random.Generator) -> list[float]:
+    tensor_type = plugins().tensor_types[name]
+    first = random_weights(tensor_type, rows, k, rng, quantize=False)
+    copies = [first] + [first.copy() for _ in range(STREAM_BYTES // first.nbytes)]
+    matrices = [Matrix(weight, tensor_type.id) for weight in copies]
+    x = rng.standard_normal((1, k), dtype=np.float32)
+    speeds = []
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        speeds.append(first.nbytes / seconds_per_matvec(matrices, x, runs) / 1e9)
+    return speeds + [in_cache(first, tensor_type.id, x, runs)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("types", nargs="*", help="types to run (default: all cases)")
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    cases = [case for case in CASES if not args.types or case[0] in args.types]
+    compile_kernels(plugins().tensor_types[name].id for name, _, _ in cases)
+    print("load average %.1f %.1f %.1f on %d CPUs" % (*os.getloadavg(), os.cpu_count()))
+    print(f"{'':31} {'streaming':^21}   {'in cache':^9}")
+    print(f"{'type':8} {'rows x k':>14} {'MB':>7} {'1 thread':>10} {'2 threads':>10}   {'1 thread':>9}  (GB/s of weights)")
+    for name, rows, k in cases:
+        one, two, cached = bench(name, rows, k, args.runs, rng)
+        mb = plugins().tensor_types[name].nbytes(rows * k) / 1e6
+        print(f"{name:8} {f'{rows} x {k}':>14} {mb:7.1f} {one:10.1f} {two:10.1f}   {cached:9.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

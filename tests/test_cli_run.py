@@ -1,0 +1,59 @@
+"""`kinetic run` and `kinetic chat` on the real Qwen model: greedy and seeded answers, stdin, the status line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+PROMPT = "Write a haiku about rivers."
+STATUS = re.compile(r"^\[\d+ tokens at [\d.]+ tok/s; prompt \d+ tokens at [\d.]+ tok/s on the CPU\]$")
+
+
+def kinetic(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kinetic", *args], capture_output=True, text=True, input=stdin)
+
+
+@pytest.fixture(scope="module")
+def greedy_answer(qwen_gguf) -> subprocess.CompletedProcess:
+    return kinetic("run", str(qwen_gguf), PROMPT, "--temp", "0", "-n", "12", "--device", "cpu")
+
+
+def test_run_greedy_answer_is_the_engines(greedy_answer, qwen_gguf):
+    from kinetic.engine.session import Session
+    from kinetic.engine.sampling_settings import SamplingSettings
+
+    assert greedy_answer.returncode == 0, greedy_answer.stderr
+    assert STATUS.match(greedy_answer.stderr.strip().splitlines()[-1])
+    session = Session(qwen_gguf, device="cpu", ctx_size=1024)
+    tokens = session.chat_prompt([{"role": "user", "content": PROMPT}])
+    answer = list(session.generate(session.new_sequence(), tokens, SamplingSettings(temp=0), 12))
+    assert greedy_answer.stdout == session.tokenizer.decode(answer, special=False) + "\n"
+
+
+def test_run_reads_the_prompt_from_stdin_and_takes_llama_flags(greedy_answer, qwen_gguf):
+    piped = kinetic("run", "-m", str(qwen_gguf), "--temp", "0", "-n", "12", "-ngl", "0", "-fa", "on", stdin=PROMPT)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == greedy_answer.stdout
+
+
+def test_seeded_answers_repeat(qwen_gguf):
+    args = ("run", str(qwen_gguf), PROMPT, "--temp", "0.9", "--seed", "42", "-n", "10", "--device", "cpu")
+    first, second = kinetic(*args), kinetic(*args)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout and first.stdout.strip()
+
+
+def test_chat_reads_messages_from_stdin(qwen_gguf, greedy_answer):
+    chat = kinetic("chat", str(qwen_gguf), "--temp", "0", "-n", "12", "--device", "cpu", stdin=f"{PROMPT}\n/exit\n")
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stdout == greedy_answer.stdout
+
+
+def test_run_failures(tmp_path, qwen_gguf):
+    missing = kinetic("run", str(tmp_path / "none.gguf"), "Hi")
+    assert (missing.returncode, missing.stderr) == (1, f"kinetic: {tmp_path / 'none.gguf'}: no such file; check the path\n")
+    cuda = kinetic("run", str(qwen_gguf), "Hi", "--device", "cuda")
+    assert (cuda.returncode, cuda.stderr) == (1, "kinetic: CUDA is not usable: no cuda device plugin is installed\n")

@@ -1,0 +1,277 @@
+"""The CPU matrix products (kinetic_cpu.kernels): exact across batches and threads, close to the float
+reference, and the int8 path exactly as specified.
+
+Exactness: row t of a batch is, bit for bit, what token t gives alone, with 1 thread or 2.
+Closeness to float64 x @ dequantize(W).T, as the relative error of each output vector: under 2% for the
+kernels that quantize activations to int8 (their rounding; about 0.6% on these normal inputs), under 1e-5
+for the float kernels and the row-dequantizing path (float32 sums).
+The int8 path: activations as ggml's reference quantizers make them, and outputs as an independent numpy
+implementation gives them: the integer sum per block, then the float combine in the kernels' order.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import numba
+import numpy as np
+import pytest
+from random_weights import random_weights
+
+from kinetic.plugins import plugins
+from kinetic_cpu.kernels import Matrix, activations, compile_kernels, matmul
+from kinetic_cpu.kernels.activations import f16_round
+from kinetic_formats.types._common import fields
+
+matmul_module = importlib.import_module("kinetic_cpu.kernels.matmul")  # the package's `matmul` is the function
+
+INT8 = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+FLOATS = ["F32", "F16", "BF16"]
+DEQUANTIZED = ["IQ4_NL", "IQ2_XS"]  # no kernel of their own
+PORTABLE = ["Q8_0", "Q5_0", "Q4_K", "Q6_K", "F16"]  # one of each integer and float primitive
+ROWS = 96
+BATCH = 64
+
+
+def k_of(name: str) -> int:
+    """9 super-blocks for the 256-weight types; else 73 blocks of 32: 9 full groups of 8 and a tail of 1,
+    and for the float types 36 steps of 64 and a tail of 32."""
+    return 256 * 9 if plugins().tensor_types[name].block_size == 256 else 32 * 73
+
+
+@pytest.fixture(scope="module")
+def cases():
+    """name -> (raw weight bytes [ROWS, row_bytes], activations [BATCH, k]), made once."""
+    made = {}
+
+    def case(name):
+        if name not in made:
+            rng = np.random.default_rng(sum(map(ord, name)))
+            k = k_of(name)
+            weight = random_weights(plugins().tensor_types[name], ROWS, k, rng)
+            made[name] = weight, rng.standard_normal((BATCH, k), np.float32)
+        return made[name]
+
+    return case
+
+
+@pytest.fixture
+def threads():
+    """Sets numba's thread count for the test, and restores it."""
+    before = numba.get_num_threads()
+    yield numba.set_num_threads
+    numba.set_num_threads(before)
+
+
+def type_id(name: str) -> int:
+    return plugins().tensor_types[name].id
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.parametrize("name", INT8 + FLOATS + DEQUANTIZED)
+def test_a_batch_row_is_its_token_alone(cases, name):
+    weight, x = cases(name)
+    whole = matmul(weight, type_id(name), x)
+    for n in (1, 2, 7):
+        assert same_bits(matmul(weight, type_id(name), x[:n]), whole[:n])
+    for t in (0, 5, BATCH - 1):
+        assert same_bits(matmul(weight, type_id(name), x[t : t + 1])[0], whole[t])
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@pytest.mark.parametrize("name", INT8 + FLOATS)
+def test_threads_change_no_bit(cases, name, threads, monkeypatch):
+    monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)  # the threaded driver even for this small matrix
+    weight, x = cases(name)
+    threads(1)
+    alone = matmul(weight, type_id(name), x[:7])
+    threads(2)
+    assert same_bits(matmul(weight, type_id(name), x[:7]), alone)
+
+
+@pytest.mark.parametrize("name", INT8 + FLOATS + DEQUANTIZED)
+def test_close_to_the_float_reference(cases, name):
+    weight, x = cases(name)
+    tensor_type = plugins().tensor_types[name]
+    floats = tensor_type.dequantize(weight.reshape(-1, tensor_type.type_size)).reshape(ROWS, -1)
+    expected = x.astype(np.float64) @ floats.astype(np.float64).T
+    error = np.linalg.norm(matmul(weight, tensor_type.id, x) - expected, axis=1) / np.linalg.norm(expected, axis=1)
+    assert error.max() < (0.02 if name in INT8 else 1e-5)
+
+
+def test_the_matrix_takes_shared_activations(cases):
+    weight, x = cases("Q4_K")
+    matrix = Matrix(weight, type_id("Q4_K"))
+    assert matrix.activations == "q8_k"
+    assert same_bits(matrix(x[:3], activations("q8_k", x[:3])), matmul(weight, type_id("Q4_K"), x[:3]))
+
+
+def test_an_empty_batch(cases):
+    weight, x = cases("Q5_0")
+    assert matmul(weight, type_id("Q5_0"), x[:0]).shape == (0, ROWS)
+
+
+def test_kernels_compile_up_front():
+    named = []
+    compile_kernels([type_id("Q8_0"), type_id("IQ4_NL"), type_id("Q8_0")], named.append)
+    assert named == ["Q8_0", "IQ4_NL"]
+
+
+def test_the_portable_kernels_give_the_same_bits(cases, tmp_path):
+    """NUMBA_CPU_NAME=generic compiles the plain-IR path (no AVX2 products, no F16C), as on other CPUs."""
+    for name in PORTABLE:
+        weight, x = cases(name)
+        np.savez(tmp_path / f"{name}.npz", weight=weight, x=x[:7])
+    script = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        import numba
+        import numpy as np
+        from kinetic.plugins import plugins
+        from kinetic_cpu.kernels import dots, halves, matmul
+        assert not dots.AVX2 and not halves.NATIVE_HALF
+        numba.set_num_threads(1)  # threads change no bit (tested above); one compiles less
+        for path in Path(sys.argv[1]).glob("*.npz"):
+            case = np.load(path)
+            out = matmul(case["weight"], plugins().tensor_types[path.stem].id, case["x"])
+            np.save(path.with_suffix(".out.npy"), out)
+    """)
+    environment = {**os.environ, "NUMBA_CPU_NAME": "generic"}
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=environment, check=True)
+    for name in PORTABLE:
+        weight, x = cases(name)
+        assert same_bits(np.load(tmp_path / f"{name}.out.npy"), matmul(weight, type_id(name), x[:7]))
+
+
+def test_wrong_shapes_are_refused(cases):
+    weight, x = cases("Q8_0")
+    with pytest.raises(ValueError, match="does not take activations"):
+        matmul(weight, type_id("Q8_0"), x[:, :-32])
+    with pytest.raises(ValueError, match="whole blocks"):
+        matmul(weight[:, :-1], type_id("Q8_0"), x)
+
+
+# ---- the int8 path against an independent numpy implementation ----
+
+
+def q8_0_reference(x):  # ggml's quantize_row_q8_0_ref: d = amax / 127 kept as f16, q = roundf(x / d)
+    blocks = x.reshape(len(x), -1, 32)
+    d = np.abs(blocks).max(axis=-1) / np.float32(127)
+    with np.errstate(divide="ignore"):
+        inverse = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    scaled = (blocks * inverse[..., None]).astype(np.float64)
+    q = np.copysign(np.floor(np.abs(scaled) + 0.5), scaled).astype(np.int8)
+    return q.reshape(x.shape), d.astype(np.float16).astype(np.float32), q.sum(axis=-1, dtype=np.int32)
+
+
+def q8_k_reference(x):  # ggml's quantize_row_q8_K_ref: d = max / -127 (max: largest magnitude), nearest int
+    blocks = x.reshape(len(x), -1, 256)
+    peak = np.take_along_axis(blocks, np.abs(blocks).argmax(axis=-1)[..., None], axis=-1)[..., 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inverse = np.float32(-127) / peak
+        q = np.where(peak[..., None] != 0, np.minimum(127, np.rint(blocks * inverse[..., None])), 0).astype(np.int8)
+        d = np.where(peak != 0, np.float32(1) / inverse, np.float32(0)).astype(np.float32)
+    return q.reshape(x.shape), d, q.reshape(len(x), -1, 16).sum(axis=-1, dtype=np.int32)
+
+
+def lanes_combine(values):  # values: [n, rows, steps] float32 -> [n, rows]: lane s % 8, then the fixed tree
+    lanes = np.zeros(values.shape[:2] + (8,), np.float32)
+    for s in range(values.shape[2]):
+        lanes[..., s % 8] += values[..., s]
+    l = [lanes[..., i] for i in range(8)]  # noqa: E741
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+
+
+def f16(blocks, at):  # blocks: [rows, n_blocks, size] uint8 -> [rows, n_blocks] float32
+    return np.ascontiguousarray(blocks[..., at : at + 2]).view(np.float16)[..., 0].astype(np.float32)
+
+
+def unpack(packed, bits, run):  # [rows, n_blocks, m] uint8 -> [rows, n_blocks, m * 8 / bits] int64
+    flat = packed.reshape(-1, packed.shape[-1])
+    return fields(flat, bits, run).reshape(packed.shape[:2] + (-1,)).astype(np.int64)
+
+
+def run_dots(q, xq, run):  # q: [rows, nb, B], xq: [n, nb * B] -> [n, rows, nb, B / run] int64 per-run dots
+    n, (rows, nb, size) = len(xq), q.shape
+    x = xq.reshape(n, 1, nb, size // run, run).astype(np.int64)
+    return (q.reshape(1, rows, nb, size // run, run) * x).sum(axis=-1)
+
+
+def legacy_values(blocks, quants, acts):  # w = d * q: (d_w * d_x) * (q . x_q) per block
+    xq, d, _ = acts
+    exact = run_dots(quants, xq, 32)[..., 0]
+    return (f16(blocks, 0)[None] * d[:, None]) * exact.astype(np.float32)
+
+
+def q8_0_values(blocks, acts):
+    return legacy_values(blocks, blocks[..., 2:].view(np.int8).astype(np.int64), acts)
+
+
+def q5_0_values(blocks, acts):
+    q = unpack(blocks[..., 6:], 4, 16) | (unpack(blocks[..., 2:6], 1, 1) << 4)
+    return legacy_values(blocks, q - 16, acts)
+
+
+def k_values(d_w, scales, dots, acts, dmin_w=None, mins=None):  # (d_w d_x) i - (dmin_w d_x) m per super-block
+    _, d, sums = acts
+    exact = (scales[None] * dots).sum(axis=-1).astype(np.float32)
+    value = (d_w[None] * d[:, None]) * exact
+    if mins is not None:
+        runs = mins.shape[-1]
+        run_sums = sums.reshape(len(sums), 1, -1, runs, 16 // runs).sum(axis=-1)  # sums come per 16
+        m = (mins[None] * run_sums).sum(axis=-1).astype(np.float32)
+        value = value - (dmin_w[None] * d[:, None]) * m
+    return value
+
+
+def q4_k_values(blocks, acts):
+    low, mid, high = (blocks[..., at : at + 4].astype(np.int64) for at in (4, 8, 12))
+    scales = np.concatenate([low & 63, (high & 15) | (low >> 6 << 4)], axis=-1)
+    mins = np.concatenate([mid & 63, (high >> 4) | (mid >> 6 << 4)], axis=-1)
+    dots = run_dots(unpack(blocks[..., 16:], 4, 32), acts[0], 32)
+    return k_values(f16(blocks, 0), scales, dots, acts, f16(blocks, 2), mins)
+
+
+def q6_k_values(blocks, acts):
+    q = unpack(blocks[..., :128], 4, 64) | (unpack(blocks[..., 128:192], 2, 32) << 4)
+    scales = blocks[..., 192:208].view(np.int8).astype(np.int64)
+    return k_values(f16(blocks, 208), scales, run_dots(q - 32, acts[0], 16), acts)
+
+
+NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q5_0": (q5_0_values, "q8_0"), "Q4_K": (q4_k_values, "q8_k"),
+               "Q6_K": (q6_k_values, "q8_k")}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind, reference", [("q8_0", q8_0_reference), ("q8_k", q8_k_reference)])
+def test_activations_quantize_as_ggml(kind, reference):
+    x = np.random.default_rng(7).standard_normal((5, 2304), np.float32) * np.float32(3)
+    x[1, :256] = 0  # an all-zero block
+    for ours, theirs in zip(activations(kind, x), reference(x)):
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
+
+
+def test_f16_round_is_numpys_float16():
+    rng = np.random.default_rng(3)
+    edges = [0.0, -0.0, 65504.0, 65519.0, 65520.0, 1e9, 2.0**-24, 2.0**-25, 3 * 2.0**-26]
+    values = np.concatenate([rng.standard_normal(20000) * 10.0 ** rng.integers(-9, 6, 20000), edges]).astype(np.float32)
+    with np.errstate(over="ignore"):
+        expected = values.astype(np.float16).astype(np.float32)
+    rounded = np.array([f16_round(v) for v in values], np.float32)
+    assert same_bits(rounded, expected)
+
+
+@pytest.mark.parametrize("name", NUMPY_PATHS)
+def test_the_int8_path_is_the_numpy_one(cases, name):
+    weight, x = cases(name)
+    values, kind = NUMPY_PATHS[name]
+    tensor_type = plugins().tensor_types[name]
+    blocks = weight.reshape(ROWS, -1, tensor_type.type_size)
+    acts = [a[:7] for a in (q8_0_reference if kind == "q8_0" else q8_k_reference)(x)]
+    assert same_bits(matmul(weight, tensor_type.id, x[:7]), lanes_combine(values(blocks, acts)))
