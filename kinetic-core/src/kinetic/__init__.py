@@ -8,3 +8,10 @@ def open_model(path):
     from kinetic.model import open_model as _open_model
 
     return _open_model(path)
+
+
+def load_tokenizer(path):
+    """The tokenizer of a model file, read from its header alone (see kinetic.tokenizer.Tokenizer)."""
+    from kinetic.tokenizer import load_tokenizer as _load_tokenizer
+
+    return _load_tokenizer(path)

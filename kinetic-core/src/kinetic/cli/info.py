@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kinetic.model import open_model
 from kinetic.spec import ModelFile
+from kinetic.tokenizer import SUPPORTED_PRE_TOKENIZERS
 
 GIB, MIB = 1 << 30, 1 << 20
 LABEL_WIDTH = 15
@@ -63,6 +64,8 @@ def tokenizer_line(metadata) -> str:
     tokens = metadata.get("tokenizer.ggml.tokens") or []
     pre = metadata.get("tokenizer.ggml.pre")
     name = f"{kind} ({pre})" if kind == "gpt2" and pre else str(kind)
+    if kind == "gpt2" and pre not in SUPPORTED_PRE_TOKENIZERS:
+        name = f"{kind} ({pre or 'none'}: unsupported pre-tokenizer)"
     bos = special_token(metadata, tokens, "bos") if metadata.get("tokenizer.ggml.add_bos_token", True) else "none"
     return f"{name}, {len(tokens)} tokens, BOS {bos}, EOS {special_token(metadata, tokens, 'eos')}"
 
