@@ -1,9 +1,10 @@
 """Kinetic's CPU device: numba kernels.
 
-Importing this package points numba's on-disk cache at the user cache before numba loads, so kernels
-compile once per machine. It does not import numba itself: the plugin must stay cheap to load.
+Importing this package sets numba's environment before numba loads: its on-disk cache under the user
+cache, so kernels compile once per machine, and passive OpenMP waiting (see numba_setup.py). It does not
+import numba itself: the plugin must stay cheap to load.
 """
 
-from kinetic_cpu.numba_cache import use_kinetic_cache
+from kinetic_cpu.numba_setup import prepare_numba
 
-use_kinetic_cache()
+prepare_numba()

@@ -6,7 +6,8 @@ reference dequantizers in kinetic_formats.types).
 
 from __future__ import annotations
 
-from kinetic_cpu.kernels import bitfields, ir
+from kinetic_cpu.kernels import ir
+from kinetic_cpu.kernels.bitfields import bit_lanes, concat, field
 
 
 def nibble_block(qs_at: int, qh_at: int | None = None):
@@ -16,9 +17,9 @@ def nibble_block(qs_at: int, qh_at: int | None = None):
 
     def build(builder, block):
         packed = ir.load_bytes(builder, block, qs_at, 16)
-        q = bitfields.concat(builder, bitfields.field(builder, packed, 4, 0), bitfields.field(builder, packed, 4, 1))
+        q = concat(builder, field(builder, packed, 4, 0), field(builder, packed, 4, 1))
         if qh_at is not None:
-            high = bitfields.bit_lanes(builder, block, qh_at, 0, 32)
+            high = bit_lanes(builder, block, qh_at, 0, 32)
             q = builder.or_(q, builder.shl(high, ir.const(high.type, 4)))
         return q
 
@@ -36,7 +37,7 @@ def _chunk(c: int, bits: int, run: int) -> tuple[int, int]:
 def _bits(builder, block, c: int, layout: tuple[int, int, int]):
     at, bits, run = layout
     byte, index = _chunk(c, bits, run)
-    return bitfields.field(builder, ir.load_bytes(builder, block, at + byte, 32), bits, index)
+    return field(builder, ir.load_bytes(builder, block, at + byte, 32), bits, index)
 
 
 def k_chunks(low: tuple[int, int, int], high: tuple[int, int, int] | None = None):

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from kinetic_cpu.kernels import bitfields, decoders, dots, halves, ir
+from kinetic_cpu.kernels import decoders, dots, halves, ir
+from kinetic_cpu.kernels.bitfields import concat, field
 from kinetic_cpu.kernels.ir import F32, I16, I32
 from kinetic_cpu.kernels.kernel import Kernel, step_intrinsic
 
@@ -22,15 +23,15 @@ def _widen(builder, v, signed: bool = False):
 
 def _q2_k_scales(builder, block):  # a byte per run of 16: scale in the low nibble, min in the high
     packed = ir.load_bytes(builder, block, 0, 16)
-    return _widen(builder, bitfields.field(builder, packed, 4, 0)), _widen(builder, bitfields.field(builder, packed, 4, 1))
+    return _widen(builder, field(builder, packed, 4, 0)), _widen(builder, field(builder, packed, 4, 1))
 
 
 def _q3_k_scales(builder, block):  # 6-bit scales - 32: low nibbles in bytes 96..103, high crumbs in 104..107
     low = ir.load_bytes(builder, block, 96, 8)
-    low = bitfields.concat(builder, bitfields.field(builder, low, 4, 0), bitfields.field(builder, low, 4, 1))
+    low = concat(builder, field(builder, low, 4, 0), field(builder, low, 4, 1))
     high = ir.load_bytes(builder, block, 104, 4)
-    high = [bitfields.field(builder, high, 2, i) for i in range(4)]
-    high = bitfields.concat(builder, bitfields.concat(builder, high[0], high[1]), bitfields.concat(builder, high[2], high[3]))
+    high = [field(builder, high, 2, i) for i in range(4)]
+    high = concat(builder, concat(builder, high[0], high[1]), concat(builder, high[2], high[3]))
     scales = builder.or_(low, builder.shl(high, ir.const(high.type, 4)))
     return _widen(builder, builder.sub(scales, ir.const(scales.type, 32)), signed=True), None
 
@@ -41,8 +42,8 @@ def _k4_scales(builder, block):  # Q4_K/Q5_K: eight 6-bit scales and mins packed
     def upper(v, top):  # (v & 15 or v >> 4) | (top >> 6) << 4
         return builder.or_(v, builder.shl(builder.lshr(top, ir.const(top.type, 6)), ir.const(top.type, 4)))
 
-    scales = bitfields.concat(builder, bitfields.field(builder, low, 6, 0), upper(bitfields.field(builder, high, 4, 0), low))
-    mins = bitfields.concat(builder, bitfields.field(builder, mid, 6, 0), upper(bitfields.field(builder, high, 4, 1), mid))
+    scales = concat(builder, field(builder, low, 6, 0), upper(field(builder, high, 4, 0), low))
+    mins = concat(builder, field(builder, mid, 6, 0), upper(field(builder, high, 4, 1), mid))
     return _widen(builder, scales), _widen(builder, mins)
 
 
