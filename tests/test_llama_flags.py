@@ -42,3 +42,14 @@ def test_refused_flag_exits_2_with_one_line():
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == ("kinetic: -ts is a llama.cpp flag: Kinetic runs the model wholly on one device; "
                              "choose it with --device.\n")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["bench", "m.gguf", "--compare"], ["bench", "m.gguf", "--compare="]),
+    (["bench", "m.gguf", "--compare", "--json"], ["bench", "m.gguf", "--compare=", "--json"]),
+    (["bench", "m.gguf", "--compare", "/opt/llama-bench"], ["bench", "m.gguf", "--compare", "/opt/llama-bench"]),
+])
+def test_bench_compare_takes_an_optional_path(argv, expected):
+    from kinetic.cli.main import bare_compare
+
+    assert bare_compare(argv) == expected

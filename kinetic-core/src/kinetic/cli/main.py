@@ -88,7 +88,7 @@ def bench(
                                           show_default=False),
     device: str = typer.Option("auto", "--device", help="the device to measure: auto, cpu or cuda"),
     as_json: bool = typer.Option(False, "--json", help="print the results as one JSON object"),
-    compare: Optional[str] = typer.Option(None, "--compare", flag_value="", is_flag=False,
+    compare: Optional[str] = typer.Option(None, "--compare", metavar="[LLAMA_BENCH]",
                                           help="also run llama.cpp's llama-bench (on PATH, or this path)"),
 ) -> None:
     """Measure load time, prompt (pp512) and generation (tg128) speed and peak memory, as llama-bench does."""
@@ -117,7 +117,7 @@ def _one_model(positional: Optional[Path], option: Optional[Path]) -> Path:
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the command line; errors become one line on stderr and the exit code."""
     try:
-        args = translate(sys.argv[1:] if argv is None else argv)
+        args = bare_compare(translate(sys.argv[1:] if argv is None else argv))
     except RefusedFlag as refused:
         print(f"kinetic: {refused}", file=sys.stderr)
         return 2
@@ -133,6 +133,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     except typer.Exit as done:
         return done.exit_code
     return 0
+
+
+def bare_compare(args: list[str]) -> list[str]:
+    """`bench --compare` takes an optional path: alone (last, or before another flag) it means search for it."""
+    return [arg + "=" if arg == "--compare" and (i + 1 == len(args) or args[i + 1].startswith("-")) else arg
+            for i, arg in enumerate(args)]
 
 
 def _usage_error(error) -> int:
