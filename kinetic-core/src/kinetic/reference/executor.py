@@ -12,6 +12,7 @@ from typing import Optional, Sequence as Seq
 
 import numpy as np
 
+from kinetic.errors import KineticError
 from kinetic.model.blocks import Attention, GatedFeedForward, Stack, Weight
 from kinetic.reference import blocks, ops
 from kinetic.reference.sequence import Sequence
@@ -63,7 +64,7 @@ class ReferenceRunner:
             elif isinstance(block, GatedFeedForward):
                 x = x + blocks.feed_forward(self.weight, block, x)
             else:
-                raise NotImplementedError(f"the reference executor has no {type(block).__name__} block yet")
+                raise KineticError(f"the reference executor has no {type(block).__name__} block")
         return x
 
     def _logits(self, hidden: np.ndarray) -> np.ndarray:
