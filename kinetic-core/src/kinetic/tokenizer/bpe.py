@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from kinetic.tokenizer.word_cache import WordCache
 from kinetic.tokenizer.bytelevel import encode_bytes
 from kinetic.tokenizer.merging import merge_symbols
 from kinetic.tokenizer.pretokenizers import PreTokenizer
 from kinetic.tokenizer.vocab import Vocab
 
-_CACHE_LIMIT = 200_000  # words; the cache starts over when full
 
 
 class BpeModel:
@@ -20,21 +20,16 @@ class BpeModel:
         self._pre = pre
         # merges are stored as "left right"; the first listing of a pair gives its rank (inserted last)
         self._ranks = dict(zip(reversed(merges), range(len(merges) - 1, -1, -1)))
-        self._cache: dict[str, list[int]] = {}
+        self._cache = WordCache()
 
     def encode(self, text: str) -> list[int]:
         ids: list[int] = []
-        cache = self._cache
         for word in self._pre.split(text):
-            found = cache.get(word)
-            if found is None:
-                if len(cache) >= _CACHE_LIMIT:
-                    cache.clear()
-                found = cache[word] = self._encode_word(encode_bytes(word))
-            ids.extend(found)
+            ids.extend(self._cache.ids(word, self._encode_word))
         return ids
 
-    def _encode_word(self, word: str) -> list[int]:
+    def _encode_word(self, text: str) -> list[int]:
+        word = encode_bytes(text)
         whole = self._vocab.get(word)
         if whole is not None and self._pre.ignore_merges:
             return [whole]

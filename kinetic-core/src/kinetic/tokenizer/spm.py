@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import regex
 
+from kinetic.tokenizer.word_cache import WordCache
 from kinetic.tokenizer.merging import merge_symbols
 from kinetic.tokenizer.vocab import Vocab
 
 SPACE = "▁"  # U+2581, how SentencePiece vocabularies spell a space
-_CACHE_LIMIT = 200_000  # pieces; the cache starts over when full
 
 
 class SpmModel:
@@ -29,20 +29,14 @@ class SpmModel:
         # NUL, the separator used to find them)
         kept = "".join(sorted(set(regex.findall(f"[^\x00](?={SPACE})", "\x00".join(vocab.texts))) | {"\x00"}))
         self._cuts = regex.compile(f"(?<![{regex.escape(kept)}])(?={SPACE})")
-        self._cache: dict[str, list[int]] = {}
+        self._cache = WordCache()
 
     def encode(self, text: str) -> list[int]:
         ids: list[int] = []
-        cache = self._cache
         for piece in self._cuts.split(text.replace(" ", SPACE)):
             if not piece:
                 continue
-            found = cache.get(piece)
-            if found is None:
-                if len(cache) >= _CACHE_LIMIT:
-                    cache.clear()
-                found = cache[piece] = self._encode_piece(piece)
-            ids.extend(found)
+            ids.extend(self._cache.ids(piece, self._encode_piece))
         return ids
 
     def _encode_piece(self, piece: str) -> list[int]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import unicodedata
 
+from kinetic.tokenizer.word_cache import WordCache
 from kinetic.tokenizer.charclasses import compile_pattern
 from kinetic.tokenizer.spm import SPACE
 from kinetic.tokenizer.vocab import Vocab
@@ -18,7 +19,6 @@ _ASCII_SYMBOLS = r"\$\+<=>\^`\|~"
 _WORDS = compile_pattern(rf"\p{{P}}|[{_ASCII_SYMBOLS}{_CJK}]|[^\s\p{{P}}{_ASCII_SYMBOLS}{_CJK}]+")
 _DROPPED = compile_pattern(r"[\x00\ufffd]|(?!\s)\p{C}")
 _MARKS = compile_pattern(r"\p{M}")
-_CACHE_LIMIT = 200_000  # words; the cache starts over when full
 
 
 class WordPieceModel:
@@ -28,18 +28,12 @@ class WordPieceModel:
         self._unk = [unk_id] if unk_id is not None else []
         self._lowercase = lowercase
         self._strip_accents = strip_accents
-        self._cache: dict[str, list[int]] = {}
+        self._cache = WordCache()
 
     def encode(self, text: str) -> list[int]:
         ids: list[int] = []
-        cache = self._cache
         for word in _WORDS.findall(self._normalize(text)):
-            found = cache.get(word)
-            if found is None:
-                if len(cache) >= _CACHE_LIMIT:
-                    cache.clear()
-                found = cache[word] = self._encode_word(word)
-            ids.extend(found)
+            ids.extend(self._cache.ids(word, self._encode_word))
         return ids
 
     def _normalize(self, text: str) -> str:
