@@ -16,6 +16,7 @@ from kinetic.chat import limits
 from kinetic.chat.inputs import template_variables
 from kinetic.chat.sandbox import compile_template
 from kinetic.errors import ChatTemplateError, KineticError
+from kinetic.tokenizer.vocab import token_text
 
 DEFAULT_TIME_LIMIT = 2.0  # seconds; real templates render in milliseconds
 
@@ -70,15 +71,6 @@ def read_template_file(path: Path) -> str:
     if not source:
         raise ChatTemplateError(f"{path}: the chat template file is empty")
     return source
-
-
-def token_text(metadata: Mapping[str, Any], id_key: str) -> str:
-    """The text of the token whose id metadata gives under id_key, or "" when the model has none."""
-    token_id = metadata.get(id_key)
-    tokens = metadata.get("tokenizer.ggml.tokens") or ()
-    if isinstance(token_id, int) and 0 <= token_id < len(tokens):
-        return str(tokens[token_id])
-    return ""
 
 
 def describe_failure(error: BaseException) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from kinetic.model import open_model
 from kinetic.spec import ModelFile
 from kinetic.tokenizer import SUPPORTED_PRE_TOKENIZERS
+from kinetic.tokenizer.vocab import token_text
 
 GIB, MIB = 1 << 30, 1 << 20
 LABEL_WIDTH = 15
@@ -66,12 +67,6 @@ def tokenizer_line(metadata) -> str:
     name = f"{kind} ({pre})" if kind == "gpt2" and pre else str(kind)
     if kind == "gpt2" and pre not in SUPPORTED_PRE_TOKENIZERS:
         name = f"{kind} ({pre or 'none'}: unsupported pre-tokenizer)"
-    bos = special_token(metadata, tokens, "bos") if metadata.get("tokenizer.ggml.add_bos_token", True) else "none"
-    return f"{name}, {len(tokens)} tokens, BOS {bos}, EOS {special_token(metadata, tokens, 'eos')}"
-
-
-def special_token(metadata, tokens, which: str) -> str:
-    token_id = metadata.get(f"tokenizer.ggml.{which}_token_id")
-    if token_id is None or not 0 <= token_id < len(tokens):
-        return "none"
-    return tokens[token_id]
+    bos = token_text(metadata, "tokenizer.ggml.bos_token_id") if metadata.get("tokenizer.ggml.add_bos_token", True) else ""
+    eos = token_text(metadata, "tokenizer.ggml.eos_token_id")
+    return f"{name}, {len(tokens)} tokens, BOS {bos or 'none'}, EOS {eos or 'none'}"

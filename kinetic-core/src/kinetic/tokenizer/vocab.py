@@ -107,3 +107,12 @@ def _array(metadata: Mapping[str, Any], key: str, n: int) -> list | None:
     if len(values) < n:
         raise ModelFileError(f"{key} has {len(values)} entries for {n} tokens")
     return np.asarray(values)[:n].tolist()
+
+
+def token_text(metadata: Mapping[str, Any], id_key: str) -> str:
+    """The text of the token whose id metadata gives under id_key, or "" when the model has none."""
+    token_id = metadata.get(id_key)
+    tokens = metadata.get("tokenizer.ggml.tokens") or ()
+    if isinstance(token_id, int) and 0 <= token_id < len(tokens):
+        return str(tokens[token_id])
+    return ""
