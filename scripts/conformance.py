@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Greedy conformance with llama.cpp: the same file, the same raw prompts, token for token.
 
-    python scripts/conformance.py MODEL --llama DIR [--device cpu] [-n 64]
+    python scripts/conformance.py MODEL --llama DIR [--device cpu] [-n 64] [--near-tie 0.1]
 
 Runs llama-server (from DIR) and Kinetic on MODEL for fixed raw prompts (token ids from llama.cpp's
 tokenizer, so only the model is compared), n greedy tokens each. A divergence is forgiven when it falls
 on a near-tie: a step where llama.cpp's own top two tokens are less than 0.1 nats apart, since the two
 engines round differently. Prints one line per prompt; exits 1 on any divergence that is not a near-tie.
+Some models amplify last-bit rounding past that bound: on Gemma 3 270M, llama.cpp with and without its
+repacked Q4_K kernels (--no-repack) parts at gaps of 0.116 and 0.228, so --near-tie 0.25 for it.
 """
 
 from __future__ import annotations
@@ -46,12 +48,12 @@ class Agreement:
         return f"{kind} at token {self.matched + 1} of {self.total}"
 
 
-def agreement(ours: list[int], theirs: list[int], margins: list[float]) -> Agreement:
+def agreement(ours: list[int], theirs: list[int], margins: list[float], near_tie: float = NEAR_TIE_NATS) -> Agreement:
     """Compare greedy tokens up to the first difference; margins[i]: llama.cpp's top-2 gap at step i."""
     total = min(len(ours), len(theirs))
     for i in range(total):
         if ours[i] != theirs[i]:
-            return Agreement(i, total, margins[i] < NEAR_TIE_NATS)
+            return Agreement(i, total, margins[i] < near_tie)
     return Agreement(total, total, False)
 
 
@@ -75,6 +77,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--llama", type=Path, required=True, help="folder with llama-server")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("-n", type=int, default=64, help="greedy tokens per prompt")
+    parser.add_argument("--near-tie", type=float, default=NEAR_TIE_NATS, help="nats (default 0.1)")
     args = parser.parse_args(argv)
 
     import make_greedy_golden as llama
@@ -95,7 +98,8 @@ def main(argv: list[str]) -> int:
     runner = choose_device(args.device, print).upload(load_stack(args.model), UploadOptions(context_length=1024))
     failures = 0
     for text, theirs in zip(PROMPTS, reference):
-        result = agreement(kinetic_greedy(runner, theirs["prompt_ids"], args.n), theirs["tokens"], theirs["margins"])
+        result = agreement(kinetic_greedy(runner, theirs["prompt_ids"], args.n), theirs["tokens"], theirs["margins"],
+                           args.near_tie)
         failures += not result.ok
         print(f"{text[:40]!r:44} {result.describe()}")
     print("conformance: " + ("FAILED" if failures else "passed") + f" on {args.model.name}")

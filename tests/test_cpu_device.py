@@ -9,16 +9,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gguf_factory import Dims, write_random_model
+from greedy_golden import divergences, load_golden
 
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
-from kinetic.reference.generate import generate
 from kinetic.spec.device import Row, UploadOptions
 
 FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
 # The CPU quantizes activations to 8 bits per block where the reference multiplies in float32:
 # logits differ by a small fraction of their spread.
 TOLERANCE = 0.02
+# On the real models, measured: mean 0.024 (Qwen) and 0.034 (Gemma) of the logits' spread, max 0.29.
+REAL_TOLERANCE = 0.05
+# Bounds (nats) of llama.cpp's top-2 gap under which the CPU's greedy tokens may part from llama.cpp's.
+# The reference docs' rule is 0.1. Gemma 3 270M amplifies last-bit rounding so much that llama.cpp fails
+# that rule against itself: with and without its repacked Q4_K kernels (--no-repack) it parts at gaps of
+# 0.116 and 0.228 on scripts/conformance.py's prompts, so its bound is 0.25.
+NEAR_TIE = {"qwen": 0.1, "gemma": 0.25}
+GOLDEN_TOKENS = 48
 
 
 @lru_cache(maxsize=None)
@@ -98,11 +106,28 @@ def in_batches_last(runner, seq, prompt: list[int]) -> np.ndarray:
 
 
 @pytest.mark.parametrize("key", ["qwen", "gemma"])
-def test_real_models_batch_invariant_and_greedy_like_reference(key, request):
+def test_real_models_batch_invariant(key, request):
+    assert_batch_invariant(request.getfixturevalue(f"{key}_gguf"), 64, (2, 7, 64))
+
+
+@pytest.mark.parametrize("key", ["qwen", "gemma"])
+def test_real_models_reproduce_llama_cpp_greedy_tokens(key, request):
     path = request.getfixturevalue(f"{key}_gguf")
-    assert_batch_invariant(path, 64, (2, 7, 64))
-    prompt = tokens_for(path, 9)
-    assert greedy_cpu(path, prompt, 8) == generate(load_stack(path), prompt, 8)
+    golden = load_golden(key, path, GOLDEN_TOKENS)
+    outputs = [greedy_cpu(path, prompt["prompt_ids"], GOLDEN_TOKENS) for prompt in golden["prompts"]]
+    problems = divergences(golden, "as_shipped", outputs, NEAR_TIE[key])
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("key", ["qwen", "gemma"])
+def test_real_models_match_reference(key, request):
+    """Logits along llama.cpp's greedy answer to a golden prompt, within REAL_TOLERANCE of the reference's."""
+    path = request.getfixturevalue(f"{key}_gguf")
+    prompt = load_golden(key, path, 16)["prompts"][0]
+    tokens = prompt["prompt_ids"] + prompt["as_shipped"]["tokens"][:16]
+    ours, reference = in_batches(runner_for(path), tokens, len(tokens)), one_by_one_reference(path, tokens)
+    relative = np.abs(ours - reference) / reference.std(axis=1, keepdims=True)
+    assert relative.mean() < REAL_TOLERANCE and relative.max() < 10 * REAL_TOLERANCE
 
 
 @pytest.mark.parametrize("key", ["qwen", "gemma"])

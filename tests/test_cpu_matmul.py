@@ -161,13 +161,13 @@ def test_wrong_shapes_are_refused(cases):
 # ---- the int8 path against an independent numpy implementation ----
 
 
-def q8_0_reference(x):  # ggml's quantize_row_q8_0_ref: d = amax / 127 kept as f16, q = roundf(x / d)
+def q8_0_reference(x):  # ggml's AVX2 quantize_row_q8_0: d = amax / 127 kept as f16, q = rint(x * (127 / amax))
     blocks = x.reshape(len(x), -1, 32)
-    d = np.abs(blocks).max(axis=-1) / np.float32(127)
+    amax = np.abs(blocks).max(axis=-1)
+    d = amax / np.float32(127)
     with np.errstate(divide="ignore"):
-        inverse = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
-    scaled = (blocks * inverse[..., None]).astype(np.float64)
-    q = np.copysign(np.floor(np.abs(scaled) + 0.5), scaled).astype(np.int8)
+        inverse = np.where(amax != 0, np.float32(127) / amax, np.float32(0)).astype(np.float32)
+    q = np.rint(blocks * inverse[..., None]).astype(np.int8)
     return q.reshape(x.shape), d.astype(np.float16).astype(np.float32), q.sum(axis=-1, dtype=np.int32)
 
 
@@ -253,6 +253,7 @@ NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q5_0": (q5_0_values, "q8_0"), "Q4
 def test_activations_quantize_as_ggml(kind, reference):
     x = np.random.default_rng(7).standard_normal((5, 2304), np.float32) * np.float32(3)
     x[1, :256] = 0  # an all-zero block
+    x[2, :5] = [127, 2.5, -3.5, 0.5, -0.5]  # a block scaled by exactly 1: halves go to even, not away
     for ours, theirs in zip(activations(kind, x), reference(x)):
         assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
 

@@ -14,6 +14,12 @@ import numpy as np
 from numba import prange
 
 _JIT = dict(cache=True, nogil=True)
+HALF_TO_FLOAT = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)  # float16 bits -> value
+
+
+def f16_bits(x: np.ndarray) -> np.ndarray:
+    """x rounded to float16 (to nearest, ties to even), as its uint16 bits."""
+    return x.astype(np.float16).view(np.uint16)
 
 
 @numba.njit(**_JIT)
@@ -48,14 +54,19 @@ def rope(x, positions, n_dims, base, scale, factors, neox):  # x: [n, heads, hea
                 x[i, h, b] = np.float32(x0 * s + x1 * c)
 
 
-@numba.njit(parallel=True, **_JIT)
 def attend(q, k_cache, v_cache, positions, scale, window):
     """Causal grouped-query attention of each row over cache positions [max(0, p - window + 1), p].
 
-    q: [n, n_head, hd] float32; k_cache, v_cache: [ctx, n_head_kv, hd] float32; positions: [n] int64
-    window: 0 for none. -> [n, n_head * hd] float32. Scores, softmax and the weighted sum go in position order.
+    q: [n, n_head, hd], k_cache, v_cache: [ctx, n_head_kv, hd], all float16 bits (uint16); positions: [n]
+    int64; window: 0 for none. -> [n, n_head * hd] float32. Scores, softmax and the weighted sum go in
+    position order, in float64.
     """
-    n, n_head, hd = q.shape
+    return _attend(q, k_cache, v_cache, positions, scale, window, HALF_TO_FLOAT)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _attend(q_bits, k_cache, v_cache, positions, scale, window, half):
+    n, n_head, hd = q_bits.shape
     group = n_head // k_cache.shape[1]
     out = np.empty((n, n_head * hd), dtype=np.float32)
     for job in prange(n * n_head):
@@ -67,7 +78,7 @@ def attend(q, k_cache, v_cache, positions, scale, window):
         for t in range(first, last + 1):
             dot = 0.0
             for j in range(hd):
-                dot += np.float64(q[i, h, j]) * np.float64(k_cache[t, kv, j])
+                dot += np.float64(half[q_bits[i, h, j]]) * np.float64(half[k_cache[t, kv, j]])
             scores[t - first] = dot * scale
         peak = scores.max()
         total = 0.0
@@ -77,7 +88,7 @@ def attend(q, k_cache, v_cache, positions, scale, window):
         for j in range(hd):
             acc = 0.0
             for t in range(scores.size):
-                acc += scores[t] * np.float64(v_cache[first + t, kv, j])
+                acc += scores[t] * np.float64(half[v_cache[first + t, kv, j]])
             out[i, h * hd + j] = np.float32(acc / total)
     return out
 

@@ -15,11 +15,12 @@ from kinetic_cpu.kernels.matmul import matmul
 
 
 class CpuSequence:
-    """One conversation's keys and values, [context, n_head_kv, head_dim] float32 per attention block."""
+    """One conversation's keys and values, [context, n_head_kv, head_dim] per attention block, stored as
+    float16 bits (uint16) as llama.cpp's default cache stores them: half the memory of float32."""
 
     def __init__(self, stack: Stack, context_length: int):
         attentions = [b for b in stack.blocks if isinstance(b, Attention)]
-        self.keys = [np.zeros((context_length, a.n_head_kv, a.head_dim), np.float32) for a in attentions]
+        self.keys = [np.zeros((context_length, a.n_head_kv, a.head_dim), np.uint16) for a in attentions]
         self.values = [np.zeros_like(k) for k in self.keys]
         self.n_tokens = 0
 
@@ -95,8 +96,10 @@ class CpuRunner:
         factors = self._vector(a.rope.freq_factors) if a.rope.freq_factors is not None else self._ones(a.rope.n_dims)
         for part in (q, k):
             ops.rope(part, positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors, a.rope.neox)
-        seq.keys[layer][positions] = k
-        seq.values[layer][positions] = v
+        seq.keys[layer][positions] = ops.f16_bits(k)
+        seq.values[layer][positions] = ops.f16_bits(v)
+        # q meets the float16 keys at float16 precision, as ggml's F16 dot product takes it
+        q = ops.f16_bits(q)
         attended = ops.attend(q, seq.keys[layer], seq.values[layer], positions, a.scale, a.sliding_window or 0)
         out = self._linear(a.o, attended)
         return self._norm(a.post_norm, out) if a.post_norm is not None else out

@@ -1,7 +1,9 @@
-"""Activation rows quantized to int8 blocks, as ggml's reference quantizers do (quantize_row_q8_0_ref,
-quantize_row_q8_K_ref), so the quantized kernels take integer dot products per block.
+"""Activation rows quantized to int8 blocks, as llama.cpp's CPU backend does on x86 (quantize_row_q8_0
+with AVX2, quantize_row_q8_K_ref), so the quantized kernels take integer dot products per block.
 
-Q8_0: blocks of 32, scale d = amax / 127 rounded to f16, q = roundf(x / d); the block sums of q serve
+Q8_0: blocks of 32, scale d = amax / 127 rounded to f16, q = x * (127 / amax) rounded half to even, as
+ggml's AVX2 quantize_row_q8_0 does (the reference quantizer's roundf(x / d) parts from it on ties and in
+the last bit of the inverse, and llama.cpp on x86 runs the AVX2 one); the block sums of q serve
 the types with a minimum (Q4_1, Q5_1), as ggml's Q8_1 does. Q8_K: blocks of 256, scale d = max / -127
 (max: the value of largest magnitude), q = nearest int of x / d, and the sum of every 16 q.
 """
@@ -31,11 +33,6 @@ def f16_round(value):
 
 
 @njit(cache=True, nogil=True)
-def _round_away(value):  # C's roundf, exact: |value| + 0.5 is exact in float64
-    return math.copysign(math.floor(abs(value) + 0.5), value)
-
-
-@njit(cache=True, nogil=True)
 def quantize_q8_0(x):  # x: [n, k] float32, k % 32 == 0
     """-> q [n, k] int8, d [n, k/32] float32, sums [n, k/32] int32."""
     n, k = x.shape
@@ -47,13 +44,12 @@ def quantize_q8_0(x):  # x: [n, k] float32, k % 32 == 0
             amax = np.float32(0.0)
             for j in range(32 * b, 32 * b + 32):
                 amax = max(amax, abs(x[t, j]))
-            scale = amax / np.float32(127.0)
-            inverse = np.float32(1.0) / scale if scale != 0 else np.float32(0.0)
+            inverse = np.float32(127.0) / amax if amax != 0 else np.float32(0.0)
             total = 0
             for j in range(32 * b, 32 * b + 32):
-                q[t, j] = _round_away(x[t, j] * inverse)
+                q[t, j] = np.rint(x[t, j] * inverse)
                 total += q[t, j]
-            d[t, b] = f16_round(scale)
+            d[t, b] = f16_round(amax / np.float32(127.0))
             sums[t, b] = total
     return q, d, sums
 
