@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+import numpy as np
+
 from kinetic.chat.template import ChatTemplate, load_chat_template
 from kinetic.engine.devices import choose_device
 from kinetic.engine.dry import NO_BREAKERS, DryBreakers, resolve_breakers
@@ -86,12 +88,17 @@ class Session:
         return self.runner.new_sequence()
 
     def generate(self, seq: DeviceSequence, tokens: Sequence[int], settings: SamplingSettings,
-                 max_tokens: int, cached: Sequence[int] = ()) -> Generation:
-        """An answer to the whole context `tokens`; seq holds `cached`, and keeps their common start."""
+                 max_tokens: int, cached: Sequence[int] = (),
+                 on_pick: Optional[Callable[[np.ndarray, int], None]] = None) -> Generation:
+        """An answer to the whole context `tokens`; seq holds `cached`, and keeps their common start.
+        on_pick(logits [n_vocab] float32, token) sees the raw logits of every token picked (for logprobs)."""
         state = SamplerState.start(settings, self._dry_breakers(settings))
 
         def pick_next(logits, history, index):
-            return sample(logits, history, settings, index, state)
+            token = sample(logits, history, settings, index, state)
+            if on_pick is not None:
+                on_pick(logits, token)
+            return token
 
         keep = common_prefix(cached, tokens, limit=len(tokens) - 1)  # at least one token runs, for its logits
         seq.truncate(keep)

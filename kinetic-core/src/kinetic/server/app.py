@@ -1,0 +1,39 @@
+"""make_app(engine) -> falcon.App: every route of the server, the guard in front, errors in the OpenAI shape."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import falcon
+
+from kinetic.server import llamacpp, openai
+from kinetic.server.engine import Engine
+from kinetic.server.errors import add_handlers
+from kinetic.server.security import Guard
+
+# Bodies of these must be application/json (the OpenAI routes); llama-server's routes take any type.
+JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions"})
+
+
+def make_app(engine: Engine, api_key: Optional[str] = None) -> falcon.App:
+    app = falcon.App(middleware=[Guard(api_key, JSON_ROUTES)], cors_enable=False)
+    app.req_options.strip_url_path_trailing_slash = True
+    add_handlers(app)
+    health = llamacpp.Health(engine)
+    models = openai.Models(engine)
+    chat = openai.Completions(engine, chat=True)
+    llama_completion = llamacpp.Completion(engine)
+    metrics = llamacpp.Metrics(engine)
+    routes = {
+        "/v1/health": health, "/health": health,
+        "/v1/models": models, "/models": models,
+        "/v1/chat/completions": chat, "/chat/completions": chat,
+        "/v1/completions": openai.Completions(engine, chat=False),
+        "/completion": llama_completion, "/completions": llama_completion,
+        "/tokenize": llamacpp.Tokenize(engine), "/detokenize": llamacpp.Detokenize(engine),
+        "/props": llamacpp.Props(engine), "/slots": llamacpp.Slots(engine),
+        "/metrics": metrics, "/v1/metrics": metrics,
+    }
+    for path, resource in routes.items():
+        app.add_route(path, resource)
+    return app

@@ -1,0 +1,176 @@
+"""The served model: one Session, its prompt cache, the queue of requests, and one request's run on it."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional
+
+from kinetic.engine.session import Session
+from kinetic.server.errors import bad_request
+from kinetic.server.logprobs import TokenLogprobs, token_logprobs
+from kinetic.server.metrics import Metrics, Slot
+from kinetic.server.stops import StopScanner
+from kinetic.server.turns import Turns
+
+Cancelled = Callable[[], bool]  # true once the client is gone
+
+
+def never() -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every generating route turns its body into."""
+
+    prompt: list[int]  # the whole context, chat template applied
+    overrides: dict[str, Any]  # SamplingSettings fields the request set
+    max_tokens: int  # <= 0: until the answer ends or the context is full
+    stops: tuple[str, ...] = ()
+    top_logprobs: Optional[int] = None  # None: no log-probabilities; else 0 to 20 alternatives
+    prompt_text: str = ""  # what /slots shows
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Text released to the client, with the token it came from (None for held-back text released at the end)."""
+
+    text: str
+    token: Optional[int] = None
+    logprobs: Optional[TokenLogprobs] = None
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens not recomputed
+
+    def report(self) -> dict[str, Any]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "total_tokens": self.prompt_tokens + self.completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": self.cached_tokens}}
+
+
+class Engine:
+    """The model the server answers with. Not thread-safe itself: every run takes a turn first."""
+
+    def __init__(self, session: Session, name: Optional[str] = None):
+        self.session = session
+        self.name = name or session.name
+        self.created = int(time.time())
+        self.turns = Turns()
+        self.metrics = Metrics()
+        self.slot = Slot()
+        self._seq = session.new_sequence()
+        self._cached: list[int] = []  # the tokens self._seq holds
+        self._tasks = 0
+
+    @property
+    def context_length(self) -> int:
+        return self.session.context_length
+
+    def check_prompt(self, tokens: list[int]) -> None:
+        if not tokens:
+            raise bad_request("the prompt is empty", "prompt")
+        if len(tokens) >= self.context_length:
+            raise bad_request(f"the prompt is {len(tokens)} tokens, more than the context of "
+                              f"{self.context_length}; start the server with a larger -c or send a shorter prompt")
+
+    def run(self, job: Job, cancelled: Cancelled = never) -> Run:
+        self.check_prompt(job.prompt)
+        return Run(self, job, cancelled)
+
+    def _remember(self, tokens: list[int]) -> None:
+        self._cached = tokens[: self._seq.n_tokens]
+
+    def _forget(self) -> None:
+        self._seq.truncate(0)
+        self._cached = []
+
+
+def settings_report(settings) -> dict[str, Any]:
+    """SamplingSettings as JSON: logit_bias as [id, bias] pairs, a banned token's bias false (llama-server's way)."""
+    report = dataclasses.asdict(settings)
+    report["logit_bias"] = [[token, False if bias == float("-inf") else bias]
+                            for token, bias in settings.logit_bias.items()]
+    report["dry_sequence_breakers"] = list(settings.dry_sequence_breakers)
+    return report
+
+
+@dataclass
+class Run:
+    """One request on the engine: iterate for Pieces; finish_reason and usage are set when it ends."""
+
+    engine: Engine
+    job: Job
+    cancelled: Cancelled
+    finish_reason: Optional[str] = None  # "stop" or "length"; None while running or when the client left
+    stop_word: str = ""
+    usage: Usage = field(default_factory=Usage)
+    settings: Any = None  # the SamplingSettings used, seed included
+    timings: Any = None  # the generation's Timings, once it ended
+
+    def __iter__(self) -> Iterator[Piece]:
+        if not self.engine.turns.acquire(self.cancelled):
+            return
+        try:
+            yield from self._generate()
+        finally:
+            self.engine.slot.is_processing = False
+            self.engine.turns.release()
+
+    def _generate(self) -> Iterator[Piece]:
+        engine, job = self.engine, self.job
+        session = engine.session
+        self.settings = session.settings(job.overrides)
+        picked: list[TokenLogprobs] = []
+        on_pick = None if job.top_logprobs is None else (
+            lambda logits, token: picked.append(token_logprobs(logits, token, job.top_logprobs)))
+        generation = session.generate(engine._seq, job.prompt, self.settings, job.max_tokens, engine._cached, on_pick)
+        self._start(len(generation.context))
+        tokens = iter(generation)
+        answer: list[int] = []
+        try:
+            yield from self._pieces(tokens, answer, picked, session.tokenizer.detokenizer(special=False))
+        except Exception:
+            engine._forget()
+            raise
+        finally:
+            tokens.close()
+            engine._remember(job.prompt + answer)
+            self._finish(generation.timings, len(answer))
+
+    def _pieces(self, tokens: Iterator[int], answer: list[int], picked: list[TokenLogprobs],
+                detokenizer) -> Iterator[Piece]:
+        scanner = StopScanner(self.job.stops)
+        for token in tokens:
+            answer.append(token)
+            self.engine.slot.n_decoded = len(answer)
+            yield Piece(scanner.feed(detokenizer.feed(token)), token, picked[-1] if picked else None)
+            if scanner.found is not None or self.cancelled():
+                break
+        tail = scanner.feed(detokenizer.finish()) + scanner.finish()
+        if tail:
+            yield Piece(tail)
+        if scanner.found is not None:
+            self.finish_reason, self.stop_word = "stop", scanner.found
+
+    def _start(self, cached: int) -> None:
+        engine, job = self.engine, self.job
+        engine._tasks += 1
+        self.usage = Usage(prompt_tokens=len(job.prompt), cached_tokens=cached)
+        engine.slot = dataclasses.replace(
+            engine.slot, id_task=engine._tasks, is_processing=True, n_prompt_tokens=len(job.prompt),
+            n_prompt_tokens_processed=len(job.prompt) - cached, n_prompt_tokens_cache=cached, n_decoded=0,
+            n_predict=job.max_tokens, prompt=job.prompt_text, params=settings_report(self.settings))
+
+    def _finish(self, timings, n_answer: int) -> None:
+        self.timings = timings
+        self.usage.completion_tokens = n_answer
+        if self.finish_reason is None and not self.cancelled():
+            self.finish_reason = timings.finish_reason
+        self.engine.metrics.record(timings.prompt_tokens, self.usage.cached_tokens, timings.prompt_seconds,
+                                   n_answer, timings.generate_seconds, len(self.job.prompt) + n_answer)

@@ -1,0 +1,122 @@
+"""Request bodies into Jobs: the prompt (chat template or raw text), the limits, stops and sampler fields."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from kinetic.server.engine import Engine, Job
+from kinetic.server.errors import bad_request
+from kinetic.server.fields import Fields, json_type
+from kinetic.server.logprobs import MAX_TOP
+from kinetic.server.sampling import sampling_overrides
+
+MAX_STOPS = 16
+
+
+def refuse_unsupported(fields: Fields) -> None:
+    """The fields of the docs' table this server cannot honour yet: refused, never silently ignored."""
+    n = fields.integer("n", 1)
+    if n != 1:
+        raise bad_request(f"n must be 1 (one answer per request), not {n}", "n")
+    response_format = fields.mapping("response_format")
+    kind = response_format.get("type", "text")
+    if kind in ("json_object", "json_schema") or fields.has("grammar") or fields.has("json_schema"):
+        raise bad_request("constrained output (response_format json_object or json_schema, grammar) is not "
+                          "available in this server yet; ask for JSON in the prompt instead", "response_format")
+    if kind != "text":
+        raise bad_request(f"unknown response_format type {kind!r}; use text, json_object or json_schema",
+                          "response_format")
+    tools = fields.body.get("tools")
+    if tools and fields.body.get("tool_choice") != "none":
+        raise bad_request("tool calls are not available in this server yet; send the request without tools",
+                          "tools")
+    if fields.boolean("echo"):
+        raise bad_request("echo is not supported: the prompt is not repeated in the answer", "echo")
+
+
+def max_tokens(fields: Fields, *names: str) -> int:
+    """The first of names that is set, at least 1; -1 when none is (until the answer ends or the context is full)."""
+    for name in names:
+        value = fields.integer(name)
+        if value is not None:
+            if value < 1:
+                raise bad_request(f"{name} must be at least 1", name)
+            return value
+    return -1
+
+
+def job(engine: Engine, fields: Fields, prompt: list[int], prompt_text: str, limit: int,
+        top_logprobs: Optional[int]) -> Job:
+    engine.check_prompt(prompt)
+    return Job(prompt=prompt, overrides=sampling_overrides(fields, engine.session.tokenizer.n_vocab),
+               max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
+               prompt_text=prompt_text)
+
+
+def chat_logprobs(fields: Fields) -> Optional[int]:
+    """logprobs: true and top_logprobs 0 to 20 -> the number of alternatives; None without logprobs."""
+    top = fields.integer("top_logprobs", 0, 0, MAX_TOP)
+    return top if fields.boolean("logprobs") else None
+
+
+def text_content(content: Any, where: str) -> Optional[str]:
+    """A message's content: a string, null, or a list of text parts joined."""
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise bad_request(f"{where}.content must be a string or a list of parts, not {json_type(content)}", "messages")
+    texts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "image_url":
+            raise bad_request("this model reads only text; image_url parts need a vision model", "messages")
+        if kind != "text" or not isinstance(part.get("text"), str):
+            raise bad_request(f"{where}.content parts must be {{\"type\": \"text\", \"text\": \"...\"}}", "messages")
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+def chat_messages(fields: Fields) -> list[dict[str, Any]]:
+    messages = fields.body.get("messages")
+    if not isinstance(messages, list):
+        raise bad_request(f"messages must be a list of messages, not {json_type(messages)}", "messages")
+    if not messages:
+        raise bad_request("messages must not be empty", "messages")
+    prepared = []
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise bad_request(f"{where} must be an object with a role", "messages")
+        prepared.append({**message, "content": text_content(message.get("content"), where)})
+    return prepared
+
+
+def chat_job(engine: Engine, fields: Fields) -> Job:
+    refuse_unsupported(fields)
+    messages = chat_messages(fields)
+    kwargs = fields.mapping("chat_template_kwargs")
+    prompt = engine.session.chat_prompt(messages, **kwargs)
+    text = engine.session.tokenizer.decode(prompt)
+    return job(engine, fields, prompt, text, max_tokens(fields, "max_completion_tokens", "max_tokens"),
+               chat_logprobs(fields))
+
+
+def prompt_tokens(engine: Engine, prompt: Any, allow_ids: bool) -> tuple[list[int], str]:
+    """A raw prompt (a string, a list of one string, or with allow_ids token ids) as tokens and text."""
+    tokenizer = engine.session.tokenizer
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if isinstance(prompt, str):
+        return tokenizer.encode(prompt, add_special=True, parse_special=True), prompt
+    if allow_ids and isinstance(prompt, list) and prompt and all(
+            isinstance(t, int) and not isinstance(t, bool) and 0 <= t < tokenizer.n_vocab for t in prompt):
+        return list(prompt), tokenizer.decode(prompt)
+    wanted = "a string or token ids" if allow_ids else "a string or a list of one string"
+    raise bad_request(f"prompt must be {wanted}", "prompt")
+
+
+def completion_job(engine: Engine, fields: Fields) -> Job:
+    refuse_unsupported(fields)
+    prompt, text = prompt_tokens(engine, fields.body.get("prompt"), allow_ids=False)
+    top = fields.integer("logprobs", None, 0, MAX_TOP)
+    return job(engine, fields, prompt, text, max_tokens(fields, "max_tokens"), top)

@@ -1,0 +1,126 @@
+"""The OpenAI routes: /v1/models, /v1/chat/completions and /v1/completions."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any, Iterator, Optional
+
+import falcon
+
+from kinetic.server.engine import Engine, Piece, Run
+from kinetic.server.fields import Fields, read_json
+from kinetic.server.jobs import chat_job, completion_job
+from kinetic.server.logprobs import TokenLogprobs
+from kinetic.server.sse import stream
+
+
+def cancelled_by(req: falcon.Request):
+    """True once the client has gone (waitress tells, when its channel_request_lookahead is on)."""
+    return req.env.get("waitress.client_disconnected") or (lambda: False)
+
+
+class Models:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def on_get(self, req, resp):
+        resp.media = {"object": "list", "data": [{
+            "id": self.engine.name, "object": "model", "created": self.engine.created, "owned_by": "kinetic",
+            "context_length": self.engine.context_length}]}
+
+
+class Completions:
+    """POST /v1/chat/completions (chat=True) or /v1/completions."""
+
+    def __init__(self, engine: Engine, chat: bool):
+        self.engine = engine
+        self.chat = chat
+        self.kind = "chat.completion" if chat else "text_completion"
+
+    def on_post(self, req, resp):
+        fields = Fields(read_json(req))
+        job = (chat_job if self.chat else completion_job)(self.engine, fields)
+        run = self.engine.run(job, cancelled_by(req))
+        head = {"id": ("chatcmpl-" if self.chat else "cmpl-") + secrets.token_hex(12),
+                "created": int(time.time()), "model": self.engine.name}
+        if fields.boolean("stream"):
+            usage = bool(fields.mapping("stream_options").get("include_usage"))
+            stream(resp, lambda: self._chunks(run, head, usage))
+            return
+        pieces = list(run)
+        resp.media = {**head, "object": self.kind, "choices": [self._choice(run, pieces)],
+                      "usage": run.usage.report()}
+
+    def _choice(self, run: Run, pieces: list[Piece]) -> dict[str, Any]:
+        text = "".join(piece.text for piece in pieces)
+        logprobs = self._logprobs(run, pieces)
+        if self.chat:
+            return {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": logprobs,
+                    "finish_reason": run.finish_reason}
+        return {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": run.finish_reason}
+
+    def _logprobs(self, run: Run, pieces: list[Piece], offset: int = 0) -> Optional[dict[str, Any]]:
+        if run.job.top_logprobs is None:
+            return None
+        scored = [piece for piece in pieces if piece.logprobs is not None]
+        tokenizer = run.engine.session.tokenizer
+        if self.chat:
+            return {"content": [chat_entry(tokenizer, piece.logprobs) for piece in scored]}
+        return legacy_logprobs(tokenizer, pieces, offset)
+
+    def _chunks(self, run: Run, head: dict[str, Any], include_usage: bool) -> Iterator[dict[str, Any]]:
+        kind = self.kind + ".chunk" if self.chat else self.kind
+        extra = {"usage": None} if include_usage else {}
+        if self.chat:
+            yield {**head, "object": kind, "choices": [
+                {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                 "finish_reason": None}], **extra}
+        offset = 0
+        for piece in run:
+            if not piece.text and piece.logprobs is None:
+                continue
+            logprobs = self._logprobs(run, [piece], offset)
+            if logprobs and not self.chat:
+                offset += sum(len(token) for token in logprobs["tokens"])
+            body = {"content": piece.text} if self.chat else {"text": piece.text}
+            choice = {"index": 0, **({"delta": body} if self.chat else body), "logprobs": logprobs,
+                      "finish_reason": None}
+            yield {**head, "object": kind, "choices": [choice], **extra}
+        if run.finish_reason is None:
+            return  # the client left: nothing more to say
+        last = {"delta": {}} if self.chat else {"text": ""}
+        yield {**head, "object": kind, "choices": [{"index": 0, **last, "logprobs": None,
+                                                    "finish_reason": run.finish_reason}], **extra}
+        if include_usage:
+            yield {**head, "object": kind, "choices": [], "usage": run.usage.report()}
+
+
+def _token_text(tokenizer, token: int) -> tuple[str, list[int]]:
+    raw = tokenizer.token_bytes(token, special=True)
+    return raw.decode("utf-8", "replace"), list(raw)
+
+
+def chat_entry(tokenizer, scored: TokenLogprobs) -> dict[str, Any]:
+    """One token of choices[].logprobs.content: its text, bytes, log-probability and the alternatives."""
+    def one(token: int, logprob: float) -> dict[str, Any]:
+        text, raw = _token_text(tokenizer, token)
+        return {"token": text, "logprob": logprob, "bytes": raw}
+
+    return {**one(scored.token, scored.logprob), "top_logprobs": [one(t, lp) for t, lp in scored.top]}
+
+
+def legacy_logprobs(tokenizer, pieces: list[Piece], offset: int) -> dict[str, Any]:
+    """/v1/completions' shape: tokens, token_logprobs, top_logprobs ({text: logprob}) and text_offset,
+    where each token's offset counts the text of the answer's tokens before it, from `offset` on."""
+    out: dict[str, list] = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+    for piece in pieces:
+        if piece.logprobs is not None:
+            scored = piece.logprobs
+            text = _token_text(tokenizer, scored.token)[0]
+            out["tokens"].append(text)
+            out["token_logprobs"].append(scored.logprob)
+            out["top_logprobs"].append({_token_text(tokenizer, t)[0]: lp for t, lp in scored.top})
+            out["text_offset"].append(offset)
+            offset += len(text)
+    return out

@@ -1,0 +1,92 @@
+"""What every request passes first: the connection limit, the browser-origin check, the API key, JSON bodies."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import threading
+from typing import Iterator, Optional
+from urllib.parse import urlsplit
+
+import falcon
+
+from kinetic.server.errors import ApiError
+
+MAX_OPEN = 64  # requests served at once; more get a 503
+OPEN_ROUTES = frozenset({"/health", "/v1/health"})  # answered without the API key
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def local_origin(origin: str, server_host: str) -> bool:
+    """Whether a browser's Origin is this computer: a loopback address or the host the server was reached at."""
+    try:
+        host = urlsplit(origin).hostname
+    except ValueError:
+        return False
+    return bool(host) and (is_loopback(host) or host == server_host.lower())
+
+
+class Guard:
+    """Falcon middleware; json_routes are the routes that take only application/json bodies."""
+
+    def __init__(self, api_key: Optional[str], json_routes: frozenset[str], max_open: int = MAX_OPEN):
+        self.api_key = api_key
+        self.json_routes = json_routes
+        self.max_open = max_open
+        self.open = 0
+        self._lock = threading.Lock()
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        with self._lock:
+            if self.open >= self.max_open:
+                raise ApiError(503, f"the server is busy: {self.max_open} requests are already open; try again")
+            self.open += 1
+        req.context.counted = True
+        origin = req.get_header("Origin")
+        if origin is not None and not local_origin(origin, req.host):
+            raise ApiError(403, "requests from web pages of other sites are refused: the model is this "
+                                "computer's; call the server from an app, a script or a backend")
+        if self.api_key is not None and req.path not in OPEN_ROUTES and not self._authorized(req):
+            raise ApiError(401, "invalid or missing API key: send Authorization: Bearer KEY or X-Api-Key: KEY")
+        if req.method == "POST" and req.path in self.json_routes and not _is_json(req.content_type):
+            raise ApiError(415, f"the body must be sent as application/json, not {req.content_type or 'without a type'}")
+
+    def _authorized(self, req: falcon.Request) -> bool:
+        bearer = req.get_header("Authorization") or ""
+        scheme, _, token = bearer.partition(" ")
+        given = token.strip() if scheme.lower() == "bearer" else (req.get_header("X-Api-Key") or "")
+        return hmac.compare_digest(given.encode(), self.api_key.encode())
+
+    def process_response(self, req: falcon.Request, resp: falcon.Response, resource, req_succeeded: bool) -> None:
+        """A request stays open until its response is sent: for a stream, until the stream ends or is closed."""
+        if not getattr(req.context, "counted", False):
+            return
+        if resp.stream is not None and not hasattr(resp.stream, "read"):
+            resp.stream = self._closing(resp.stream)
+        else:
+            self._close()
+
+    def _closing(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        try:
+            yield from chunks
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+            self._close()
+
+    def _close(self) -> None:
+        with self._lock:
+            self.open -= 1
+
+
+def _is_json(content_type: Optional[str]) -> bool:
+    return (content_type or "").split(";")[0].strip().lower() == "application/json"

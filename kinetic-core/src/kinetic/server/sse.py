@@ -1,0 +1,46 @@
+"""Server-sent events: one `data: JSON` event per chunk; OpenAI streams end with `data: [DONE]`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any, Callable, Iterable, Iterator
+
+import falcon
+
+from kinetic.errors import KineticError
+from kinetic.server.errors import error_body, log
+
+DONE = b"data: [DONE]\n\n"
+
+
+def event(payload: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+
+
+def guarded(chunks: Iterator[dict[str, Any]], done: bool) -> Iterator[bytes]:
+    """The chunks as events; a failure after the 200 went out becomes an error event, then the end.
+    Closing this stream (the client left) closes the chunks, which stops the generation."""
+    try:
+        with contextlib.closing(chunks):
+            for chunk in chunks:
+                yield event(chunk)
+    except KineticError as error:
+        yield event(error_body(400, str(error)))
+    except Exception as error:  # the server goes on; the client learns what happened
+        log.exception("unexpected error while streaming")
+        yield event(error_body(500, f"internal error: {type(error).__name__}: {error}"))
+    if done:
+        yield DONE
+
+
+def stream(resp: falcon.Response, chunks: Callable[[], Iterable[dict[str, Any]]], done: bool = True) -> None:
+    """Answer with an event stream; the chunks are made lazily, while the response is sent."""
+    resp.content_type = "text/event-stream"
+    resp.set_header("Cache-Control", "no-cache")
+    resp.set_header("X-Accel-Buffering", "no")
+    resp.stream = guarded(_lazy(chunks), done)
+
+
+def _lazy(make: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    yield from make()
