@@ -80,6 +80,25 @@ def chat(
 
 
 @app.command()
+@with_options(RUNTIME)
+def serve(
+    model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
+    port: int = typer.Option(8080, "--port", help="port; 0 picks a free one"),
+    alias: Optional[str] = typer.Option(None, "--alias", help="model name the API reports [default: the file's name]",
+                                        show_default=False),
+    api_key: Optional[str] = typer.Option(None, "--api-key", show_default=False,
+                                          help="require Authorization: Bearer KEY (or X-Api-Key) on all but /health"),
+    options: dict = None,
+) -> None:
+    """Serve the OpenAI- and llama-server-compatible API at http://127.0.0.1:8080/v1 until Ctrl+C."""
+    from kinetic.cli.serve import serve_command
+
+    serve_command(_one_model(model, model_option), host, port, alias, api_key, options)
+
+
+@app.command()
 def bench(
     model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
     model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),

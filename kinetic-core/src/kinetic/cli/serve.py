@@ -1,0 +1,16 @@
+"""`kinetic serve`: the OpenAI- and llama-server-compatible API on 127.0.0.1:8080, under waitress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from kinetic.server.app import make_app
+from kinetic.server.serving import load_engine, serve
+
+
+def serve_command(model: Path, host: str, port: int, alias: Optional[str], api_key: Optional[str],
+                  options: Mapping[str, Any]) -> None:
+    engine = load_engine(model, alias=alias, device=options["device"], threads=options["threads"],
+                         ctx_size=options["ctx_size"], chat_template_file=options["chat_template_file"])
+    serve(make_app(engine, api_key=api_key), engine, host, port)

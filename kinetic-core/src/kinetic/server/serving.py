@@ -1,0 +1,57 @@
+"""Loading the served model and running the app under waitress, as `kinetic serve` and wsgi.py do."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable, Optional
+
+import falcon
+
+from kinetic.engine.session import Session
+from kinetic.server.engine import Engine
+from kinetic.server.fields import MAX_BODY
+from kinetic.server.security import MAX_OPEN, is_loopback
+
+# waitress settings: a client has 30 s to send its request (checked every 5 s); enough threads that the
+# 65th open request reaches the app and gets its 503; a disconnect is seen while a request runs.
+WAITRESS = {
+    "threads": MAX_OPEN + 8,
+    "connection_limit": MAX_OPEN + 36,
+    "channel_timeout": 30,
+    "cleanup_interval": 5,
+    "channel_request_lookahead": 1,
+    "max_request_body_size": MAX_BODY,
+    "max_request_header_size": 64 * 1024,
+    "expose_tracebacks": False,
+    "ident": "kinetic",
+}
+
+
+def load_engine(model: Path, alias: Optional[str] = None, device: str = "auto", threads: Optional[int] = None,
+                ctx_size: Optional[int] = None, chat_template_file: Optional[Path] = None) -> Engine:
+    session = Session(Path(model), device=device, threads=threads, ctx_size=ctx_size,
+                      chat_template_file=chat_template_file)
+    return Engine(session, alias)
+
+
+def base_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/v1"
+
+
+def serve(app: falcon.App, engine: Engine, host: str, port: int,
+          announce: Callable[[str], None] = lambda line: print(line, flush=True)) -> None:
+    """Listen, print the start-up line, and serve until Ctrl+C (waitress stops its threads then)."""
+    import waitress
+
+    if not is_loopback(host):
+        print(f"kinetic: warning: listening on {host} lets anyone who can reach it use the model; "
+              "pair it with --api-key", file=sys.stderr, flush=True)
+    server = waitress.create_server(app, host=host, port=port, **WAITRESS)
+    try:
+        announce(f"Serving {engine.name} on {engine.session.runner.device_name} at "
+                 f"{base_url(host, server.effective_port)}")
+        server.run()
+    finally:
+        server.close()

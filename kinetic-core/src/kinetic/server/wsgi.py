@@ -1,0 +1,46 @@
+"""The WSGI entry point, configured from the environment, for waitress-serve, gunicorn or any WSGI server:
+
+    KINETIC_MODEL=model.gguf waitress-serve --port 8080 kinetic.server.wsgi:app
+
+KINETIC_MODEL (required) names the .gguf file; KINETIC_ALIAS, KINETIC_API_KEY, KINETIC_CTX_SIZE,
+KINETIC_THREADS, KINETIC_DEVICE and KINETIC_CHAT_TEMPLATE_FILE are serve's --alias, --api-key, -c, -t,
+--device and --chat-template-file. The model loads when this module is imported.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping, Optional
+
+import falcon
+
+from kinetic.errors import KineticError
+from kinetic.server.app import make_app
+from kinetic.server.serving import load_engine
+
+
+def _integer(env: Mapping[str, str], name: str) -> Optional[int]:
+    value = env.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise KineticError(f"{name} must be a whole number, not {value!r}") from None
+
+
+def app_from_environment(env: Mapping[str, str]) -> falcon.App:
+    model = env.get("KINETIC_MODEL", "").strip()
+    if not model:
+        raise KineticError("set KINETIC_MODEL to the .gguf file to serve, e.g. "
+                           "KINETIC_MODEL=model.gguf waitress-serve kinetic.server.wsgi:app")
+    template = env.get("KINETIC_CHAT_TEMPLATE_FILE")
+    engine = load_engine(Path(model), alias=env.get("KINETIC_ALIAS") or None,
+                         device=env.get("KINETIC_DEVICE") or "auto", threads=_integer(env, "KINETIC_THREADS"),
+                         ctx_size=_integer(env, "KINETIC_CTX_SIZE"),
+                         chat_template_file=Path(template) if template else None)
+    return make_app(engine, api_key=env.get("KINETIC_API_KEY") or None)
+
+
+app = app_from_environment(os.environ)
