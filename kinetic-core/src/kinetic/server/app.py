@@ -9,14 +9,15 @@ import falcon
 from kinetic.server import llamacpp, openai
 from kinetic.server.engine import Engine
 from kinetic.server.errors import add_handlers
-from kinetic.server.security import Guard
+from kinetic.server.security import MAX_OPEN, Guard
 
 # Bodies of these must be application/json (the OpenAI routes); llama-server's routes take any type.
 JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions"})
 
 
-def make_app(engine: Engine, api_key: Optional[str] = None) -> falcon.App:
-    app = falcon.App(middleware=[Guard(api_key, JSON_ROUTES)], cors_enable=False)
+def make_app(engine: Engine, api_key: Optional[str] = None, max_open: int = MAX_OPEN) -> falcon.App:
+    """api_key: required on every route but /health; max_open: requests served at once, more get a 503."""
+    app = falcon.App(middleware=[Guard(api_key, JSON_ROUTES, max_open)], cors_enable=False)
     app.req_options.strip_url_path_trailing_slash = True
     add_handlers(app)
     health = llamacpp.Health(engine)
