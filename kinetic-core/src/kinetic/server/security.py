@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import threading
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 from urllib.parse import urlsplit
 
 import falcon
@@ -75,17 +75,36 @@ class Guard:
             self._close()
 
     def _closing(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
-        try:
-            yield from chunks
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-            self._close()
+        return ClosingStream(chunks, self._close)
 
     def _close(self) -> None:
         with self._lock:
             self.open -= 1
+
+
+class ClosingStream:
+    """A response stream that calls on_close once, when the server closes it, even if it was never started
+    (a generator's finally would not run then)."""
+
+    def __init__(self, chunks: Iterator[bytes], on_close: Callable[[], None]):
+        self._chunks = chunks
+        self._on_close: Optional[Callable[[], None]] = on_close
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._chunks)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._chunks, "close", None)
+            if close is not None:
+                close()
+        finally:
+            on_close, self._on_close = self._on_close, None
+            if on_close is not None:
+                on_close()
 
 
 def _is_json(content_type: Optional[str]) -> bool:

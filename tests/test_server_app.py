@@ -1,0 +1,198 @@
+"""The server app through falcon's testing client on the real Qwen model: routes, fields, errors, the guard."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from falcon import testing
+
+from kinetic.engine.sampling_settings import SamplingSettings
+from kinetic.engine.session import Session
+from kinetic.server import Engine, make_app
+from kinetic.server.engine import Job
+from kinetic.server.stops import StopScanner
+
+HI = {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 3, "temperature": 0}
+
+
+@pytest.fixture(scope="module")
+def engine(qwen_gguf) -> Engine:
+    return Engine(Session(qwen_gguf, device="cpu", ctx_size=256), name="coder")
+
+
+@pytest.fixture(scope="module")
+def client(engine) -> testing.TestClient:
+    return testing.TestClient(make_app(engine))
+
+
+def error_of(result, status: int) -> dict:
+    assert result.status_code == status, result.text
+    error = result.json["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"]
+    return error
+
+
+@pytest.mark.parametrize("change, param", [
+    ({"n": 2}, "n"), ({"messages": []}, "messages"), ({"max_tokens": 0}, "max_tokens"),
+    ({"max_completion_tokens": -1}, "max_completion_tokens"), ({"temperature": 101}, "temperature"),
+    ({"top_p": 1.5}, "top_p"), ({"response_format": {"type": "yaml"}}, "response_format"),
+    ({"logprobs": True, "top_logprobs": 21}, "top_logprobs"), ({"temperature": "hot"}, "temperature"),
+    ({"stream": "yes"}, "stream"), ({"logit_bias": {"x": 1}}, "logit_bias"), ({"stop": [1]}, "stop"),
+    ({"messages": "hello"}, "messages"), ({"messages": [{"role": "user", "content": 5}]}, "messages"),
+])
+def test_chat_refusals_are_400_naming_the_field(client, change, param):
+    error = error_of(client.simulate_post("/v1/chat/completions", json={**HI, **change}), 400)
+    assert (error["type"], error["param"]) == ("invalid_request_error", param)
+
+
+def test_malformed_bodies_and_prompts_past_the_context(client):
+    for body in (b'{"messages": [', b"[1]", b'{"temperature": NaN}', b"\xff\xfe"):
+        error_of(client.simulate_post("/v1/chat/completions", body=body,
+                                      headers={"Content-Type": "application/json"}), 400)
+    long = {**HI, "messages": [{"role": "user", "content": "word " * 400}]}
+    assert "more than the context of 256" in error_of(client.simulate_post("/v1/chat/completions", json=long),
+                                                      400)["message"]
+    huge = client.simulate_post("/v1/completions", body=b"x", headers={"Content-Type": "application/json",
+                                                                       "Content-Length": str(64 << 20)})
+    error_of(huge, 413)
+
+
+def test_statuses_404_405_415(client):
+    assert error_of(client.simulate_get("/v2/nothing"), 404)["type"] == "not_found_error"
+    error_of(client.simulate_get("/v1/chat/completions"), 405)
+    form = client.simulate_post("/v1/chat/completions", body="a=1",
+                                headers={"Content-Type": "application/x-www-form-urlencoded"})
+    error_of(form, 415)
+    # llama-server's routes take any content type
+    assert client.simulate_post("/tokenize", body='{"content": "hi"}').status_code == 200
+
+
+def test_browser_origins_of_other_sites_are_refused(client):
+    error_of(client.simulate_get("/v1/models", headers={"Origin": "https://example.com"}), 403)
+    error_of(client.simulate_get("/v1/models", headers={"Origin": "null"}), 403)
+    for local in ("http://localhost:3000", "http://127.0.0.1:8080", "http://[::1]:5173"):
+        result = client.simulate_get("/v1/models", headers={"Origin": local})
+        assert result.status_code == 200 and "Access-Control-Allow-Origin" not in result.headers
+
+
+def test_api_key_on_every_route_but_health(engine):
+    client = testing.TestClient(make_app(engine, api_key="sekrit"))
+    assert error_of(client.simulate_get("/v1/models"), 401)["type"] == "authentication_error"
+    error_of(client.simulate_get("/metrics", headers={"Authorization": "Bearer wrong"}), 401)
+    assert client.simulate_get("/v1/models", headers={"Authorization": "Bearer sekrit"}).status_code == 200
+    assert client.simulate_get("/slots", headers={"X-Api-Key": "sekrit"}).status_code == 200
+    assert client.simulate_get("/health").json["status"] == "ok"
+    assert client.simulate_get("/v1/health").status_code == 200
+
+
+def test_past_the_open_limit_is_a_503_until_a_stream_ends(engine):
+    app = make_app(engine, max_open=1)
+    environ = testing.create_environ("/v1/chat/completions", method="POST", headers={"Content-Type": "application/json"},
+                                     body=testing.helpers.json.dumps({**HI, "stream": True}))
+    stream = app(environ, lambda status, headers: None)  # open until it is closed
+    busy = testing.TestClient(app).simulate_get("/v1/models")
+    assert busy.status_code == 503 and busy.json["error"]["type"] == "server_busy_error"
+    stream.close()  # the client left before reading a byte: nothing was generated
+    assert testing.TestClient(app).simulate_get("/v1/models").status_code == 200
+
+
+def test_models_health_props_slots_metrics(client):
+    model = client.simulate_get("/v1/models").json["data"][0]
+    assert (model["id"], model["context_length"], model["owned_by"]) == ("coder", 256, "kinetic")
+    assert client.simulate_get("/models").json["data"][0]["id"] == "coder"
+    assert client.simulate_get("/v1/health").json == {"status": "ok", "slots_idle": 1, "slots_processing": 0}
+    props = client.simulate_get("/props").json
+    assert props["default_generation_settings"]["n_ctx"] == 256 and "im_start" in props["chat_template"]
+    assert client.simulate_get("/slots").json[0]["n_ctx"] == 256
+    metrics = client.simulate_get("/metrics")
+    assert metrics.headers["Content-Type"].startswith("text/plain")
+    for name in ("requests_total", "prompt_tokens_total", "tokens_predicted_total", "requests_deferred"):
+        assert f"\nllamacpp:{name} " in metrics.text
+
+
+def test_tokenize_and_detokenize_round_trip(client, engine):
+    result = client.simulate_post("/tokenize", json={"content": "Hello world", "with_pieces": True}).json
+    assert [p["piece"] for p in result["tokens"]] == ["Hello", " world"]
+    ids = [p["id"] for p in result["tokens"]]
+    assert ids == engine.session.tokenizer.encode("Hello world", add_special=False)
+    assert client.simulate_post("/detokenize", json={"tokens": ids}).json == {"content": "Hello world"}
+    error_of(client.simulate_post("/detokenize", json={"tokens": [10**9]}), 400)
+
+
+def test_greedy_chat_is_the_engines_answer_and_reuses_the_cache(client, engine):
+    session = engine.session
+    prompt = session.chat_prompt(HI["messages"])
+    alone = Session(session.path, device="cpu", ctx_size=256)
+    expected = list(alone.generate(alone.new_sequence(), prompt, SamplingSettings(temp=0), 3))
+    first = client.simulate_post("/v1/chat/completions", json=HI).json
+    second = client.simulate_post("/v1/chat/completions", json=HI).json
+    assert first["choices"][0]["message"] == {"role": "assistant",
+                                              "content": session.tokenizer.decode(expected, special=False)}
+    assert second["choices"] == first["choices"] and first["choices"][0]["finish_reason"] == "length"
+    assert second["usage"] == {"prompt_tokens": len(prompt), "completion_tokens": 3,
+                               "total_tokens": len(prompt) + 3,
+                               "prompt_tokens_details": {"cached_tokens": len(prompt) - 1}}
+
+
+def test_chat_logprobs_are_the_raw_logits(client, engine):
+    body = {**HI, "max_tokens": 1, "logprobs": True, "top_logprobs": 3}
+    entry = client.simulate_post("/v1/chat/completions", json=body).json["choices"][0]["logprobs"]["content"][0]
+    session = engine.session
+    seq = session.new_sequence()
+    from kinetic.engine.generate import feed
+    logits = feed(session.runner, seq, session.chat_prompt(HI["messages"])).astype(np.float64)
+    log_probs = logits - logits.max() - math.log(np.exp(logits - logits.max()).sum())
+    best = np.argsort(-log_probs, kind="stable")[:3]
+    assert [t["token"] for t in entry["top_logprobs"]] == [session.tokenizer.decode([int(b)]) for b in best]
+    assert entry["logprob"] == pytest.approx(log_probs[best[0]], abs=1e-9)
+    assert entry["bytes"] == list(entry["token"].encode())
+
+
+def test_stream_chunks_usage_and_done(client):
+    body = {**HI, "stream": True, "stream_options": {"include_usage": True}, "logprobs": True}
+    result = client.simulate_post("/v1/chat/completions", json=body)
+    assert result.headers["Content-Type"] == "text/event-stream"
+    events = [line[len("data: "):] for line in result.text.split("\n\n") if line]
+    assert events[-1] == "[DONE]"
+    chunks = [testing.helpers.json.loads(e) for e in events[:-1]]
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    texts = [c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"]]
+    assert all(c["choices"][0]["logprobs"]["content"] for c in chunks[1:4])
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length" and chunks[-1]["choices"] == []
+    plain = client.simulate_post("/v1/chat/completions", json=HI).json
+    assert "".join(texts) == plain["choices"][0]["message"]["content"]
+    assert chunks[-1]["usage"]["completion_tokens"] == 3
+
+
+def test_completions_stop_strings_and_legacy_logprobs(client):
+    body = {"prompt": "def add(a, b):", "max_tokens": 12, "temperature": 0, "logprobs": 2}
+    full = client.simulate_post("/v1/completions", json=body).json["choices"][0]
+    logprobs = full["logprobs"]
+    assert full["text"] == "".join(logprobs["tokens"]) and len(logprobs["top_logprobs"][0]) == 2
+    assert logprobs["text_offset"][1] == len(logprobs["tokens"][0])
+    stop = full["text"].strip().split()[0]  # the answer's first word
+    cut = client.simulate_post("/v1/completions", json={**body, "stop": [stop]}).json["choices"][0]
+    assert cut["finish_reason"] == "stop" and cut["text"] == full["text"][: full["text"].index(stop)]
+    llama = client.simulate_post("/completion", json={"prompt": "def add(a, b):", "n_predict": 12,
+                                                      "temperature": 0}).json
+    assert llama["content"] == full["text"] and llama["stop_type"] == "limit"
+
+
+def test_a_client_that_leaves_stops_its_generation(engine):
+    gone = []
+    prompt = engine.session.chat_prompt(HI["messages"])
+    run = engine.run(Job(prompt, {"temp": 0}, max_tokens=50), cancelled=lambda: len(gone) >= 2)
+    for piece in run:
+        gone.append(piece)
+    assert len(gone) == 2 and run.finish_reason is None and run.usage.completion_tokens == 2
+    assert not engine.turns.busy and engine.turns.waiting == 0
+
+
+def test_stop_scanner_holds_back_what_may_start_a_stop():
+    scanner = StopScanner(["\n\n", "END"])
+    assert [scanner.feed(t) for t in ("ab", "c\n", "x", "E", "N", "D!")] == ["ab", "c", "\nx", "", "", ""]
+    assert scanner.found == "END" and scanner.finish() == ""
+    open_end = StopScanner(["END"])
+    assert open_end.feed("xE") == "x" and open_end.finish() == "E"
