@@ -1,0 +1,82 @@
+"""`kinetic serve` on 127.0.0.1 with the real Qwen model, used through the official openai package."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from server_abuse import main as abuse
+
+PROMPT = "Name one river."
+
+
+@pytest.fixture(scope="module")
+def server(qwen_gguf):
+    """(process, base URL) of `kinetic serve` on a free port, stopped with Ctrl+C at the end."""
+    proc = subprocess.Popen([sys.executable, "-m", "kinetic", "serve", str(qwen_gguf), "--port", "0", "-c", "1024",
+                             "--device", "cpu", "-a", "coder", "--metrics"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    match = re.fullmatch(r"Serving coder on the CPU at (http://127\.0\.0\.1:\d+/v1)", line)
+    if not match:
+        proc.kill()
+        pytest.fail(f"kinetic serve did not start: {line!r} {proc.stderr.read()}")
+    yield proc, match.group(1)
+    if proc.poll() is None:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=server[1], api_key="local", max_retries=0, timeout=120)
+
+
+def test_models_and_a_greedy_chat_equal_to_kinetic_run(client, qwen_gguf):
+    [model] = client.models.list().data
+    assert model.id == "coder" and model.model_extra["context_length"] == 1024
+    chat = client.chat.completions.create(model="coder", messages=[{"role": "user", "content": PROMPT}],
+                                          max_tokens=6, temperature=0)
+    run = subprocess.run([sys.executable, "-m", "kinetic", "run", str(qwen_gguf), PROMPT, "--temp", "0", "-n", "6",
+                          "--device", "cpu"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert chat.choices[0].message.content + "\n" == run.stdout
+    assert chat.choices[0].finish_reason == "length" and chat.usage.completion_tokens == 6
+    assert chat.usage.prompt_tokens_details.cached_tokens == 0
+
+
+def test_streamed_chat_with_logprobs_and_usage(client):
+    stream = client.chat.completions.create(model="coder", messages=[{"role": "user", "content": PROMPT}],
+                                            max_tokens=6, temperature=0, stream=True, logprobs=True,
+                                            top_logprobs=2, stream_options={"include_usage": True})
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    scored = [t for c in chunks if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.content]
+    assert len(scored) == 6 and all(len(t.top_logprobs) == 2 and t.logprob <= 0 for t in scored)
+    assert chunks[-1].usage.completion_tokens == 6 and chunks[-1].usage.prompt_tokens_details.cached_tokens > 0
+    plain = client.chat.completions.create(model="coder", messages=[{"role": "user", "content": PROMPT}],
+                                           max_tokens=6, temperature=0)
+    assert text == plain.choices[0].message.content
+
+
+def test_completions_plain_and_streamed(client):
+    plain = client.completions.create(model="coder", prompt="def add(a, b):", max_tokens=5, temperature=0,
+                                      logprobs=1)
+    streamed = client.completions.create(model="coder", prompt="def add(a, b):", max_tokens=5, temperature=0,
+                                         stream=True)
+    assert "".join(c.choices[0].text for c in streamed) == plain.choices[0].text
+    assert "".join(plain.choices[0].logprobs.tokens) == plain.choices[0].text
+    with pytest.raises(Exception) as refused:
+        client.completions.create(model="coder", prompt="x", max_tokens=0)
+    assert getattr(refused.value, "status_code", None) == 400
+
+
+def test_abuse_then_still_answers_then_ctrl_c_stops_it(server):
+    proc, url = server
+    assert abuse(["--quick", "--url", url.removesuffix("/v1")]) == 0
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0
