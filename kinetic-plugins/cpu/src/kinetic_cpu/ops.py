@@ -14,12 +14,11 @@ import numpy as np
 from numba import prange
 
 _JIT = dict(cache=True, nogil=True)
-HALF_TO_FLOAT = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)  # float16 bits -> value
 
 
-def f16_bits(x: np.ndarray) -> np.ndarray:
-    """x rounded to float16 (to nearest, ties to even), as its uint16 bits."""
-    return x.astype(np.float16).view(np.uint16)
+def to_half(x: np.ndarray) -> np.ndarray:
+    """x rounded to float16 (to nearest, ties to even), kept as float32."""
+    return x.astype(np.float16).astype(np.float32)
 
 
 @numba.njit(**_JIT)
@@ -54,19 +53,23 @@ def rope(x, positions, n_dims, base, scale, factors, neox):  # x: [n, heads, hea
                 x[i, h, b] = np.float32(x0 * s + x1 * c)
 
 
+SERIAL_SCORES = 1 << 15  # below this many scores one thread beats waking the others
+
+
 def attend(q, k_cache, v_cache, positions, scale, window):
     """Causal grouped-query attention of each row over cache positions [max(0, p - window + 1), p].
 
-    q: [n, n_head, hd], k_cache, v_cache: [ctx, n_head_kv, hd], all float16 bits (uint16); positions: [n]
-    int64; window: 0 for none. -> [n, n_head * hd] float32. Scores, softmax and the weighted sum go in
-    position order, in float64.
+    q: [n, n_head, hd], k_cache, v_cache: [ctx, n_head_kv, hd], all float32; positions: [n] int64; window: 0
+    for none. -> [n, n_head * hd] float32. Scores, softmax and the weighted sum go in
+    position order, in float64, whatever the thread count.
     """
-    return _attend(q, k_cache, v_cache, positions, scale, window, HALF_TO_FLOAT)
+    n_scores = q.shape[0] * q.shape[1] * (int(positions[-1]) + 1)
+    kernel = _attend_serial if n_scores < SERIAL_SCORES else _attend_parallel
+    return kernel(q, k_cache, v_cache, positions, scale, window)
 
 
-@numba.njit(parallel=True, **_JIT)
-def _attend(q_bits, k_cache, v_cache, positions, scale, window, half):
-    n, n_head, hd = q_bits.shape
+def _attend(q, k_cache, v_cache, positions, scale, window):
+    n, n_head, hd = q.shape
     group = n_head // k_cache.shape[1]
     out = np.empty((n, n_head * hd), dtype=np.float32)
     for job in prange(n * n_head):
@@ -78,19 +81,24 @@ def _attend(q_bits, k_cache, v_cache, positions, scale, window, half):
         for t in range(first, last + 1):
             dot = 0.0
             for j in range(hd):
-                dot += np.float64(half[q_bits[i, h, j]]) * np.float64(half[k_cache[t, kv, j]])
+                dot += np.float64(q[i, h, j]) * np.float64(k_cache[t, kv, j])
             scores[t - first] = dot * scale
         peak = scores.max()
         total = 0.0
         for t in range(scores.size):
             scores[t] = math.exp(scores[t] - peak)
             total += scores[t]
+        acc = np.zeros(hd, dtype=np.float64)
+        for t in range(scores.size):  # each acc[j] sums over t in order
+            for j in range(hd):
+                acc[j] += scores[t] * np.float64(v_cache[first + t, kv, j])
         for j in range(hd):
-            acc = 0.0
-            for t in range(scores.size):
-                acc += scores[t] * np.float64(half[v_cache[first + t, kv, j]])
-            out[i, h * hd + j] = np.float32(acc / total)
+            out[i, h * hd + j] = np.float32(acc[j] / total)
     return out
+
+
+_attend_parallel = numba.njit(parallel=True, **_JIT)(_attend)
+_attend_serial = numba.njit(**_JIT)(_attend)
 
 
 @numba.njit(**_JIT)

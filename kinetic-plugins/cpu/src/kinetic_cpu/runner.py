@@ -11,16 +11,17 @@ from kinetic.errors import KineticError
 from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
 from kinetic.spec.device import Row, UploadOptions
 from kinetic_cpu import ops
-from kinetic_cpu.kernels.matmul import matmul
+from kinetic_cpu.kernels.matmul import Matrix, activations
 
 
 class CpuSequence:
-    """One conversation's keys and values, [context, n_head_kv, head_dim] per attention block, stored as
-    float16 bits (uint16) as llama.cpp's default cache stores them: half the memory of float32."""
+    """One conversation's keys and values, [context, n_head_kv, head_dim] float32 per attention block,
+    holding float16-rounded values, as llama.cpp's default float16 cache does (float32 storage spares a
+    conversion per read)."""
 
     def __init__(self, stack: Stack, context_length: int):
         attentions = [b for b in stack.blocks if isinstance(b, Attention)]
-        self.keys = [np.zeros((context_length, a.n_head_kv, a.head_dim), np.uint16) for a in attentions]
+        self.keys = [np.zeros((context_length, a.n_head_kv, a.head_dim), np.float32) for a in attentions]
         self.values = [np.zeros_like(k) for k in self.keys]
         self.n_tokens = 0
 
@@ -35,6 +36,7 @@ class CpuRunner:
         self.stack = stack
         self.context_length = options.context_length or stack.context_length
         self._norms: dict[str, np.ndarray] = {}
+        self._matrices: dict[str, Matrix] = {}
 
     def new_sequence(self) -> CpuSequence:
         return CpuSequence(self.stack, self.context_length)
@@ -80,26 +82,44 @@ class CpuRunner:
             self._norms[weight.name] = np.ascontiguousarray(weight.to_float32().reshape(-1), dtype=np.float32)
         return self._norms[weight.name]
 
-    def _linear(self, weight: Weight, x: np.ndarray, bias: Optional[Weight] = None) -> np.ndarray:
-        y = matmul(weight.raw(), weight.type.id, np.ascontiguousarray(x))
-        return y + self._vector(bias) if bias is not None else y
+    def _matrix(self, weight: Weight) -> Matrix:
+        if weight.name not in self._matrices:
+            self._matrices[weight.name] = Matrix(weight.raw(), weight.type.id)
+        return self._matrices[weight.name]
+
+    def _linears(self, x: np.ndarray, *weights: tuple[Weight, Optional[Weight]]) -> list[np.ndarray]:
+        """x ([n, k] float32) times each (weight, bias); matrices that take the same activations share them."""
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        shared: dict[str, tuple] = {}
+        out = []
+        for weight, bias in weights:
+            matrix = self._matrix(weight)
+            if matrix.activations not in shared:
+                shared[matrix.activations] = activations(matrix.activations, x)
+            y = matrix(x, shared[matrix.activations])
+            out.append(y + self._vector(bias) if bias is not None else y)
+        return out
+
+    def _linear(self, weight: Weight, x: np.ndarray) -> np.ndarray:
+        return self._linears(x, (weight, None))[0]
 
     def _attention(self, a: Attention, x: np.ndarray, seq: CpuSequence, layer: int, positions) -> np.ndarray:
         h = self._norm(a.norm, x)
         n = len(x)
-        q = self._linear(a.q, h, a.q_bias).reshape(n, a.n_head, a.head_dim)
-        k = self._linear(a.k, h, a.k_bias).reshape(n, a.n_head_kv, a.head_dim)
-        v = self._linear(a.v, h, a.v_bias).reshape(n, a.n_head_kv, a.head_dim)
+        q, k, v = self._linears(h, (a.q, a.q_bias), (a.k, a.k_bias), (a.v, a.v_bias))
+        q = q.reshape(n, a.n_head, a.head_dim)
+        k = k.reshape(n, a.n_head_kv, a.head_dim)
+        v = v.reshape(n, a.n_head_kv, a.head_dim)
         if a.q_norm is not None:
             q = self._norm(a.q_norm, q.reshape(-1, a.head_dim)).reshape(q.shape)
             k = self._norm(a.k_norm, k.reshape(-1, a.head_dim)).reshape(k.shape)
         factors = self._vector(a.rope.freq_factors) if a.rope.freq_factors is not None else self._ones(a.rope.n_dims)
         for part in (q, k):
             ops.rope(part, positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors, a.rope.neox)
-        seq.keys[layer][positions] = ops.f16_bits(k)
-        seq.values[layer][positions] = ops.f16_bits(v)
+        seq.keys[layer][positions] = ops.to_half(k)
+        seq.values[layer][positions] = ops.to_half(v)
         # q meets the float16 keys at float16 precision, as ggml's F16 dot product takes it
-        q = ops.f16_bits(q)
+        q = ops.to_half(q)
         attended = ops.attend(q, seq.keys[layer], seq.values[layer], positions, a.scale, a.sliding_window or 0)
         out = self._linear(a.o, attended)
         return self._norm(a.post_norm, out) if a.post_norm is not None else out
@@ -109,7 +129,8 @@ class CpuRunner:
 
     def _feed_forward(self, f: GatedFeedForward, x: np.ndarray) -> np.ndarray:
         h = self._norm(f.norm, x)
-        gated = ops.gate(self._linear(f.gate, h), self._linear(f.up, h), f.activation == "gelu_tanh")
+        gate, up = self._linears(h, (f.gate, None), (f.up, None))
+        gated = ops.gate(gate, up, f.activation == "gelu_tanh")
         out = self._linear(f.down, gated)
         return self._norm(f.post_norm, out) if f.post_norm is not None else out
 
