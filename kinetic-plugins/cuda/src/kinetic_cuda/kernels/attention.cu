@@ -1,0 +1,80 @@
+// The float16 KV cache and grouped-query attention over it.
+
+#define ATTENTION_THREADS 256
+
+// cache rows positions[i] of keys and values [ctx, width] f16 <- k, v: [n, width] float32
+extern "C" __global__ void store_kv(const float* __restrict__ k, const float* __restrict__ v,
+                                    const int* __restrict__ positions, u16* __restrict__ keys, u16* __restrict__ values,
+                                    int n, int width) {
+    long job = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (job >= (long)n * width) return;
+    long i = job / width, j = job % width;
+    long at = (long)positions[i] * width + j;
+    keys[at] = f2h(k[job]);
+    values[at] = f2h(v[job]);
+}
+
+__device__ float block_reduce(float v, float* shared, int is_max) {  // one fixed tree over the block
+    int tid = threadIdx.x;
+    shared[tid] = v;
+    __syncthreads();
+    for (int step = ATTENTION_THREADS / 2; step > 0; step >>= 1) {
+        if (tid < step) shared[tid] = is_max ? fmaxf(shared[tid], shared[tid + step]) : __fadd_rn(shared[tid], shared[tid + step]);
+        __syncthreads();
+    }
+    float result = shared[0];
+    __syncthreads();
+    return result;
+}
+
+// Row i, query head h (a block each) attends to cache positions [max(0, p - window + 1), p], p = positions[i]
+// (window 0: no window). q: [n, n_head, head_dim] float32, rounded to f16 as it meets the f16 keys; keys,
+// values: [ctx, n_head_kv, head_dim] f16; scores: [n, n_head, ctx] scratch; out: [n, n_head * head_dim].
+// A score is its head_dim products in order; softmax sums and the weighted sum of values go in a fixed
+// split of the positions over threads, so a row's output depends only on its position and the cache.
+extern "C" __global__ void attention(const float* __restrict__ q, const u16* __restrict__ keys,
+                                     const u16* __restrict__ values, const int* __restrict__ positions,
+                                     float* __restrict__ scores, float* __restrict__ out, int n_head, int n_head_kv,
+                                     int head_dim, float scale, int window, int ctx) {
+    __shared__ float qs[ATTENTION_THREADS];
+    __shared__ float shared[ATTENTION_THREADS];
+    int i = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
+    int kv = h / (n_head / n_head_kv);
+    long head = (long)i * n_head + h;
+    for (int j = tid; j < head_dim; j += ATTENTION_THREADS) qs[j] = h2f(f2h(q[head * head_dim + j]));
+    __syncthreads();
+    int last = positions[i];
+    int first = window > 0 ? max(0, last - window + 1) : 0;
+    int length = last - first + 1;
+    float* sc = scores + head * ctx;
+    long stride = (long)n_head_kv * head_dim;
+    const u16* k0 = keys + (long)first * stride + (long)kv * head_dim;
+    const u16* v0 = values + (long)first * stride + (long)kv * head_dim;
+    float peak = __int_as_float(0xff800000);  // -inf
+    for (int t = tid; t < length; t += ATTENTION_THREADS) {
+        const u16* kr = k0 + t * stride;
+        float s = 0.f;
+        for (int j = 0; j < head_dim; j++) s = __fmaf_rn(qs[j], h2f(kr[j]), s);
+        s = __fmul_rn(s, scale);
+        sc[t] = s;
+        peak = fmaxf(peak, s);
+    }
+    peak = block_reduce(peak, shared, 1);
+    float total = 0.f;
+    for (int t = tid; t < length; t += ATTENTION_THREADS) {
+        float e = expf(__fsub_rn(sc[t], peak));
+        sc[t] = e;
+        total = __fadd_rn(total, e);
+    }
+    total = block_reduce(total, shared, 0);  // its barriers also publish sc to the whole block
+    int groups = ATTENTION_THREADS / head_dim, j = tid % head_dim, g = tid / head_dim;
+    float acc = 0.f;
+    if (g < groups)
+        for (int t = g; t < length; t += groups) acc = __fmaf_rn(sc[t], h2f(v0[t * stride + j]), acc);
+    shared[tid] = acc;
+    __syncthreads();
+    if (g == 0) {
+        for (int other = 1; other < groups; other++) acc = __fadd_rn(acc, shared[other * head_dim + j]);
+        out[head * head_dim + j] = __fdiv_rn(acc, total);
+    }
+}

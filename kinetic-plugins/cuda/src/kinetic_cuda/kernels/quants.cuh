@@ -1,0 +1,152 @@
+// Every weight type as 32-weight chunks. A chunk holds its quants as 8 words of 4 signed int8 (weights
+// 0..15 in words 0..3, 16..31 in words 4..7), an integer scale for each half (sa, sb) and floats d and m:
+// against int8 activations x with scale dx and sum sx its value is
+//     (d * dx) * (sa * q[0:16] . x[0:16] + sb * q[16:32] . x[16:32]) + (m * dx) * sx
+// and its weights are d * (s * q) + m. Layouts as in ggml-common.h (and kinetic_formats.types).
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+
+struct Chunk {
+    int q[8];
+    int sa, sb;
+    float d, m;
+};
+
+__device__ __forceinline__ float h2f(u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ u16 f2h(float f) {  // to nearest, ties to even
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+__device__ __forceinline__ u16 ld16(const u8* p) { return *(const u16*)p; }
+__device__ __forceinline__ float half_at(const u8* p) { return h2f(ld16(p)); }
+// a little-endian u32 at a 2-byte aligned address (blocks of 18, 22, 34 and 210 bytes)
+__device__ __forceinline__ u32 ld32(const u8* p) { return (u32)ld16(p) | ((u32)ld16(p + 2) << 16); }
+
+// bits 0..3 of x to bit 0 of bytes 0..3
+__device__ __forceinline__ u32 spread4(u32 x) {
+    return (x & 1u) | ((x & 2u) << 7) | ((x & 4u) << 14) | ((x & 8u) << 21);
+}
+
+__device__ __forceinline__ void unit_scales(Chunk& c, float d, float m) {
+    c.sa = 1; c.sb = 1; c.d = d; c.m = m;
+}
+
+struct Q8_0 {
+    static const int BYTES = 34, CHUNKS = 1, HAS_MIN = 0;
+    __device__ static void load(const u8* b, int, Chunk& c) {
+        unit_scales(c, half_at(b), 0.f);
+        for (int i = 0; i < 8; i++) c.q[i] = (int)ld32(b + 2 + 4 * i);
+    }
+};
+
+// Q4_0, Q4_1: 16 bytes of nibbles at qs, low nibbles are weights 0..15; Q5_0, Q5_1 add the 32 fifth bits at qh
+template <int QS, int QH, int OFFSET>
+__device__ __forceinline__ void nibbles(const u8* b, Chunk& c) {
+    u32 high = QH >= 0 ? ld32(b + QH) : 0u;
+    for (int i = 0; i < 4; i++) {
+        u32 w = ld32(b + QS + 4 * i);
+        u32 lo = (w & 0x0F0F0F0Fu) | (spread4(high >> (4 * i)) << 4);
+        u32 hi = ((w >> 4) & 0x0F0F0F0Fu) | (spread4(high >> (16 + 4 * i)) << 4);
+        c.q[i] = (int)__vsub4(lo, OFFSET * 0x01010101u);
+        c.q[i + 4] = (int)__vsub4(hi, OFFSET * 0x01010101u);
+    }
+}
+
+struct Q4_0 {
+    static const int BYTES = 18, CHUNKS = 1, HAS_MIN = 0;
+    __device__ static void load(const u8* b, int, Chunk& c) { unit_scales(c, half_at(b), 0.f); nibbles<2, -1, 8>(b, c); }
+};
+struct Q4_1 {
+    static const int BYTES = 20, CHUNKS = 1, HAS_MIN = 1;
+    __device__ static void load(const u8* b, int, Chunk& c) { unit_scales(c, half_at(b), half_at(b + 2)); nibbles<4, -1, 0>(b, c); }
+};
+struct Q5_0 {
+    static const int BYTES = 22, CHUNKS = 1, HAS_MIN = 0;
+    __device__ static void load(const u8* b, int, Chunk& c) { unit_scales(c, half_at(b), 0.f); nibbles<6, 2, 16>(b, c); }
+};
+struct Q5_1 {
+    static const int BYTES = 24, CHUNKS = 1, HAS_MIN = 1;
+    __device__ static void load(const u8* b, int, Chunk& c) { unit_scales(c, half_at(b), half_at(b + 2)); nibbles<8, 4, 0>(b, c); }
+};
+
+// Q4_K, Q5_K: run j's 6-bit scale and min, packed in the 12 bytes at s
+__device__ __forceinline__ void k4_scale_min(const u8* s, int j, int& scale, int& min) {
+    if (j < 4) {
+        scale = s[j] & 63;
+        min = s[j + 4] & 63;
+    } else {
+        scale = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+// Q4_K (QH < 0) and Q5_K: run j's low nibbles in the 32 bytes at QS + 32 (j / 2), low or high half by j % 2;
+// Q5_K's fifth bit j of each of the 32 bytes at QH
+template <int QS, int QH>
+__device__ __forceinline__ void k4_load(const u8* b, int j, Chunk& c) {
+    int scale, min;
+    k4_scale_min(b + 4, j, scale, min);
+    c.sa = scale; c.sb = scale;
+    c.d = half_at(b);
+    c.m = -(half_at(b + 2) * (float)min);
+    const u8* qs = b + QS + 32 * (j >> 1);
+    int shift = 4 * (j & 1);
+    for (int i = 0; i < 8; i++) {
+        u32 q = (ld32(qs + 4 * i) >> shift) & 0x0F0F0F0Fu;
+        if (QH >= 0) q |= ((ld32(b + QH + 4 * i) >> j) & 0x01010101u) << 4;
+        c.q[i] = (int)q;
+    }
+}
+
+struct Q4_K {
+    static const int BYTES = 144, CHUNKS = 8, HAS_MIN = 1;
+    __device__ static void load(const u8* b, int j, Chunk& c) { k4_load<16, -1>(b, j, c); }
+};
+struct Q5_K {
+    static const int BYTES = 176, CHUNKS = 8, HAS_MIN = 1;
+    __device__ static void load(const u8* b, int j, Chunk& c) { k4_load<48, 16>(b, j, c); }
+};
+
+// Q6_K: chunk j = 32 sub + 128 n of the 256: low nibbles in ql[64 n + 32 (sub % 2)], high or low half by
+// sub / 2; two high bits at bit 2 sub of qh[32 n]; int8 scales per 16 weights; q - 32
+struct Q6_K {
+    static const int BYTES = 210, CHUNKS = 8, HAS_MIN = 0;
+    __device__ static void load(const u8* b, int j, Chunk& c) {
+        int n = j >> 2, sub = j & 3;
+        const u8* ql = b + 64 * n + 32 * (sub & 1);
+        const u8* qh = b + 128 + 32 * n;
+        int low_shift = 4 * (sub >> 1), high_shift = 2 * sub;
+        for (int i = 0; i < 8; i++) {
+            u32 q = ((ld32(ql + 4 * i) >> low_shift) & 0x0F0F0F0Fu) | (((ld32(qh + 4 * i) >> high_shift) & 0x03030303u) << 4);
+            c.q[i] = (int)__vsub4(q, 0x20202020u);
+        }
+        const signed char* scales = (const signed char*)(b + 192);
+        c.sa = scales[8 * n + 2 * sub];
+        c.sb = scales[8 * n + 2 * sub + 1];
+        c.d = half_at(b + 208);
+        c.m = 0.f;
+    }
+};
+
+// the float types: weight i of a row
+struct F32 {
+    static const int SIZE = 4;
+    __device__ static float at(const u8* row, long i) { return ((const float*)row)[i]; }
+};
+struct F16 {
+    static const int SIZE = 2;
+    __device__ static float at(const u8* row, long i) { return h2f(((const u16*)row)[i]); }
+};
+struct BF16 {
+    static const int SIZE = 2;
+    __device__ static float at(const u8* row, long i) { return __uint_as_float((u32)((const u16*)row)[i] << 16); }
+};

@@ -1,0 +1,150 @@
+"""Running a Stack on the GPU: weights uploaded once, the KV cache of one sequence reserved at upload,
+a pass of up to ws.rows rows queued as kernels, and the one-token decode step replayed as a CUDA graph."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Optional, Sequence
+
+import cupy
+import numpy as np
+
+from kinetic.errors import KineticError
+from kinetic.model.blocks import Attention, Stack, Weight
+from kinetic.spec.device import Row, UploadOptions
+from kinetic_cuda import ops
+from kinetic_cuda.device import gpu_name
+from kinetic_cuda.module import kernel
+from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, products
+from kinetic_cuda.support import matrices
+from kinetic_cuda.weights import GpuMatrix, upload_bytes
+from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_bytes
+
+GIB = 1 << 30
+KERNELS = ("quantize_q8", "gate", "add", "rms_norm", "rope", "store_kv", "attention")
+
+
+class CudaSequence:
+    """One conversation: a float16 KV cache [context, kv_width] per attention block, and its decode graph."""
+
+    def __init__(self, caches: list[tuple[cupy.ndarray, cupy.ndarray]]):
+        self.caches = caches
+        self.n_tokens = 0
+        self.decode_graph = None  # captured at its first one-token step
+
+    def truncate(self, n: int) -> None:
+        self.n_tokens = min(self.n_tokens, max(0, n))
+
+
+class CudaRunner:
+    def __init__(self, stack: Stack, options: UploadOptions):
+        self.stack = stack
+        self.context_length = options.context_length or stack.context_length
+        shape = Shape.of(stack)
+        rows = rows_per_pass(shape, self.context_length)
+        self._widths = [b.n_head_kv * b.head_dim for b in stack.blocks if isinstance(b, Attention)]
+        _check_fits(stack, self._cache_bytes() + workspace_bytes(shape, rows, self.context_length))
+        self.device_name = gpu_name()
+        self._matrices: dict[str, GpuMatrix] = {}
+        self.blocks = [GpuAttention(b, self._matrix) if isinstance(b, Attention) else GpuFeedForward(b, self._matrix)
+                       for b in stack.blocks]
+        self.embedding, self.output = self._matrix(stack.embedding), self._matrix(stack.output)
+        self.output_norm = GpuNorm(stack.output_norm)
+        self.ws = Workspace(shape, rows, self.context_length)
+        for name in KERNELS:  # fetched before any graph capture
+            kernel(name)
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self._spare_caches = [self._new_caches()]
+
+    def _matrix(self, weight: Weight) -> GpuMatrix:
+        if weight.name not in self._matrices:
+            self._matrices[weight.name] = GpuMatrix.of(weight)
+        return self._matrices[weight.name]
+
+    def _cache_bytes(self) -> int:
+        return sum(2 * 2 * self.context_length * width for width in self._widths)
+
+    def _new_caches(self) -> list[tuple[cupy.ndarray, cupy.ndarray]]:
+        shape = [(self.context_length, width) for width in self._widths]
+        return [(cupy.zeros(s, cupy.uint16), cupy.zeros(s, cupy.uint16)) for s in shape]
+
+    def new_sequence(self) -> CudaSequence:
+        """A sequence on a reserved cache; its cache is reused by a later sequence once it is collected."""
+        caches = self._spare_caches.pop() if self._spare_caches else self._new_caches()
+        seq = CudaSequence(caches)
+        weakref.finalize(seq, self._spare_caches.append, caches)
+        return seq
+
+    def forward(self, rows: Sequence[Row]) -> np.ndarray:
+        """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
+        slot = {i: j for j, i in enumerate(i for i, row in enumerate(rows) if row.logits)}
+        out = np.empty((len(slot), self.stack.n_vocab), np.float32)
+        for seq, indices in linear_batches(rows):
+            for start in range(0, len(indices), self.ws.rows):
+                part = indices[start : start + self.ws.rows]
+                asks = [j for j, i in enumerate(part) if rows[i].logits]
+                logits = self._pass(seq, [rows[i] for i in part], asks)
+                if asks:
+                    out[[slot[part[j]] for j in asks]] = logits
+        return out
+
+    def _pass(self, seq: CudaSequence, batch: list[Row], asks: list[int]) -> Optional[np.ndarray]:
+        """Append batch to seq; the logits [len(asks), n_vocab] of batch[asks]."""
+        n = len(batch)
+        inputs = np.zeros((3, self.ws.rows), np.int32)
+        inputs[0, :n] = [row.token for row in batch]
+        inputs[1, :n] = [row.position for row in batch]
+        inputs[2, : len(asks)] = asks
+        with self.stream:
+            self.stream.synchronize()  # the last pass may still read the inputs
+            self.ws.inputs.set(inputs, stream=self.stream)
+            if n == 1 and asks:
+                self._decode_graph(seq).launch(self.stream)
+            else:
+                self._queue(seq, n, len(asks))
+            logits = self.ws.logits[: len(asks)].get(stream=self.stream) if asks else None
+        seq.n_tokens = batch[-1].position + 1
+        return logits
+
+    def _decode_graph(self, seq: CudaSequence):
+        if seq.decode_graph is None:
+            self.stream.begin_capture()
+            self._queue(seq, 1, 1)
+            seq.decode_graph = self.stream.end_capture()
+        return seq.decode_graph
+
+    def _queue(self, seq: CudaSequence, n: int, n_logits: int) -> None:
+        """Queue a pass of n rows whose inputs are in ws.inputs; logits of the first n_logits asking rows."""
+        ws = self.ws
+        ops.embed(self.embedding, ws.inputs[0], n, ws.x, self.stack.embedding_scale)
+        caches = iter(seq.caches)
+        for block in self.blocks:
+            if isinstance(block, GpuAttention):
+                block.run(ws, n, *next(caches))
+            else:
+                block.run(ws, n)
+        if n_logits:
+            self.output_norm(ws.x, n_logits, ws.h, rows=ws.inputs[2])
+            products(ws, ws.h, n_logits, (self.output, ws.logits, None, False))
+
+
+def _check_fits(stack: Stack, scratch: int) -> None:
+    """Refuse, with the sizes, a model whose weights, KV cache and scratch do not fit in free GPU memory."""
+    weights = upload_bytes(matrices(stack))
+    free = cupy.cuda.runtime.memGetInfo()[0]
+    if weights + scratch > free:
+        raise KineticError(f"CUDA cannot run this model: it needs {(weights + scratch) / GIB:.1f} GiB on the GPU "
+                           f"({weights / GIB:.1f} GiB of weights), and {gpu_name()} has {free / GIB:.1f} GiB free")
+
+
+def linear_batches(rows: Sequence[Row]) -> list[tuple[CudaSequence, list[int]]]:
+    """Row indices grouped by sequence; each row must continue its sequence, after the row before it."""
+    groups: dict[int, tuple[CudaSequence, list[int]]] = {}
+    for index, row in enumerate(rows):
+        seq, batch = groups.setdefault(id(row.sequence), (row.sequence, []))
+        parent = batch[-1] if batch else -1
+        if row.position != seq.n_tokens + len(batch) or row.parent != parent:
+            raise KineticError("the CUDA device runs linear batches: each row continues its sequence "
+                               f"(row {index} is at position {row.position} after row {row.parent})")
+        batch.append(index)
+    return list(groups.values())

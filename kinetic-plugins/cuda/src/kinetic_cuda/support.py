@@ -1,0 +1,40 @@
+"""What the CUDA device can run, decided from the Stack alone (no CuPy): the refusal upload() gives."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from kinetic.model.blocks import Attention, GatedFeedForward, Stack, Weight
+
+QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # against int8 activations
+FLOATS = ("F32", "F16", "BF16")  # against float32 activations
+MAX_HEAD_DIM = 256  # one attention thread block per (row, head) holds a head's query
+
+
+def matrices(stack: Stack) -> list[Weight]:
+    """Every matrix the device multiplies by, the embedding (looked up by rows) included."""
+    out = [stack.embedding, stack.output]
+    for block in stack.blocks:
+        if isinstance(block, Attention):
+            out += [block.q, block.k, block.v, block.o]
+        elif isinstance(block, GatedFeedForward):
+            out += [block.gate, block.up, block.down]
+    return out
+
+
+def refusal(stack: Stack) -> Optional[str]:
+    """None if the device runs every block and weight of the stack, else one line saying what it lacks."""
+    for block in stack.blocks:
+        if not isinstance(block, (Attention, GatedFeedForward)):
+            return f"CUDA has no kernel for {type(block).__name__} blocks"
+        if isinstance(block, Attention):
+            if block.head_dim > MAX_HEAD_DIM or block.rope.n_dims % 2 or block.n_head % block.n_head_kv:
+                return f"CUDA has no attention kernel for heads of {block.head_dim} ({block.n_head} heads, " \
+                       f"{block.n_head_kv} KV heads, {block.rope.n_dims} rotated)"
+    for weight in matrices(stack):
+        name = weight.type.name
+        if name not in QUANTIZED + FLOATS:
+            return f"CUDA has no kernel for {name} weights ({weight.name})"
+        if weight.shape[-1] % 32:
+            return f"CUDA needs rows of whole 32-weight chunks ({weight.name} has rows of {weight.shape[-1]})"
+    return None

@@ -1,0 +1,75 @@
+"""Scratch buffers of one forward pass of up to max_rows rows, made once at upload, so a pass allocates
+nothing and a CUDA graph of it can be captured and replayed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cupy
+
+from kinetic.model.blocks import Attention, GatedFeedForward, Stack
+
+SCORES_BYTES = 1 << 30  # attention scores scratch; fewer rows per pass where long contexts need it
+MAX_ROWS = 512
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The widths a stack's passes need."""
+
+    n_embd: int
+    n_vocab: int
+    q_width: int  # widest n_head * head_dim
+    kv_width: int  # widest n_head_kv * head_dim
+    n_ff: int
+    n_head: int
+
+    @staticmethod
+    def of(stack: Stack) -> "Shape":
+        attentions = [b for b in stack.blocks if isinstance(b, Attention)]
+        ffs = [b for b in stack.blocks if isinstance(b, GatedFeedForward)]
+        return Shape(stack.n_embd, stack.n_vocab, max((a.n_head * a.head_dim for a in attentions), default=0),
+                     max((a.n_head_kv * a.head_dim for a in attentions), default=0),
+                     max((f.gate.shape[0] for f in ffs), default=0), max((a.n_head for a in attentions), default=1))
+
+    @property
+    def widest(self) -> int:
+        return max(self.n_embd, self.q_width, self.n_ff)
+
+
+def rows_per_pass(shape: Shape, context: int) -> int:
+    return max(1, min(MAX_ROWS, SCORES_BYTES // (4 * shape.n_head * context)))
+
+
+def workspace_bytes(shape: Shape, rows: int, context: int) -> int:
+    floats = rows * (3 * shape.n_embd + 2 * shape.q_width + 2 * shape.kv_width + 2 * shape.n_ff + shape.n_vocab)
+    return 4 * floats + rows * shape.widest * (1 + 8 / 32) + 4 * rows * shape.n_head * context
+
+
+class Activations:
+    """Float32 rows quantized to int8 blocks of 32 (ops.quantize): quants, scales and sums."""
+
+    def __init__(self, rows: int, width: int):
+        self.xq = cupy.zeros(rows * width, cupy.int8)
+        self.xd = cupy.zeros(rows * width // 32, cupy.float32)
+        self.xs = cupy.zeros(rows * width // 32, cupy.int32)
+
+
+class Workspace:
+    def __init__(self, shape: Shape, rows: int, context: int):
+        def floats(*dims):
+            return cupy.zeros(dims, cupy.float32)
+
+        self.rows, self.context, self.max_heads = rows, context, shape.n_head
+        self.x, self.h, self.y = floats(rows, shape.n_embd), floats(rows, shape.n_embd), floats(rows, shape.n_embd)
+        self.q, self.att = floats(rows, shape.q_width), floats(rows, shape.q_width)
+        self.k, self.v = floats(rows, shape.kv_width), floats(rows, shape.kv_width)
+        self.gate, self.up = floats(rows, shape.n_ff), floats(rows, shape.n_ff)
+        self.logits = floats(rows, shape.n_vocab)
+        self.scores = floats(rows * shape.n_head * context)
+        self.acts = Activations(rows, shape.widest)
+        self.inputs = cupy.zeros((3, rows), cupy.int32)  # tokens, positions, rows asking for logits
+
+    def view(self, buffer: cupy.ndarray, width: int) -> cupy.ndarray:
+        """buffer's memory as a contiguous [rows, width] array, for blocks narrower than the widest."""
+        return buffer.ravel()[: self.rows * width].reshape(self.rows, width)

@@ -1,0 +1,198 @@
+"""The CUDA device: a batch gives each token's logits bit for bit as one-at-a-time decoding does, and it
+agrees with the numpy reference executor, for every family; every weight type's product is exact across
+batches and close to the float product. The GPU tests skip where CUDA is not usable (CI has no GPU),
+with the probe's reason; they run on an NVIDIA machine."""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+from gguf_factory import Dims, write_random_model
+from random_blocks import random_blocks
+
+from kinetic.errors import KineticError
+from kinetic.model.load import load_stack
+from kinetic.plugins import plugins
+from kinetic.reference.executor import ReferenceRunner
+from kinetic.spec.device import Row, UploadOptions
+
+kinetic_cuda = pytest.importorskip("kinetic_cuda.device", reason="the kinetic-cuda plugin is not installed")
+from kinetic_cuda.support import FLOATS, QUANTIZED  # noqa: E402
+
+REASON = kinetic_cuda.probe()
+gpu = pytest.mark.skipif(REASON is not None, reason=f"CUDA is not usable here: {REASON}")
+
+FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
+# int8 activations where the reference multiplies in float32 (as on the CPU device): the logits differ by
+# a small fraction of their spread, the mean difference under TOLERANCE and the largest under 10 times it.
+# Measured on the H200: mean 0.006 to 0.02 for Q8_0 files; 0.02 to 0.03 for the Q4_K_M mix, whose random
+# K-quant blocks have heavier tails than trained weights.
+TOLERANCE = {"Q8_0": 0.02, "Q4_K_M": 0.04}
+# a greedy token may part from the reference's only where the reference's top two are closer than the
+# largest logit differences allow (in fractions of the logits' spread; measured up to 0.036)
+NEAR_TIE = 0.1
+# the mix of a Q4_K_M file: Q4_K, with Q6_K for values, down projections and the embedding, F16 output
+MIXED = {"attn_q": "Q4_K", "attn_k": "Q4_K", "attn_v": "Q6_K", "attn_output": "Q4_K", "ffn_gate": "Q4_K",
+         "ffn_up": "Q4_K", "ffn_down": "Q6_K", "token_embd": "Q6_K", "output": "F16"}
+
+
+def mixed_model(path: Path, arch: str, dims: Dims) -> Path:
+    """A random model whose matrices are MIXED's types (random blocks: gguf-py cannot quantize K-quants)."""
+    rng = np.random.default_rng(11)
+    shapes = {"attn_q": (dims.n_embd, dims.n_embd), "attn_k": (dims.n_head_kv * dims.head_dim, dims.n_embd),
+              "attn_v": (dims.n_head_kv * dims.head_dim, dims.n_embd), "attn_output": (dims.n_embd, dims.n_embd),
+              "ffn_gate": (dims.n_ff, dims.n_embd), "ffn_up": (dims.n_ff, dims.n_embd),
+              "ffn_down": (dims.n_embd, dims.n_ff), "token_embd": (dims.n_vocab, dims.n_embd),
+              "output": (dims.n_vocab, dims.n_embd)}
+    names = {f"blk.{i}.{kind}.weight": kind for i in range(dims.n_layer) for kind in MIXED if kind in shapes
+             and kind not in ("token_embd", "output")}
+    names.update({"token_embd.weight": "token_embd"} | ({} if arch == "gemma3" else {"output.weight": "output"}))
+    extra = {}
+    for name, kind in names.items():
+        rows, k = shapes[kind]
+        raw = random_blocks(MIXED[kind], rows, k, rng)
+        extra[name] = (raw, gguf.GGMLQuantizationType[MIXED[kind]])
+    return write_random_model(path, arch, dims, weight_type="F32", seed=5, extra_tensors=extra)
+
+
+WEIGHTS = {
+    "Q8_0": lambda path, arch: write_random_model(path, arch, Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256),
+                                                  weight_type="Q8_0", seed=7),
+    "Q4_K_M": lambda path, arch: mixed_model(path, arch, Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512)),
+}
+
+
+@pytest.fixture(scope="module", params=[(f, w) for f in FAMILIES for w in WEIGHTS], ids=lambda p: f"{p[0]}-{p[1]}")
+def random_model(request, tmp_path_factory) -> Path:
+    family, weights = request.param
+    return WEIGHTS[weights](tmp_path_factory.mktemp("cuda") / f"{family}-{weights}.gguf", family)
+
+
+def tolerance(path: Path) -> float:
+    return TOLERANCE[path.stem.split("-")[1]]
+
+
+@lru_cache(maxsize=None)
+def runner_for(path: Path):
+    return plugins().devices["cuda"].upload(load_stack(path), UploadOptions(context_length=1024))
+
+
+def tokens_for(path: Path, n: int) -> list[int]:
+    return np.random.default_rng(3).integers(0, load_stack(path).n_vocab, n).tolist()
+
+
+def in_batches(runner, tokens: list[int], size: int, seq=None) -> np.ndarray:
+    seq = seq or runner.new_sequence()
+    out = []
+    for start in range(0, len(tokens), size):
+        chunk = tokens[start : start + size]
+        out.append(runner.forward([Row(seq, t, seq.n_tokens + i, parent=i - 1, logits=True)
+                                   for i, t in enumerate(chunk)]))
+    return np.concatenate(out)
+
+
+def test_probe_is_one_line_or_usable():
+    reason = kinetic_cuda.probe()
+    assert reason is None or (reason.strip() and "\n" not in reason)
+
+
+def test_probe_without_cupy_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy now raises ImportError
+    assert kinetic_cuda.probe().startswith("CuPy is not installed")
+
+
+def test_upload_refuses_a_weight_type_without_kernel(tmp_path):
+    q2_k = random_blocks("Q2_K", 256, 256, np.random.default_rng(0))
+    path = write_random_model(tmp_path / "q2k.gguf", "llama", Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=256),
+                              extra_tensors={"blk.1.ffn_up.weight": (q2_k, gguf.GGMLQuantizationType.Q2_K)})
+    with pytest.raises(KineticError, match=r"^CUDA cannot run this model: CUDA has no kernel for Q2_K weights "
+                                           r"\(blk\.1\.ffn_up\.weight\)$"):
+        kinetic_cuda.upload(load_stack(path), UploadOptions(context_length=64))
+
+
+@gpu
+def test_batches_equal_one_at_a_time(random_model):
+    runner = runner_for(random_model)
+    tokens = tokens_for(random_model, 70)
+    single = in_batches(runner, tokens, 1)
+    for size in (2, 7, 64, 70):
+        assert np.array_equal(in_batches(runner, tokens, size), single), f"batches of {size} differ from one at a time"
+
+
+@gpu
+def test_a_512_token_batch_equals_one_at_a_time(random_model):
+    runner = runner_for(random_model)
+    tokens = tokens_for(random_model, 512)
+    assert np.array_equal(in_batches(runner, tokens, 512), in_batches(runner, tokens, 1))
+
+
+@gpu
+def test_sequences_sharing_a_pass_and_truncation(random_model):
+    """Two sequences' rows in one pass give what each gives alone; a truncated sequence replays exactly."""
+    runner = runner_for(random_model)
+    a_tokens, b_tokens = tokens_for(random_model, 9), tokens_for(random_model, 14)[5:]
+    alone = in_batches(runner, a_tokens, 9), in_batches(runner, b_tokens, 9)
+    a, b = runner.new_sequence(), runner.new_sequence()
+    rows = [Row(a, t, i, parent=i - 1, logits=True) for i, t in enumerate(a_tokens)]
+    rows += [Row(b, t, i, parent=len(a_tokens) + i - 1 if i else -1, logits=True) for i, t in enumerate(b_tokens)]
+    shared = runner.forward(rows)
+    assert np.array_equal(shared, np.concatenate(alone))
+    a.truncate(4)
+    assert np.array_equal(in_batches(runner, a_tokens[4:], 1, seq=a), alone[0][4:])
+
+
+def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
+    seq = ReferenceRunner(load_stack(path)).new_sequence()
+    return seq.forward(tokens)
+
+
+@gpu
+def test_matches_reference(random_model):
+    tokens = tokens_for(random_model, 12)
+    ours, reference = in_batches(runner_for(random_model), tokens, 12), reference_logits(random_model, tokens)
+    difference = np.abs(ours - reference) / reference.std(axis=1, keepdims=True)
+    assert difference.mean() < tolerance(random_model) and difference.max() < 10 * tolerance(random_model)
+
+
+@gpu
+def test_greedy_tokens_are_the_references(random_model):
+    """16 greedy tokens after a prompt; each is the reference's argmax on the same prefix, or within NEAR_TIE."""
+    runner = runner_for(random_model)
+    seq = runner.new_sequence()
+    prompt = tokens_for(random_model, 6)
+    logits = in_batches(runner, prompt, 6, seq=seq)[-1]
+    answer = []
+    for _ in range(16):
+        answer.append(int(np.argmax(logits)))
+        logits = runner.forward([Row(seq, answer[-1], seq.n_tokens, logits=True)])[0]
+    reference = reference_logits(random_model, prompt + answer)[len(prompt) - 1 : -1]
+    spread = reference.std(axis=1)
+    gaps = reference.max(axis=1) - reference[np.arange(16), answer]
+    assert np.all(gaps <= NEAR_TIE * spread), f"greedy tokens part from the reference's: gaps {gaps / spread}"
+
+
+K_QUANTS = ("Q4_K", "Q5_K", "Q6_K")
+
+
+@gpu
+@pytest.mark.parametrize("name", QUANTIZED + FLOATS)
+def test_matmul_exact_across_batches_and_close_to_float(name):
+    from kinetic_cuda.products import matmul
+
+    rng = np.random.default_rng(sum(map(ord, name)))
+    k = 256 * 9 if name in K_QUANTS else 32 * 73
+    weight = random_blocks(name, 96, k, rng)
+    x = rng.standard_normal((64, k)).astype(np.float32)
+    batch = matmul(weight, name, k, x)
+    single = np.concatenate([matmul(weight, name, k, x[t : t + 1]) for t in range(0, 64, 9)])
+    assert np.array_equal(batch[::9], single)
+    kind = plugins().tensor_types[name]
+    floats = kind.dequantize(weight.reshape(-1, kind.type_size)).reshape(96, k).astype(np.float64)
+    exact = x.astype(np.float64) @ floats.T
+    error = np.linalg.norm(batch - exact, axis=1) / np.linalg.norm(exact, axis=1)
+    assert error.max() < (0.02 if name in QUANTIZED else 1e-5)
