@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import cupy
+import numpy as np
 
-from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Weight
+from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic_cuda import ops
 from kinetic_cuda.weights import GpuMatrix, vector
-from kinetic_cuda.workspace import Workspace
+from kinetic_cuda.workspace import Activations, Workspace
 
 Matrices = Callable[[Weight], GpuMatrix]  # a weight -> its one GpuMatrix (tied weights share it)
 
@@ -22,8 +23,9 @@ class GpuNorm:
     def __init__(self, norm: RmsNorm):
         self.weight, self.eps = vector(norm.weight), norm.eps
 
-    def __call__(self, x: cupy.ndarray, n: int, out: cupy.ndarray, rows: Optional[cupy.ndarray] = None) -> None:
-        ops.rms_norm(x, n, self.weight, self.eps, out, rows)
+    def __call__(self, x: cupy.ndarray, n: int, out: cupy.ndarray, rows: Optional[cupy.ndarray] = None,
+                 acts: Optional[Activations] = None) -> None:
+        ops.rms_norm(x, n, self.weight, self.eps, out, rows, acts)
 
 
 def _optional(norm: Optional[RmsNorm]) -> Optional[GpuNorm]:
@@ -34,46 +36,67 @@ def _bias(weight: Optional[Weight]) -> Optional[cupy.ndarray]:
     return vector(weight) if weight is not None else None
 
 
-def products(ws: Workspace, x: cupy.ndarray, n: int, *jobs: tuple) -> None:
-    """out[:n] (+)= x[:n] . m^T for each job (m, out, bias, accumulate); the int8 blocks of x made once."""
-    if any(m.quantized for m, *_ in jobs):
+def wants_int8(*matrices: GpuMatrix) -> bool:
+    return any(m.quantized for m in matrices)
+
+
+def products(ws: Workspace, x: cupy.ndarray, n: int, jobs: list[tuple], accumulate: bool = False,
+             prepared: bool = False) -> None:
+    """out[:n] (+)= x[:n] . m^T for each job (m, out, bias); x's int8 blocks are made here unless prepared (a norm
+    or gate made them). Consecutive matrices of one type and width share a launch, three at most."""
+    if not prepared and wants_int8(*(m for m, _, _ in jobs)):
         ops.quantize(ws.acts, x, n)
-    for m, out, bias, accumulate in jobs:
-        ops.matmul(m, ws.acts, x, n, out, bias, accumulate)
+    group: list[tuple] = []
+    for job in jobs:
+        if group and (len(group) == 3 or (job[0].type, job[0].k) != (group[0][0].type, group[0][0].k)):
+            ops.matmul(group, ws.acts, x, n, accumulate)
+            group = []
+        group.append(job)
+    ops.matmul(group, ws.acts, x, n, accumulate)
 
 
-def residual(ws: Workspace, m: GpuMatrix, x: cupy.ndarray, n: int, post_norm: Optional[GpuNorm]) -> None:
+def residual(ws: Workspace, m: GpuMatrix, x: cupy.ndarray, n: int, post_norm: Optional[GpuNorm],
+             prepared: bool = False) -> None:
     """ws.x += post_norm(x . m^T): straight into ws.x when there is no post norm."""
     if post_norm is None:
-        products(ws, x, n, (m, ws.x, None, True))
+        products(ws, x, n, [(m, ws.x, None)], accumulate=True, prepared=prepared)
         return
-    products(ws, x, n, (m, ws.y, None, False))
+    products(ws, x, n, [(m, ws.y, None)], prepared=prepared)
     post_norm(ws.y, n, ws.y)
     ops.add(ws.x, ws.y, n)
 
 
+def rope_table(rope: Rope, context: int) -> tuple[cupy.ndarray, cupy.ndarray]:
+    """cos and sin [context, n_dims / 2] float64 of position * scale * base^(-2k / n_dims) / factor_k, as
+    kinetic_cpu computes each angle."""
+    half = rope.n_dims // 2
+    factors = rope.freq_factors.to_float32().astype(np.float64) if rope.freq_factors is not None else np.ones(half)
+    inverse = rope.base ** (-2.0 * np.arange(half) / rope.n_dims)
+    angles = np.arange(context, dtype=np.float64)[:, None] * rope.scale * inverse[None, :] / factors[None, :]
+    return cupy.asarray(np.cos(angles)), cupy.asarray(np.sin(angles))
+
+
 class GpuAttention:
-    def __init__(self, a: Attention, matrix: Matrices):
+    def __init__(self, a: Attention, matrix: Matrices, tables: Callable[[Rope], tuple]):
         self.block = a
         self.norm, self.q_norm, self.k_norm, self.post_norm = (_optional(x) for x in (a.norm, a.q_norm, a.k_norm,
                                                                                        a.post_norm))
         self.q, self.k, self.v, self.o = (matrix(w) for w in (a.q, a.k, a.v, a.o))
         self.q_bias, self.k_bias, self.v_bias = (_bias(w) for w in (a.q_bias, a.k_bias, a.v_bias))
-        self.factors = _bias(a.rope.freq_factors)
+        self.table = tables(a.rope)
         self.q_width, self.kv_width = a.n_head * a.head_dim, a.n_head_kv * a.head_dim
 
     def run(self, ws: Workspace, n: int, keys: cupy.ndarray, values: cupy.ndarray) -> None:
         """ws.x[:n] += this block's output; keys, values: [context, kv_width] float16 bits of its cache."""
         a, positions = self.block, ws.inputs[1]
-        self.norm(ws.x, n, ws.h)
+        self.norm(ws.x, n, ws.h, acts=ws.acts if wants_int8(self.q, self.k, self.v) else None)
         q, k, v = ws.view(ws.q, self.q_width), ws.view(ws.k, self.kv_width), ws.view(ws.v, self.kv_width)
-        products(ws, ws.h, n, (self.q, q, self.q_bias, False), (self.k, k, self.k_bias, False),
-                 (self.v, v, self.v_bias, False))
+        products(ws, ws.h, n, [(self.q, q, self.q_bias), (self.k, k, self.k_bias), (self.v, v, self.v_bias)],
+                 prepared=True)
         if self.q_norm is not None:
             self.q_norm(q, n * a.n_head, q)
             self.k_norm(k, n * a.n_head_kv, k)
-        ops.rope(q, positions, n, a.n_head, a.head_dim, a.rope, self.factors)
-        ops.rope(k, positions, n, a.n_head_kv, a.head_dim, a.rope, self.factors)
+        ops.rope(q, k, positions, n, a, self.table)
         ops.store_kv(k, v, positions, n, keys, values)
         ops.attention(ws, a, positions, n, keys, values)
         residual(ws, self.o, ws.view(ws.att, self.q_width), n, self.post_norm)
@@ -87,8 +110,8 @@ class GpuFeedForward:
         self.width = self.gate.rows
 
     def run(self, ws: Workspace, n: int) -> None:
-        self.norm(ws.x, n, ws.h)
+        self.norm(ws.x, n, ws.h, acts=ws.acts if wants_int8(self.gate, self.up) else None)
         g, u = ws.view(ws.gate, self.width), ws.view(ws.up, self.width)
-        products(ws, ws.h, n, (self.gate, g, None, False), (self.up, u, None, False))
-        ops.gate(g, u, n, self.gelu)
-        residual(ws, self.down, g, n, self.post_norm)
+        products(ws, ws.h, n, [(self.gate, g, None), (self.up, u, None)], prepared=True)
+        ops.gate(g, u, n, self.gelu, ws.acts if self.down.quantized else None)
+        residual(ws, self.down, g, n, self.post_norm, prepared=True)

@@ -27,18 +27,26 @@ def _blocks(total: int) -> int:
 
 def quantize(acts: Activations, x: cupy.ndarray, n: int) -> None:
     """The first n rows of x ([rows, k] float32) into acts."""
-    blocks = n * x.shape[1] // 32
-    kernel("quantize_q8")((_blocks(blocks),), (THREADS,), (x, np.int32(blocks), acts.xq, acts.xd, acts.xs))
+    total = n * x.shape[1]
+    kernel("quantize_q8")((_blocks(total),), (THREADS,), (x, np.int64(total), acts.xq, acts.xd, acts.xs))
 
 
-def matmul(m: GpuMatrix, acts: Activations, x: cupy.ndarray, n: int, out: cupy.ndarray,
-           bias: Optional[cupy.ndarray] = None, accumulate: bool = False) -> None:
-    """out[:n, :rows] (+)= x[:n] . m^T; a quantized m reads acts, which quantize() made of this x."""
-    grid = (math.ceil(m.rows / WARPS), math.ceil(n / TILE))
-    head = (m.data, np.int64(m.row_bytes), np.int32(m.rows), np.int32(m.chunks))
-    tail = (NULL if bias is None else bias, out, np.int32(n), np.int32(out.shape[1]), np.int32(accumulate))
-    inputs = (acts.xq, acts.xd, acts.xs) if m.quantized else (x,)
-    m.matmul(grid, (32 * WARPS,), head + inputs + tail)
+def _acts(acts: Optional[Activations]) -> tuple:
+    return (acts.xq, acts.xd, acts.xs) if acts is not None else (NULL, NULL, NULL)
+
+
+def matmul(jobs: list[tuple], acts: Activations, x: cupy.ndarray, n: int, accumulate: bool = False) -> None:
+    """For each job (m, out, bias) of one to three matrices of one type and width: out[:n, :m.rows] (+)= x[:n] . m^T.
+    Quantized matrices read acts, which quantize() (or a norm or gate that quantizes) made of x."""
+    m = jobs[0][0]
+    blocks, args = 0, ()
+    for matrix, out, bias in jobs + [(None, NULL, None)] * (3 - len(jobs)):
+        rows = matrix.rows if matrix is not None else 0
+        blocks += math.ceil(rows / WARPS)
+        args += (matrix.data if matrix is not None else NULL, NULL if bias is None else bias, out, np.int32(rows))
+    args += (np.int64(m.row_bytes), np.int32(m.chunks))
+    args += (acts.xq, acts.xd, acts.xs) if m.quantized else (x,)
+    m.matmul((blocks, math.ceil(n / TILE)), (32 * WARPS,), args + (np.int32(n), np.int32(accumulate)))
 
 
 def embed(m: GpuMatrix, tokens: cupy.ndarray, n: int, out: cupy.ndarray, scale: float) -> None:
@@ -47,18 +55,18 @@ def embed(m: GpuMatrix, tokens: cupy.ndarray, n: int, out: cupy.ndarray, scale: 
 
 
 def rms_norm(x: cupy.ndarray, n: int, weight: cupy.ndarray, eps: float, out: cupy.ndarray,
-             rows: Optional[cupy.ndarray] = None) -> None:
-    """out[i] = norm(x[rows[i]] or x[i]) for i < n; x: [*, d] with d = weight's length."""
-    args = (x, NULL if rows is None else rows, weight, out, np.int32(weight.size), np.float32(eps))
+             rows: Optional[cupy.ndarray] = None, acts: Optional[Activations] = None) -> None:
+    """out[i] = norm(x[rows[i]] or x[i]) for i < n, and into acts too when given; x: [*, d], d = weight's length."""
+    args = (x, NULL if rows is None else rows, weight, out, np.int32(weight.size), np.float32(eps)) + _acts(acts)
     kernel("rms_norm")((n,), (THREADS,), args)
 
 
-def rope(x: cupy.ndarray, positions: cupy.ndarray, n: int, heads: int, head_dim: int, spec,
-         factors: Optional[cupy.ndarray]) -> None:
-    """In place on x: [n, heads, head_dim] float32; spec: the block's Rope."""
-    jobs = n * heads * (spec.n_dims // 2)
-    args = (x, positions, np.int32(n), np.int32(heads), np.int32(head_dim), np.int32(spec.n_dims),
-            np.float64(spec.base), np.float64(spec.scale), NULL if factors is None else factors, np.int32(spec.neox))
+def rope(q: cupy.ndarray, k: cupy.ndarray, positions: cupy.ndarray, n: int, block, table: tuple) -> None:
+    """In place on q: [n, n_head, head_dim] and k: [n, n_head_kv, head_dim]; block: the Attention; table: the
+    (cos, sin) of its rotation's angles, [context, n_dims / 2] float64 each."""
+    jobs = n * (block.n_head + block.n_head_kv) * (block.rope.n_dims // 2)
+    args = (q, k, positions, np.int32(n), np.int32(block.n_head), np.int32(block.n_head_kv), np.int32(block.head_dim),
+            np.int32(block.rope.n_dims), *table, np.int32(block.rope.neox))
     kernel("rope")((_blocks(jobs),), (THREADS,), args)
 
 
@@ -77,10 +85,10 @@ def attention(ws: Workspace, block, positions: cupy.ndarray, n: int, keys: cupy.
     kernel("attention")((n, block.n_head), (THREADS,), args)
 
 
-def gate(g: cupy.ndarray, up: cupy.ndarray, n: int, gelu: bool) -> None:
-    """g[:n] = act(g[:n]) * up[:n]."""
+def gate(g: cupy.ndarray, up: cupy.ndarray, n: int, gelu: bool, acts: Optional[Activations]) -> None:
+    """g[:n] = act(g[:n]) * up[:n], and into acts too when given."""
     total = n * g.shape[1]
-    kernel("gate")((_blocks(total),), (THREADS,), (g, up, g, np.int64(total), np.int32(gelu)))
+    kernel("gate")((_blocks(total),), (THREADS,), (g, up, np.int64(total), np.int32(gelu)) + _acts(acts))
 
 
 def add(x: cupy.ndarray, y: cupy.ndarray, n: int) -> None:

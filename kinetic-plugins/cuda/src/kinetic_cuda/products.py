@@ -19,5 +19,5 @@ def matmul(weight: np.ndarray, type_name: str, k: int, x: np.ndarray) -> np.ndar
     out = cupy.empty((len(x), m.rows), cupy.float32)
     if m.quantized:
         ops.quantize(acts, gx, len(x))
-    ops.matmul(m, acts, gx, len(x), out)
+    ops.matmul([(m, out, None)], acts, gx, len(x))
     return out.get()

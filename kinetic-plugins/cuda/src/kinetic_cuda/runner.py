@@ -10,12 +10,12 @@ import cupy
 import numpy as np
 
 from kinetic.errors import KineticError
-from kinetic.model.blocks import Attention, Stack, Weight
+from kinetic.model.blocks import Attention, Rope, Stack, Weight
 from kinetic.spec.device import Row, UploadOptions
 from kinetic_cuda import ops
 from kinetic_cuda.device import gpu_name
 from kinetic_cuda.module import kernel
-from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, products
+from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, products, rope_table
 from kinetic_cuda.support import matrices
 from kinetic_cuda.weights import GpuMatrix, upload_bytes
 from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_bytes
@@ -46,8 +46,9 @@ class CudaRunner:
         _check_fits(stack, self._cache_bytes() + workspace_bytes(shape, rows, self.context_length))
         self.device_name = gpu_name()
         self._matrices: dict[str, GpuMatrix] = {}
-        self.blocks = [GpuAttention(b, self._matrix) if isinstance(b, Attention) else GpuFeedForward(b, self._matrix)
-                       for b in stack.blocks]
+        self._tables: dict[tuple, tuple] = {}
+        self.blocks = [GpuAttention(b, self._matrix, self._table) if isinstance(b, Attention)
+                       else GpuFeedForward(b, self._matrix) for b in stack.blocks]
         self.embedding, self.output = self._matrix(stack.embedding), self._matrix(stack.output)
         self.output_norm = GpuNorm(stack.output_norm)
         self.ws = Workspace(shape, rows, self.context_length)
@@ -60,6 +61,12 @@ class CudaRunner:
         if weight.name not in self._matrices:
             self._matrices[weight.name] = GpuMatrix.of(weight)
         return self._matrices[weight.name]
+
+    def _table(self, rope: Rope) -> tuple:
+        key = (rope.n_dims, rope.base, rope.scale, rope.freq_factors.name if rope.freq_factors else None)
+        if key not in self._tables:
+            self._tables[key] = rope_table(rope, self.context_length)
+        return self._tables[key]
 
     def _cache_bytes(self) -> int:
         return sum(2 * 2 * self.context_length * width for width in self._widths)
@@ -124,8 +131,8 @@ class CudaRunner:
             else:
                 block.run(ws, n)
         if n_logits:
-            self.output_norm(ws.x, n_logits, ws.h, rows=ws.inputs[2])
-            products(ws, ws.h, n_logits, (self.output, ws.logits, None, False))
+            self.output_norm(ws.x, n_logits, ws.h, rows=ws.inputs[2], acts=ws.acts if self.output.quantized else None)
+            products(ws, ws.h, n_logits, [(self.output, ws.logits, None)], prepared=True)
 
 
 def _check_fits(stack: Stack, scratch: int) -> None:

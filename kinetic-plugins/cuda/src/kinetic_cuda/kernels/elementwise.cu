@@ -1,41 +1,42 @@
 // Activations to int8 blocks, gates, residual adds and the embedding lookup: each output element by one
 // fixed sequence of operations.
 
-// x: [blocks, 32] float32 -> q [blocks, 32] int8, d [blocks] and sums [blocks], as kinetic_cpu's Q8_0:
-// d = amax / 127 rounded to f16, q = x * (127 / amax) rounded half to even
-extern "C" __global__ void quantize_q8(const float* __restrict__ x, int blocks, signed char* __restrict__ q,
-                                       float* __restrict__ d, int* __restrict__ sums) {
-    int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= blocks) return;
-    const float4* v = (const float4*)(x + 32L * b);
-    float4 values[8];
-    float amax = 0.f;
-    for (int i = 0; i < 8; i++) {
-        values[i] = v[i];
-        amax = fmaxf(amax, fmaxf(fmaxf(fabsf(values[i].x), fabsf(values[i].y)), fmaxf(fabsf(values[i].z), fabsf(values[i].w))));
-    }
+// A block of 32 floats, one per lane of a whole warp, to int8 q, scale d and sum, as kinetic_cpu's Q8_0:
+// d = amax / 127 rounded to f16, q = v * (127 / amax) rounded half to even. The maximum and the integer sum
+// are exact in any order.
+__device__ __forceinline__ void quantize_warp(float v, signed char* q, float* d, int* sum) {
+    int lane = threadIdx.x & 31;
+    float amax = fabsf(v);
+    for (int offset = 16; offset > 0; offset >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
     float inverse = amax != 0.f ? __fdiv_rn(127.f, amax) : 0.f;
-    int total = 0;
-    int* out = (int*)(q + 32L * b);
-    for (int i = 0; i < 8; i++) {
-        int a = (int)rintf(__fmul_rn(values[i].x, inverse)), c = (int)rintf(__fmul_rn(values[i].y, inverse));
-        int e = (int)rintf(__fmul_rn(values[i].z, inverse)), f = (int)rintf(__fmul_rn(values[i].w, inverse));
-        total += a + c + e + f;
-        out[i] = (a & 0xFF) | ((c & 0xFF) << 8) | ((e & 0xFF) << 16) | ((f & 0xFF) << 24);
+    int a = (int)rintf(__fmul_rn(v, inverse)), total = a;
+    q[lane] = (signed char)a;
+    for (int offset = 16; offset > 0; offset >>= 1) total += __shfl_xor_sync(0xffffffffu, total, offset);
+    if (lane == 0) {
+        *d = h2f(f2h(__fdiv_rn(amax, 127.f)));
+        *sum = total;
     }
-    d[b] = h2f(f2h(__fdiv_rn(amax, 127.f)));
-    sums[b] = total;
 }
 
-// out = act(g) * u: SiLU or tanh-approximated GELU, in float64 as kinetic_cpu computes them
-extern "C" __global__ void gate(const float* __restrict__ g, const float* __restrict__ u, float* __restrict__ out,
-                                long total, int gelu) {
+// x: [blocks, 32] float32 -> q [blocks, 32] int8, d [blocks] and sums [blocks]; a thread per value
+extern "C" __global__ void quantize_q8(const float* __restrict__ x, long total, signed char* __restrict__ q,
+                                       float* __restrict__ d, int* __restrict__ sums) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < total) quantize_warp(x[i], q + (i & ~31L), d + i / 32, sums + i / 32);  // total: whole warps
+}
+
+// g = act(g) * u: SiLU or tanh-approximated GELU in float64 as kinetic_cpu computes them; with q non-NULL the
+// result is also quantized (quantize_q8)
+extern "C" __global__ void gate(float* __restrict__ g, const float* __restrict__ u, long total, int gelu,
+                                signed char* __restrict__ q, float* __restrict__ d, int* __restrict__ sums) {
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
     if (i >= total) return;
     double x = g[i], a;
     if (gelu) a = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     else a = x / (1.0 + exp(-x));
-    out[i] = (float)(a * (double)u[i]);
+    float v = (float)(a * (double)u[i]);
+    g[i] = v;
+    if (q) quantize_warp(v, q + (i & ~31L), d + i / 32, sums + i / 32);
 }
 
 extern "C" __global__ void add(float* __restrict__ x, const float* __restrict__ y, long total) {  // x += y

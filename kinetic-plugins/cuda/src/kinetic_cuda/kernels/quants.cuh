@@ -78,31 +78,43 @@ struct Q5_1 {
     __device__ static void load(const u8* b, int, Chunk& c) { unit_scales(c, half_at(b), half_at(b + 2)); nibbles<8, 4, 0>(b, c); }
 };
 
-// Q4_K, Q5_K: run j's 6-bit scale and min, packed in the 12 bytes at s
-__device__ __forceinline__ void k4_scale_min(const u8* s, int j, int& scale, int& min) {
+// Q4_K, Q5_K: run j's 6-bit scale and min, packed in the 12 bytes at 4 (read as 3 aligned words)
+__device__ __forceinline__ void k4_scale_min(const u8* b, int j, int& scale, int& min) {
+    const u32* words = (const u32*)(b + 4);
+    u32 w[3] = {words[0], words[1], words[2]};
+#define K4_BYTE(i) ((int)((w[(i) >> 2] >> (8 * ((i) & 3))) & 0xFF))
     if (j < 4) {
-        scale = s[j] & 63;
-        min = s[j + 4] & 63;
+        scale = K4_BYTE(j) & 63;
+        min = K4_BYTE(j + 4) & 63;
     } else {
-        scale = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-        min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+        scale = (K4_BYTE(j + 4) & 0xF) | ((K4_BYTE(j - 4) >> 6) << 4);
+        min = (K4_BYTE(j + 4) >> 4) | ((K4_BYTE(j) >> 6) << 4);
     }
+#undef K4_BYTE
+}
+
+__device__ __forceinline__ void words8(const u8* p, u32* w) {  // 32 bytes at a 16-byte aligned address
+    uint4 a = ((const uint4*)p)[0], b = ((const uint4*)p)[1];
+    w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w; w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
 }
 
 // Q4_K (QH < 0) and Q5_K: run j's low nibbles in the 32 bytes at QS + 32 (j / 2), low or high half by j % 2;
-// Q5_K's fifth bit j of each of the 32 bytes at QH
+// Q5_K's fifth bit j of each of the 32 bytes at QH. Blocks of 144 and 176 bytes keep both 16-byte aligned.
 template <int QS, int QH>
 __device__ __forceinline__ void k4_load(const u8* b, int j, Chunk& c) {
     int scale, min;
-    k4_scale_min(b + 4, j, scale, min);
+    k4_scale_min(b, j, scale, min);
     c.sa = scale; c.sb = scale;
-    c.d = half_at(b);
-    c.m = -(half_at(b + 2) * (float)min);
-    const u8* qs = b + QS + 32 * (j >> 1);
+    u32 halves = *(const u32*)b;
+    c.d = h2f((u16)(halves & 0xFFFF));
+    c.m = -(h2f((u16)(halves >> 16)) * (float)min);
+    u32 low[8], high[8];
+    words8(b + QS + 32 * (j >> 1), low);
+    if (QH >= 0) words8(b + QH, high);
     int shift = 4 * (j & 1);
     for (int i = 0; i < 8; i++) {
-        u32 q = (ld32(qs + 4 * i) >> shift) & 0x0F0F0F0Fu;
-        if (QH >= 0) q |= ((ld32(b + QH + 4 * i) >> j) & 0x01010101u) << 4;
+        u32 q = (low[i] >> shift) & 0x0F0F0F0Fu;
+        if (QH >= 0) q |= ((high[i] >> j) & 0x01010101u) << 4;
         c.q[i] = (int)q;
     }
 }
