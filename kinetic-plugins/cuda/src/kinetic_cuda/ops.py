@@ -19,6 +19,7 @@ NULL = np.uint64(0)
 WARPS = 4  # rows per matmul thread block, a warp each
 TILE = 8  # tokens per matmul thread block (matmul.cu)
 THREADS = 256
+NORM_THREADS = 1024  # norm_rope.cu: a row of the widest models in one or two steps per thread
 
 
 def _blocks(total: int) -> int:
@@ -58,7 +59,7 @@ def rms_norm(x: cupy.ndarray, n: int, weight: cupy.ndarray, eps: float, out: cup
              rows: Optional[cupy.ndarray] = None, acts: Optional[Activations] = None) -> None:
     """out[i] = norm(x[rows[i]] or x[i]) for i < n, and into acts too when given; x: [*, d], d = weight's length."""
     args = (x, NULL if rows is None else rows, weight, out, np.int32(weight.size), np.float32(eps)) + _acts(acts)
-    kernel("rms_norm")((n,), (THREADS,), args)
+    kernel("rms_norm")((n,), (NORM_THREADS,), args)
 
 
 def rope(q: cupy.ndarray, k: cupy.ndarray, positions: cupy.ndarray, n: int, block, table: tuple) -> None:

@@ -55,6 +55,7 @@ __device__ void matmul_q(const Job& job, int r, long row_bytes, int chunks, cons
     float acc[TILE];
     for (int t = 0; t < TILE; t++) acc[t] = 0.f;
     const u8* row = job.W + (long)r * row_bytes;
+#pragma unroll 2
     for (int c = lane; c < chunks; c += 32) {
         Chunk ch;
         T::load(row + (long)(c / T::CHUNKS) * T::BYTES, c % T::CHUNKS, ch);
@@ -84,6 +85,7 @@ __device__ void matmul_f(const Job& job, int r, long row_bytes, int chunks, cons
     for (int t = 0; t < TILE; t++) acc[t] = 0.f;
     const u8* row = job.W + (long)r * row_bytes;
     long k = 32L * chunks;
+#pragma unroll 2
     for (int c = lane; c < chunks; c += 32) {
         float w[32];
         for (int i = 0; i < 32; i++) w[i] = T::at(row, 32L * c + i);

@@ -1,6 +1,6 @@
 // RMS norm and rotary embeddings.
 
-#define NORM_THREADS 256
+#define NORM_THREADS 1024
 
 // out[i] = x[rows ? rows[i] : i] / sqrt(mean(x^2) + eps) * w; x: [*, d] float32. The sum of squares in
 // float64: each thread's elements in order, then one fixed tree over the threads. With q non-NULL the row
