@@ -185,6 +185,10 @@ def lanes_combine(values):  # values: [n, rows, steps] float32 -> [n, rows]: lan
     lanes = np.zeros(values.shape[:2] + (8,), np.float32)
     for s in range(values.shape[2]):
         lanes[..., s % 8] += values[..., s]
+    return lanes_tree(lanes)
+
+
+def lanes_tree(lanes):  # [n, rows, 8] float32 -> [n, rows]: the driver's fixed tree
     l = [lanes[..., i] for i in range(8)]  # noqa: E741
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
 
@@ -204,10 +208,14 @@ def run_dots(q, xq, run):  # q: [rows, nb, B], xq: [n, nb * B] -> [n, rows, nb, 
     return (q.reshape(1, rows, nb, size // run, run) * x).sum(axis=-1)
 
 
-def legacy_values(blocks, quants, acts):  # w = d * q: (d_w * d_x) * (q . x_q) per block
+def legacy_values(blocks, quants, acts):  # per block, 8 runs of 4: (d_w d_x) * (q . x_q), added lane-wise
     xq, d, _ = acts
-    exact = run_dots(quants, xq, 32)[..., 0]
-    return (f16(blocks, 0)[None] * d[:, None]) * exact.astype(np.float32)
+    runs = run_dots(quants, xq, 4).astype(np.float32)  # [n, rows, nb, 8]
+    scale = f16(blocks, 0)[None] * d[:, None]
+    lanes = np.zeros(runs.shape[:2] + (8,), np.float32)
+    for b in range(runs.shape[2]):
+        lanes += scale[..., b, None] * runs[..., b, :]
+    return lanes_tree(lanes)
 
 
 def q8_0_values(blocks, acts):
@@ -245,8 +253,10 @@ def q6_k_values(blocks, acts):
     return k_values(f16(blocks, 208), scales, run_dots(q - 32, acts[0], 16), acts)
 
 
-NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q5_0": (q5_0_values, "q8_0"), "Q4_K": (q4_k_values, "q8_k"),
-               "Q6_K": (q6_k_values, "q8_k")}  # fmt: skip
+# name -> (outputs [n, rows] from blocks and activations, the activations' kind)
+NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q5_0": (q5_0_values, "q8_0"),
+               "Q4_K": (lambda b, a: lanes_combine(q4_k_values(b, a)), "q8_k"),
+               "Q6_K": (lambda b, a: lanes_combine(q6_k_values(b, a)), "q8_k")}  # fmt: skip
 
 
 @pytest.mark.parametrize("kind, reference", [("q8_0", q8_0_reference), ("q8_k", q8_k_reference)])
@@ -275,4 +285,4 @@ def test_the_int8_path_is_the_numpy_one(cases, name):
     tensor_type = plugins().tensor_types[name]
     blocks = weight.reshape(ROWS, -1, tensor_type.type_size)
     acts = [a[:7] for a in (q8_0_reference if kind == "q8_0" else q8_k_reference)(x)]
-    assert same_bits(matmul(weight, tensor_type.id, x[:7]), lanes_combine(values(blocks, acts)))
+    assert same_bits(matmul(weight, tensor_type.id, x[:7]), values(blocks, acts))

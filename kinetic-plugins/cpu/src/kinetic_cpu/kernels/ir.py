@@ -80,6 +80,12 @@ def load_bytes(builder, pointer, offset: int, n: int) -> ir.Value:
     return load(builder, pointer, offset, vector(I8, n))
 
 
+def splat(builder, scalar, n: int) -> ir.Value:
+    """<n x T> with scalar in every lane."""
+    one = builder.insert_element(ir.Constant(vector(scalar.type, 1), None), scalar, const(I32, 0))
+    return builder.shuffle_vector(one, one, ir.Constant(vector(I32, n), [0] * n))
+
+
 def as_lanes(builder, scalar) -> ir.Value:
     """A scalar as a one-lane vector, so one code path serves 1 and n lanes."""
     return builder.insert_element(ir.Constant(vector(scalar.type, 1), None), scalar, const(I32, 0))

@@ -7,9 +7,10 @@ A weight row is walked in steps (a block; a float weight), step s stored at byte
     one(w, at, s, acts, acc)    step s alone
 
 at: the byte offset of step s in w; acts: the activations (activations.py) as a tuple of [n_tokens, ...]
-arrays; acc: [n_tokens + pad, 8] float32. Each decodes its weights once, then for every token adds the value
-of step s into lane s % 8 of the token's acc row. The driver sums the 8 lanes in one fixed tree, so an
-output depends on nothing but its row, its token and k.
+arrays; acc: [n_tokens + pad, 8] float32. Each decodes its weights once, then for every token adds into the
+token's acc row, in step order: the value of step s into lane s % 8, or (the 32-weight block types) 8 lanes
+per step. The driver sums the 8 lanes in one fixed tree, so an output depends on nothing but its row, its
+token and k.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ class Step:
         array_type, array = ir.member(self.builder, self._acts_type, self._acts, 0)
         with ir.for_tokens(self.context, self.builder, array_type, array) as t:
             yield t
+
+    def accumulate(self, t, values) -> None:
+        """acc[t, 0:8] += each <8 x float> of values, in order."""
+        pointer = ir.row_pointer(self.context, self.builder, self._acc_type, self._acc, t, ir.const(ir.I64, 0))
+        total = ir.load(self.builder, pointer, 0, values[0].type)
+        for value in values:
+            total = self.builder.fadd(total, value)
+        ir.store(self.builder, total, pointer, 0)
 
     def add(self, t, n_lanes: int, value) -> None:
         """acc[t, lanes] += value: lanes 0..7 for a full call of 8 (s a multiple of 8), else lane s % 8."""

@@ -1,10 +1,10 @@
-"""Kernels of the 32-weight block types against Q8_0 activations: Q8_0, Q4_0, Q5_0 (w = d * q) and Q4_1,
-Q5_1 (w = d * q + m).
+"""Kernels of the 32-weight block types against Q8_0 activations: Q8_0, Q4_0, Q5_0 (w = d * (q - offset))
+and Q4_1, Q5_1 (w = d * q + m).
 
-A step is one block. Its value: the exact integer i = (q - offset) . x_q (offset 8 for Q4_0, 16 for Q5_0,
-taken as offset * sum x_q), then (d_w * d_x) * i, plus, with a minimum, m_w * (d_x * sum x_q), as ggml's
-vec_dot does with Q8_0/Q8_1 activations. A full call takes 8 blocks: their 8 integer sums come out as the
-lanes of one vector, so the float work is one vector operation each.
+A step is one block, as in ggml's AVX2 vec_dot: the exact integer sums of its 8 runs of 4 products,
+(q - offset) . x_q (offset 8 for Q4_0, 16 for Q5_0), become 8 floats, times d_w * d_x, added to the token's
+8 lanes block after block; with a minimum, m_w * (d_x * sum x_q) goes into lane 0. No lane ever crosses
+another until the driver's final tree, so the vector work needs no shuffles. A full call takes 8 blocks.
 """
 
 from __future__ import annotations
@@ -24,31 +24,37 @@ class _Spec(NamedTuple):
     has_min: bool = False  # w = d * q + m
 
 
-def _integer_sums(builder, quants, x, signed: bool):
-    """<n x i32>: lane j = quants[j] . the 32 int8 at x + 32 j."""
-    parts = [dots.quad_sums(builder, q, ir.load_bytes(builder, x, 32 * j, 32), signed) for j, q in enumerate(quants)]
-    return dots.block_sums(builder, parts) if len(parts) > 1 else ir.as_lanes(builder, dots.int_sum(builder, parts[0]))
-
-
 def _blocks(spec: _Spec, n: int):
     """The intrinsic taking n blocks (8 or 1) of the type spec describes."""
-    vector = ir.vector(F32, n)
+    vector, lanes = ir.vector(F32, n), ir.vector(F32, 8)
+    signed = spec.signed or spec.offset > 0
 
     def body(step):
         b = step.builder
         quants = [spec.decode(b, b.gep(step.weights, [ir.const(I64, j * spec.size)])) for j in range(n)]
+        if spec.offset:  # to int8, as ggml's kernels do: q - offset
+            quants = [b.sub(q, ir.const(q.type, spec.offset)) for q in quants]
         d_w = halves.gather_f16(b, step.weights, 0, spec.size, n)
+        d_w_lanes = [ir.splat(b, b.extract_element(d_w, ir.const(I32, j)), 8) for j in range(n)]
         m_w = halves.gather_f16(b, step.weights, 2, spec.size, n) if spec.has_min else None
         with step.tokens() as t:
-            d_x = ir.load(b, step.activation(1, t, step.s), 0, vector)
-            sum_x = ir.load(b, step.activation(2, t, step.s), 0, ir.vector(I32, n))
-            exact = _integer_sums(b, quants, step.activation(0, t, step.times_s(32)), spec.signed)
-            if spec.offset:
-                exact = b.sub(exact, b.mul(sum_x, ir.const(sum_x.type, spec.offset)))
-            value = b.fmul(b.fmul(d_w, d_x), b.sitofp(exact, vector))
+            d_x_at = step.activation(1, t, step.s)
+            d_x = ir.load(b, d_x_at, 0, vector)
             if spec.has_min:
-                value = b.fadd(value, b.fmul(m_w, b.fmul(d_x, b.sitofp(sum_x, vector))))
-            step.add(t, n, value)
+                sum_x = ir.load(b, step.activation(2, t, step.s), 0, ir.vector(I32, n))
+                minimums = b.fmul(m_w, b.fmul(d_x, b.sitofp(sum_x, vector)))
+            x = step.activation(0, t, step.times_s(32))
+            values = []
+            for j, q in enumerate(quants):
+                sums = dots.quad_sums(b, q, ir.load_bytes(b, x, 32 * j, 32), signed)
+                scale = b.fmul(d_w_lanes[j], ir.splat(b, ir.load(b, d_x_at, 4 * j, F32), 8))  # d_w * d_x
+                value = b.fmul(scale, b.sitofp(sums, lanes))
+                if spec.has_min:
+                    first = b.fadd(b.extract_element(value, ir.const(I32, 0)),
+                                   b.extract_element(minimums, ir.const(I32, j)))
+                    value = b.insert_element(value, first, ir.const(I32, 0))
+                values.append(value)
+            step.accumulate(t, values)
 
     return step_intrinsic(body)
 
