@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PLUGINS := formats families cpu cuda
+PLUGINS := formats families cpu speed cuda
 PACKAGES := -e kinetic-core $(PLUGINS:%=-e kinetic-plugins/%) -e ".[test]"
 
 .PHONY: install demo test

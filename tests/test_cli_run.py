@@ -56,4 +56,5 @@ def test_run_failures(tmp_path, qwen_gguf):
     missing = kinetic("run", str(tmp_path / "none.gguf"), "Hi")
     assert (missing.returncode, missing.stderr) == (1, f"kinetic: {tmp_path / 'none.gguf'}: no such file; check the path\n")
     cuda = kinetic("run", str(qwen_gguf), "Hi", "--device", "cuda")
-    assert (cuda.returncode, cuda.stderr) == (1, "kinetic: CUDA is not usable: no cuda device plugin is installed\n")
+    assert cuda.returncode == 1 and cuda.stderr.startswith("kinetic: CUDA is not usable: ")  # no GPU here
+    assert cuda.stderr.count("\n") == 1

@@ -5,19 +5,21 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Collection, Optional
+
+import typer
 
 from kinetic.cli.llama_bench import compare_card, run_llama_bench
-from kinetic.engine.bench import peak_rss_bytes, run_bench
+from kinetic.engine.bench import EDIT_TOKENS, edit_prompt, edit_run, peak_rss_bytes, run_bench
 from kinetic.engine.session import Session
 
 GIB = 1 << 30
 
 
 def bench_command(model: Path, repetitions: int, threads: Optional[int], device: str, as_json: bool,
-                  compare: Optional[str]) -> None:
+                  compare: Optional[str], off: Collection[str] = ()) -> None:
     start = time.perf_counter()
-    session = Session(model, device=device, threads=threads, ctx_size=1024)
+    session = Session(model, device=device, threads=threads, ctx_size=2048, off=off)  # room for edit256
     load_seconds = time.perf_counter() - start
     n_threads = threads or _all_threads()
     result = run_bench(session.runner, session.tokenizer.n_vocab, repetitions)
@@ -28,6 +30,7 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
         "parameters": sum(t.n_elements for t in session.model.tensors.values()),
         "prefill_tokens": 512, "prefill_tokens_per_second": round(result.prefill_tokens_per_second, 2),
         "decode_tokens": 128, "decode_tokens_per_second": round(result.decode_tokens_per_second, 2),
+        **edit_report(session, repetitions),
         "peak_rss_bytes": peak_rss_bytes(),
     }
     llama = run_llama_bench(compare, model, n_threads, repetitions) if compare is not None else None
@@ -37,19 +40,42 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
         print("\n".join(table(report, session.name)))
         if llama:
             print("\n" + "\n".join(compare_card(report, llama, session.name)))
+    if not report["edit_identical"]:
+        raise typer.Exit(1)
+
+
+def edit_report(session: Session, repetitions: int) -> dict:
+    """edit256, drafted as RAD-1 drafts unless it is off, best of `repetitions`, each checked against plain
+    decoding. RAD-1 attaches afresh before each run, so no run drafts from an earlier one's answer."""
+    prompt = edit_prompt(lambda text: session.tokenizer.encode(text, add_special=True))
+    plain, _ = edit_run(session.runner, prompt, session.context_length, None)
+    runs = []
+    for _ in range(repetitions):
+        for technology in session.speed_on:
+            technology.attach(session)
+        runs.append(edit_run(session.runner, prompt, session.context_length, session.drafter))
+    return {"edit_tokens": EDIT_TOKENS, "edit_tokens_per_second": round(EDIT_TOKENS / min(s for _, s in runs), 2),
+            "edit_drafted": session.drafter is not None, "edit_identical": all(t == plain for t, _ in runs)}
 
 
 def table(report: dict, name: str) -> list[str]:
     size = f"{report['size_bytes'] / GIB:.2f} GiB"
     params = f"{report['parameters'] / 1e9:.2f} B"
     backend = report["backend"].upper()
-    rows = [("pp512", report["prefill_tokens_per_second"]), ("tg128", report["decode_tokens_per_second"])]
+    rows = [("pp512", report["prefill_tokens_per_second"]), ("tg128", report["decode_tokens_per_second"]),
+            ("edit256", report["edit_tokens_per_second"])]
     lines = ["| model | size | params | backend | threads | test | t/s |",
              "| --- | ---: | ---: | --- | ---: | ---: | ---: |"]
     lines += [f"| {name} | {size} | {params} | {backend} | {report['threads']} | {test} | {rate:.2f} |"
               for test, rate in rows]
     return lines + ["", f"on {report['device']}, best of {report['repetitions']}, load {report['load_seconds']:.2f} s",
-                    f"peak memory {report['peak_rss_bytes'] / GIB:.2f} GiB"]
+                    f"peak memory {report['peak_rss_bytes'] / GIB:.2f} GiB", edit_line(report)]
+
+
+def edit_line(report: dict) -> str:
+    if not report["edit_drafted"]:
+        return "edit: RAD-1 off, plain decoding"
+    return "edit: drafted output identical to plain decoding: " + ("yes" if report["edit_identical"] else "NO")
 
 
 def _all_threads() -> int:

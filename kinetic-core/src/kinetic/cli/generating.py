@@ -15,7 +15,7 @@ LIVE_EVERY = 0.5  # seconds between live speed updates on stderr
 
 def open_session(model, options: Mapping[str, Any]) -> Session:
     return Session(model, device=options["device"], threads=options["threads"], ctx_size=options["ctx_size"],
-                   chat_template_file=options["chat_template_file"])
+                   chat_template_file=options["chat_template_file"], off=options["off"])
 
 
 def template_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import typer
 
 from kinetic import __version__
 from kinetic.cli.llama_flags import RefusedFlag, translate
-from kinetic.cli.options import ANSWER, GENERATION, RUNTIME, with_options
+from kinetic.cli.options import ANSWER, GENERATION, RUNTIME, speed_names, with_options
 from kinetic.errors import KineticError
 
 # typer vendors click in recent releases; take its UsageError from a public class either way.
@@ -109,11 +109,13 @@ def bench(
     as_json: bool = typer.Option(False, "--json", help="print the results as one JSON object"),
     compare: Optional[str] = typer.Option(None, "--compare", metavar="[LLAMA_BENCH]",
                                           help="also run llama.cpp's llama-bench (on PATH, or this path)"),
+    off: Optional[str] = typer.Option(None, "--off", callback=speed_names, show_default=False,
+                                      help="speed technologies off, comma-separated: --off rad1 runs edit256 plainly"),
 ) -> None:
     """Measure load time, prompt (pp512) and generation (tg128) speed and peak memory, as llama-bench does."""
     from kinetic.cli.bench import bench_command
 
-    bench_command(_one_model(model, model_option), repetitions, threads, device, as_json, compare)
+    bench_command(_one_model(model, model_option), repetitions, threads, device, as_json, compare, off)
 
 
 @app.command()

@@ -12,9 +12,22 @@ import typer
 _KW = inspect.Parameter.KEYWORD_ONLY
 
 
-def _option(name: str, annotation: Any, *decls: str, help: str, default: Any = None) -> inspect.Parameter:
-    return inspect.Parameter(name, _KW, default=typer.Option(default, *decls, help=help, show_default=False),
-                             annotation=annotation)
+def _option(name: str, annotation: Any, *decls: str, help: str, default: Any = None, **extra: Any) -> inspect.Parameter:
+    option = typer.Option(default, *decls, help=help, show_default=False, **extra)
+    return inspect.Parameter(name, _KW, default=option, annotation=annotation)
+
+
+SPEED_NAMES = ("rad1", "warm-start", "zero-wait", "shortlist", "torque", "convoy")  # --off's names, as documented
+
+
+def speed_names(value: Optional[str]) -> frozenset[str]:
+    """--off rad1,warm-start -> {"rad1", "warm-start"}; an unknown name is a usage error."""
+    names = frozenset(name.strip() for name in (value or "").split(",") if name.strip())
+    unknown = sorted(names - set(SPEED_NAMES))
+    if unknown:
+        raise typer.BadParameter(f"unknown speed technology {unknown[0]!r}; use a comma-separated list of "
+                                 f"{', '.join(SPEED_NAMES)}")
+    return names
 
 
 # name -> the SamplingSettings field it sets
@@ -54,6 +67,8 @@ RUNTIME = [
     _option("gpu_layers", Optional[int], "--gpu-layers", help="most layers on the GPU [default: as many as fit]"),
     _option("chat_template_file", Optional[Path], "--chat-template-file",
             help="Jinja chat template to use instead of the model's own"),
+    _option("off", Optional[str], "--off", callback=speed_names,
+            help=f"turn speed technologies off, comma-separated: {', '.join(SPEED_NAMES)}"),
 ]
 
 

@@ -12,5 +12,6 @@ from kinetic.server.serving import load_engine, serve
 def serve_command(model: Path, host: str, port: int, alias: Optional[str], api_key: Optional[str],
                   options: Mapping[str, Any]) -> None:
     engine = load_engine(model, alias=alias, device=options["device"], threads=options["threads"],
-                         ctx_size=options["ctx_size"], chat_template_file=options["chat_template_file"])
+                         ctx_size=options["ctx_size"], chat_template_file=options["chat_template_file"],
+                         off=options["off"])
     serve(make_app(engine, api_key=api_key), engine, host, port)

@@ -1,14 +1,17 @@
-"""llama-bench's two tests on a runner: pp512 (one 512-token prompt) and tg128 (128 one-token passes)."""
+"""llama-bench's two tests on a runner, pp512 (one 512-token prompt) and tg128 (128 one-token passes), and
+edit256: 256 greedy tokens of an answer that rewrites a short Rust file, drafted as an editing request is."""
 
 from __future__ import annotations
 
 import resource
 import time
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 import numpy as np
 
-from kinetic.engine.generate import feed
+from kinetic.engine.drafting import Drafter
+from kinetic.engine.generate import Generation, feed
 from kinetic.spec.device import Row, Runner
 
 
@@ -53,3 +56,49 @@ def run_bench(runner: Runner, n_vocab: int, repetitions: int, n_prompt: int = 51
 def peak_rss_bytes() -> int:
     """The process's peak resident memory (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+EDIT_TOKENS = 256
+EDIT_FILE = """use std::collections::HashMap;
+
+/// Counts how often each word occurs in a text.
+fn count_words(text: &str) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for word in text.split_whitespace() {
+        let word = word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        if !word.is_empty() {
+            *counts.entry(word).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// The n most frequent words, most frequent first.
+fn top_words(counts: &HashMap<String, usize>, n: usize) -> Vec<(String, usize)> {
+    let mut pairs: Vec<(String, usize)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
+    pairs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    pairs.truncate(n);
+    pairs
+}
+
+fn main() {
+    let text = "the quick brown fox jumps over the lazy dog the end";
+    let counts = count_words(text);
+    for (word, count) in top_words(&counts, 3) {
+        println!("{word}: {count}");
+    }
+}
+"""
+
+
+def edit_prompt(encode: Callable[[str], list[int]]) -> list[int]:
+    """The editing request as a raw prompt: the file, then the start of its rewrite with one name changed."""
+    return encode(f"// words.rs\n{EDIT_FILE}\n// words.rs again, with `counts` renamed to `tally`:\n")
+
+
+def edit_run(runner: Runner, prompt: list[int], context_length: int, drafter: Optional[Drafter]) -> tuple[list[int], float]:
+    """EDIT_TOKENS greedy tokens after prompt (an end-of-text token does not stop them) and their seconds."""
+    generation = Generation(runner, runner.new_sequence(), prompt, lambda logits, history, index: int(np.argmax(logits)),
+                            EDIT_TOKENS, context_length, frozenset(), drafter=drafter)
+    tokens = list(generation)
+    return tokens, generation.timings.generate_seconds

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
+from kinetic.engine.drafting import Drafter
 from kinetic.errors import KineticError
 from kinetic.spec.device import DeviceSequence, Row, Runner
 
@@ -71,6 +72,7 @@ class Generation:
     context_length: int
     stop_ids: frozenset[int]
     context: Sequence[int] = ()  # the tokens seq already holds, before prompt (samplers see them)
+    drafter: Optional[Drafter] = None  # guesses checked in one pass each (RAD-1); None: one token per pass
     timings: Timings = field(default_factory=Timings)
 
     def __iter__(self) -> Iterator[int]:
@@ -86,21 +88,50 @@ class Generation:
 
     def _decode(self, logits: np.ndarray) -> Iterator[int]:
         history = [*self.context, *self.prompt]
+        if self.drafter is not None:
+            self.drafter.begin(history)
         start = time.perf_counter()
-        index = 0
-        while True:
-            token = self.pick_next(logits, history, index)
-            if token in self.stop_ids:
-                self.timings.finish_reason = "stop"
-                break
-            history.append(token)
-            index += 1
-            self.timings.generated_tokens = index
+        self._held = self.seq.n_tokens
+        try:
+            yield from self._passes(logits, history, start)
+        finally:  # also when the caller stops early: guesses past the answer leave no trace
+            self.seq.truncate(self._held)
             self.timings.generate_seconds = time.perf_counter() - start
-            yield token
-            if index == self.max_tokens or self.seq.n_tokens + 1 >= self.context_length:
-                self.timings.finish_reason = "length"
-                break
+            if self.drafter is not None:
+                self.drafter.end(history)
+
+    def _passes(self, logits: np.ndarray, history: list[int], start: float) -> Iterator[int]:
+        """Each pass ran the last token and a draft; row j's logits pick the token after draft[:j]."""
+        rows_logits, draft = [logits], []
+        while True:
+            for j, row_logits in enumerate(rows_logits):
+                self._held = self.seq.n_tokens - len(draft) + j  # tokens whose keys and values are right
+                token = self.pick_next(row_logits, history, self.timings.generated_tokens)
+                if token in self.stop_ids:
+                    self.timings.finish_reason = "stop"
+                    return
+                history.append(token)
+                self.timings.generated_tokens += 1
+                self.timings.generate_seconds = time.perf_counter() - start
+                yield token
+                if self.timings.generated_tokens == self.max_tokens or self._held + 1 >= self.context_length:
+                    self.timings.finish_reason = "length"
+                    return
+                if j == len(draft) or token != draft[j]:
+                    break
+            self.seq.truncate(self._held)
+            if draft:
+                self.drafter.feedback(len(draft), j)
+            draft = self._draft(history)
             position = self.seq.n_tokens
-            logits = self.runner.forward([Row(self.seq, token, position, logits=True)])[0]
-        self.timings.generate_seconds = time.perf_counter() - start
+            rows = [Row(self.seq, t, position + i, parent=i - 1, logits=True) for i, t in enumerate([token, *draft])]
+            rows_logits = self.runner.forward(rows)
+
+    def _draft(self, history: list[int]) -> list[int]:
+        """Guesses for after history that fit the context and the token budget."""
+        if self.drafter is None:
+            return []
+        room = self.context_length - self.seq.n_tokens - 2
+        if self.max_tokens > 0:
+            room = min(room, self.max_tokens - self.timings.generated_tokens - 1)
+        return self.drafter.propose(history, room)[:room] if room > 0 else []

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 
 import numpy as np
 
 from kinetic.chat.template import ChatTemplate, load_chat_template
 from kinetic.engine.devices import choose_device
+from kinetic.engine.drafting import Drafter
 from kinetic.engine.dry import NO_BREAKERS, DryBreakers, resolve_breakers
 from kinetic.engine.generate import Generation
 from kinetic.engine.sampling import SamplerState, sample
 from kinetic.engine.sampling_settings import SamplingSettings, resolve_settings, with_fresh_seed
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
+from kinetic.plugins import plugins
 from kinetic.spec.device import DeviceSequence, UploadOptions
 from kinetic.tokenizer import Tokenizer
 
@@ -47,7 +49,7 @@ class Session:
 
     def __init__(self, path: Path, device: str = "auto", threads: Optional[int] = None,
                  ctx_size: Optional[int] = None, chat_template_file: Optional[Path] = None,
-                 announce: Callable[[str], None] = _stderr):
+                 announce: Callable[[str], None] = _stderr, off: Collection[str] = ()):
         self.path = Path(path)
         self.model = open_model(self.path)
         self.name = self.path.stem
@@ -59,6 +61,11 @@ class Session:
         self.context_length = context_for(ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
         self.device = choose_device(device, announce)
         self.runner = self.device.upload(stack, UploadOptions(threads=threads, context_length=self.context_length))
+        self.drafter: Optional[Drafter] = None  # set by RAD-1 when it attaches
+        self.speed_on = [t for t in plugins().speed_technologies if t.name not in off]
+        self.speed_off = [t for t in plugins().speed_technologies if t.name in off]
+        for technology in self.speed_on:
+            technology.attach(self)
 
     @property
     def template(self) -> ChatTemplate:
@@ -103,4 +110,4 @@ class Session:
         keep = common_prefix(cached, tokens, limit=len(tokens) - 1)  # at least one token runs, for its logits
         seq.truncate(keep)
         return Generation(self.runner, seq, tokens[keep:], pick_next, max_tokens, self.context_length,
-                          frozenset(self.tokenizer.eog_ids), context=tokens[:keep])
+                          frozenset(self.tokenizer.eog_ids), context=tokens[:keep], drafter=self.drafter)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Collection, Optional
 
 import falcon
 
@@ -29,10 +29,17 @@ WAITRESS = {
 
 
 def load_engine(model: Path, alias: Optional[str] = None, device: str = "auto", threads: Optional[int] = None,
-                ctx_size: Optional[int] = None, chat_template_file: Optional[Path] = None) -> Engine:
+                ctx_size: Optional[int] = None, chat_template_file: Optional[Path] = None,
+                off: Collection[str] = ()) -> Engine:
     session = Session(Path(model), device=device, threads=threads, ctx_size=ctx_size,
-                      chat_template_file=chat_template_file)
+                      chat_template_file=chat_template_file, off=off)
     return Engine(session, alias)
+
+
+def speed_line(session: Session) -> str:
+    """Speed technologies on: RAD-1; off: none"""
+    on = ", ".join(t.title for t in session.speed_on) or "none"
+    return f"Speed technologies on: {on}; off: " + (", ".join(t.title for t in session.speed_off) or "none")
 
 
 def base_url(host: str, port: int) -> str:
@@ -52,6 +59,7 @@ def serve(app: falcon.App, engine: Engine, host: str, port: int,
     try:
         announce(f"Serving {engine.name} on {engine.session.runner.device_name} at "
                  f"{base_url(host, server.effective_port)}")
+        announce(speed_line(engine.session))
         server.run()
     finally:
         server.close()

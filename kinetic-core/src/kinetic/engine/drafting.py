@@ -1,0 +1,26 @@
+"""What a draft source gives the decoding loop (RAD-1 is one): guessed next tokens, checked in one pass.
+
+The loop runs the last picked token and the draft as one linear batch, then picks each next token from
+its row's logits exactly as plain decoding would (the same history, the same uniform u_i); a guess is
+kept only while it equals the token picked at its place, so the answer is the plain answer by
+construction (DESIGN.md, Exactness 4). Batch invariance makes each row's logits those of one-by-one
+decoding.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+
+class Drafter(Protocol):
+    def begin(self, context: Sequence[int]) -> None:
+        """A generation starts after these tokens (what the sequence holds and the prompt)."""
+
+    def propose(self, history: Sequence[int], limit: int) -> list[int]:
+        """Up to limit guesses of the tokens after history (empty: decode one token plainly)."""
+
+    def feedback(self, proposed: int, accepted: int) -> None:
+        """Of the last proposal's `proposed` guesses, the first `accepted` were right."""
+
+    def end(self, history: Sequence[int]) -> None:
+        """The generation is over; history is everything it saw and wrote."""

@@ -1,0 +1,1 @@
+"""Kinetic's exact speed technologies: RAD-1 and Warm Start."""

@@ -1,0 +1,56 @@
+"""The RAD-1 drafter: whichever source has lately been right most proposes; the draft's length follows
+recent acceptance, and drafts that miss outright pause drafting for longer and longer."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from kinetic_speed.rad1.lookup import ContextSource, TokenLog
+
+FIRST_LENGTH = 4
+MAX_LENGTH = 16
+MAX_PAUSE = 64  # plain passes after a run of outright misses, at most
+TRUST_DECAY = 0.8  # weight of a source's earlier record against its latest draft
+
+
+class Rad1Drafter:
+    """A Drafter (kinetic.engine.drafting) for one loaded model; log is shared across its generations."""
+
+    def __init__(self, log: TokenLog):
+        self.log = log
+        self.context = ContextSource()
+        self.trust = {self.context.name: 0.5, log.name: 0.5}  # recent fraction of guesses kept
+        self.length = FIRST_LENGTH
+        self._pause, self._paused = 0, 0
+        self._last_source = ""
+
+    def begin(self, context: Sequence[int]) -> None:
+        self.context.begin(context)
+
+    def propose(self, history: Sequence[int], limit: int) -> list[int]:
+        if self._paused > 0:
+            self._paused -= 1
+            return []
+        limit = min(limit, self.length)
+        for source in sorted((self.context, self.log), key=lambda s: -self.trust[s.name]):
+            draft = source.propose(history, limit)
+            if draft:
+                self._last_source = source.name
+                return draft
+        return []
+
+    def feedback(self, proposed: int, accepted: int) -> None:
+        self.trust[self._last_source] = TRUST_DECAY * self.trust[self._last_source] + (1 - TRUST_DECAY) * (
+            accepted / proposed)
+        if accepted == proposed:
+            self.length = min(MAX_LENGTH, self.length * 2)
+        else:
+            self.length = max(2, accepted + 1)
+        if accepted == 0:
+            self._pause = min(MAX_PAUSE, max(1, self._pause * 2))
+            self._paused = self._pause
+        else:
+            self._pause = 0
+
+    def end(self, history: Sequence[int]) -> None:
+        self.log.record(history)

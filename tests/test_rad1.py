@@ -1,0 +1,167 @@
+"""RAD-1: drafted decoding gives, token for token, what plain decoding gives: greedy and seeded sampling
+under several sampler settings, for every family on random-weight files and on both real models; guesses
+that are rolled back leave no trace in the KV cache. Also the drafter's sources and policy."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import pytest
+from gguf_factory import Dims, write_random_model
+
+from kinetic.engine.session import Session
+from kinetic_speed.rad1 import Rad1Drafter, TokenLog
+from kinetic_speed.rad1.drafter import FIRST_LENGTH, MAX_LENGTH
+from kinetic_speed.rad1.lookup import ContextSource, NgramIndex
+
+FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
+SETTINGS = [
+    {"temp": 0},
+    {"temp": 0.8, "seed": 7},
+    {"temp": 1.0, "top_k": 20, "top_p": 0.9, "min_p": 0.02, "repeat_penalty": 1.1, "seed": 3},
+    {"temp": 0.7, "mirostat": 2, "seed": 5},
+    {"temp": 0.9, "dry_multiplier": 0.8, "presence_penalty": 0.3, "seed": 11},
+]
+RUST_FILE = """fn count_words(text: &str) -> usize {
+    let mut count = 0;
+    for word in text.split_whitespace() {
+        if !word.is_empty() {
+            count += 1;
+        }
+    }
+    count
+}
+"""
+
+
+class OracleDrafter:
+    """Guesses the known plain answer, with every third guess wrong: full, partial and no acceptance."""
+
+    def __init__(self, prompt_length: int, answer: Sequence[int], n_vocab: int):
+        self.prompt_length, self.answer, self.n_vocab = prompt_length, list(answer), n_vocab
+        self.accepted = 0
+
+    def begin(self, context):
+        pass
+
+    def propose(self, history, limit):
+        at = len(history) - self.prompt_length
+        guesses = self.answer[at : at + limit]
+        return [(t + 1) % self.n_vocab if (at + i) % 3 == 2 else t for i, t in enumerate(guesses)]
+
+    def feedback(self, proposed, accepted):
+        self.accepted += accepted
+
+    def end(self, history):
+        pass
+
+
+def answer(session: Session, prompt: list[int], settings: dict, n: int) -> tuple[list[int], int]:
+    """The answer's tokens and the tokens its sequence holds afterwards."""
+    seq = session.new_sequence()
+    tokens = list(session.generate(seq, prompt, session.settings(settings), n))
+    return tokens, seq.n_tokens
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def random_session(request, tmp_path_factory) -> Session:
+    path = tmp_path_factory.mktemp("rad1") / f"{request.param}.gguf"
+    write_random_model(path, request.param, Dims(n_embd=64, n_head=4, n_head_kv=2, n_ff=128), "Q8_0", seed=5)
+    return Session(path, device="cpu", ctx_size=256, announce=lambda line: None)
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))
+def test_drafted_equals_plain_random(random_session, settings):
+    prompt = [1, *range(260, 270), *range(260, 265)]
+    random_session.drafter = None
+    plain, plain_held = answer(random_session, prompt, settings, 40)
+    oracle = OracleDrafter(len(prompt), plain, random_session.tokenizer.n_vocab)
+    random_session.drafter = oracle
+    assert answer(random_session, prompt, settings, 40) == (plain, plain_held)
+    assert oracle.accepted > 0
+    random_session.drafter = Rad1Drafter(TokenLog())
+    assert answer(random_session, prompt, settings, 40) == (plain, plain_held)
+
+
+@pytest.fixture(scope="module", params=["qwen", "gemma"])
+def real_sessions(request) -> tuple[Session, Session]:
+    path = request.getfixturevalue(f"{request.param}_gguf")
+    make = lambda off: Session(path, device="cpu", ctx_size=1024, announce=lambda line: None, off=off)  # noqa: E731
+    return make(()), make(("rad1",))
+
+
+@pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.7, "top_k": 40, "seed": 42}], ids=["greedy", "seeded"])
+def test_drafted_equals_plain_real(real_sessions, settings):
+    drafted, plain = real_sessions
+    assert isinstance(drafted.drafter, Rad1Drafter) and plain.drafter is None
+    text = f"// words.rs\n{RUST_FILE}\n// words.rs, with `count` renamed to `total`\n"
+    prompt = drafted.tokenizer.encode(text, add_special=True)
+    ours = answer(drafted, prompt, settings, 48)
+    assert ours == answer(plain, prompt, settings, 48)
+    assert drafted.drafter.trust["context"] > 0.5, "the answer repeats the prompt: context drafts must land"
+
+
+def test_context_source_drafts_what_followed_the_last_occurrence():
+    source = ContextSource()
+    source.begin([5, 6, 7, 8, 9, 5, 6, 7, 1, 2])
+    assert source.propose([5, 6, 7, 8, 9, 5, 6, 7, 1, 2, 5, 6, 7], 3) == [1, 2, 5]  # the latest: 5 6 7 -> 1 2
+    assert source.propose([5, 6, 7, 8, 9, 5, 6, 7, 1, 2, 5, 6, 7, 3], 3) == []  # 7 3 never occurred
+
+
+def test_ngram_index_prefers_the_longest_suffix():
+    index = NgramIndex([1, 2, 3, 10, 9, 2, 3, 20])
+    assert index.continuation([1, 2, 3], 1) == [10]  # 1 2 3 beats the later 2 3
+    assert index.continuation([7, 2, 3], 2) == [20]
+
+
+def test_token_log_drafts_across_requests_and_stays_bounded():
+    log = TokenLog(max_tokens=40)
+    log.record([1, 2, 3, 4, 5, 6])
+    assert log.propose([9, 2, 3], 3) == [4, 5, 6]
+    for start in range(100, 200, 10):
+        log.record(list(range(start, start + 9)))
+    assert log.propose([1, 2, 3], 3) == []  # forgotten with the older half
+    assert log.propose([191, 192], 2) == [193, 194]
+
+
+def test_drafter_lengthens_on_success_and_pauses_longer_after_misses():
+    drafter = Rad1Drafter(TokenLog())
+    history = [1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4] * 3
+    drafter.begin(history)
+    assert len(drafter.propose(history, 100)) == FIRST_LENGTH
+    drafter.feedback(FIRST_LENGTH, FIRST_LENGTH)
+    assert len(drafter.propose(history, 100)) == min(MAX_LENGTH, FIRST_LENGTH * 2)
+    pauses = []
+    for _ in range(3):
+        drafter.feedback(4, 0)
+        skipped = 0
+        while not drafter.propose(history, 100):
+            skipped += 1
+        pauses.append(skipped)
+    assert pauses == [1, 2, 4]
+    drafter.feedback(2, 1)  # a partial success ends the run of misses
+    assert len(drafter.propose(history, 100)) == 2
+
+
+def kinetic(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kinetic", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_off_takes_the_documented_names_only(qwen_gguf):
+    bad = kinetic("run", str(qwen_gguf), "Hi", "--off", "rad1,turbo")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "unknown speed technology 'turbo'" in bad.stderr and "rad1, warm-start" in bad.stderr
+
+
+@pytest.mark.parametrize("off", [[], ["--off", "rad1"]], ids=["rad1", "off"])
+def test_bench_edit256_is_drafted_and_checked(tmp_path, off):
+    path = write_random_model(tmp_path / "m.gguf", "llama", Dims(n_embd=64, n_head=4, n_head_kv=2, n_ff=128), "Q8_0")
+    result = kinetic("bench", str(path), "-r", "1", "--device", "cpu", "--json", *off)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["edit_tokens"] == 256 and report["edit_tokens_per_second"] > 0
+    assert report["edit_drafted"] == (not off) and report["edit_identical"] is True
