@@ -31,6 +31,7 @@ class Job:
     stops: tuple[str, ...] = ()
     top_logprobs: Optional[int] = None  # None: no log-probabilities; else 0 to 20 alternatives
     prompt_text: str = ""  # what /slots shows
+    thinking: Optional[bool] = None  # reasoning.thinking_start: None, or whether the answer starts thinking
 
 
 @dataclass(frozen=True)

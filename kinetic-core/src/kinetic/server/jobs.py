@@ -8,6 +8,7 @@ from kinetic.server.engine import Engine, Job
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, json_type
 from kinetic.server.logprobs import MAX_TOP
+from kinetic.server.reasoning import thinking_start
 from kinetic.server.sampling import sampling_overrides
 
 MAX_STOPS = 16
@@ -46,11 +47,11 @@ def max_tokens(fields: Fields, *names: str) -> int:
 
 
 def job(engine: Engine, fields: Fields, prompt: list[int], prompt_text: str, limit: int,
-        top_logprobs: Optional[int]) -> Job:
+        top_logprobs: Optional[int], thinking: Optional[bool] = None) -> Job:
     engine.check_prompt(prompt)
     return Job(prompt=prompt, overrides=sampling_overrides(fields, engine.session.tokenizer.n_vocab),
                max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
-               prompt_text=prompt_text)
+               prompt_text=prompt_text, thinking=thinking)
 
 
 def chat_logprobs(fields: Fields) -> Optional[int]:
@@ -97,8 +98,9 @@ def chat_job(engine: Engine, fields: Fields) -> Job:
     kwargs = fields.mapping("chat_template_kwargs")
     prompt = engine.session.chat_prompt(messages, **kwargs)
     text = engine.session.tokenizer.decode(prompt)
+    thinking = thinking_start(engine.session.template.source, text, kwargs)
     return job(engine, fields, prompt, text, max_tokens(fields, "max_completion_tokens", "max_tokens"),
-               chat_logprobs(fields))
+               chat_logprobs(fields), thinking)
 
 
 def prompt_tokens(engine: Engine, prompt: Any, allow_ids: bool) -> tuple[list[int], str]:

@@ -12,6 +12,7 @@ from kinetic.server.engine import Engine, Piece, Run
 from kinetic.server.fields import Fields, read_json
 from kinetic.server.jobs import chat_job, completion_job
 from kinetic.server.logprobs import TokenLogprobs
+from kinetic.server.reasoning import ReasoningSplit
 from kinetic.server.sse import stream
 
 
@@ -56,8 +57,13 @@ class Completions:
         text = "".join(piece.text for piece in pieces)
         logprobs = self._logprobs(run, pieces)
         if self.chat:
-            return {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": logprobs,
-                    "finish_reason": run.finish_reason}
+            message = {"role": "assistant", "content": text}
+            if run.job.thinking is not None:
+                split = ReasoningSplit(run.job.thinking)
+                parts = [split.feed(text), split.finish()]
+                message = {"role": "assistant", "content": "".join(c for _, c in parts),
+                           "reasoning_content": "".join(r for r, _ in parts)}
+            return {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": run.finish_reason}
         return {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": run.finish_reason}
 
     def _logprobs(self, run: Run, pieces: list[Piece], offset: int = 0) -> Optional[dict[str, Any]]:
@@ -77,23 +83,36 @@ class Completions:
                 {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                  "finish_reason": None}], **extra}
         offset = 0
+        split = ReasoningSplit(run.job.thinking) if self.chat and run.job.thinking is not None else None
         for piece in run:
             if not piece.text and piece.logprobs is None:
                 continue
             logprobs = self._logprobs(run, [piece], offset)
             if logprobs and not self.chat:
                 offset += sum(len(token) for token in logprobs["tokens"])
-            body = {"content": piece.text} if self.chat else {"text": piece.text}
+            body = self._delta(split.feed(piece.text)) if split else (
+                {"content": piece.text} if self.chat else {"text": piece.text})
             choice = {"index": 0, **({"delta": body} if self.chat else body), "logprobs": logprobs,
                       "finish_reason": None}
             yield {**head, "object": kind, "choices": [choice], **extra}
         if run.finish_reason is None:
             return  # the client left: nothing more to say
+        if split:
+            rest = self._delta(split.finish())
+            if rest:
+                yield {**head, "object": kind, "choices": [{"index": 0, "delta": rest, "logprobs": None,
+                                                            "finish_reason": None}], **extra}
         last = {"delta": {}} if self.chat else {"text": ""}
         yield {**head, "object": kind, "choices": [{"index": 0, **last, "logprobs": None,
                                                     "finish_reason": run.finish_reason}], **extra}
         if include_usage:
             yield {**head, "object": kind, "choices": [], "usage": run.usage.report()}
+
+    @staticmethod
+    def _delta(parts: tuple[str, str]) -> dict[str, str]:
+        """A streamed delta: (reasoning, content), the empty ones left out."""
+        reasoning, content = parts
+        return {**({"reasoning_content": reasoning} if reasoning else {}), **({"content": content} if content else {})}
 
 
 def _token_text(tokenizer, token: int) -> tuple[str, list[int]]:
