@@ -5,11 +5,14 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 # The reference executor's float32 matrix products use BLAS; on 2 cores its threads only fight the
 # numba kernels' threads for them.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Warm Start's states from one test run (or the user's) must not answer for another.
+os.environ["KINETIC_WARM_DIR"] = tempfile.mkdtemp(prefix="kinetic-warm-")
 
 import pytest
 

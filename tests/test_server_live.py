@@ -26,7 +26,7 @@ def server(qwen_gguf):
         proc.kill()
         pytest.fail(f"kinetic serve did not start: {line!r} {proc.stderr.read()}")
     speed = proc.stdout.readline().strip()
-    assert speed == "Speed technologies on: RAD-1; off: none", speed
+    assert speed == "Speed technologies on: RAD-1, Warm Start; off: none", speed
     yield proc, match.group(1)
     if proc.poll() is None:
         proc.kill()

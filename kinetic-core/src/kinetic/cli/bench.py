@@ -52,7 +52,8 @@ def edit_report(session: Session, repetitions: int) -> dict:
     runs = []
     for _ in range(repetitions):
         for technology in session.speed_on:
-            technology.attach(session)
+            if technology.name == "rad1":
+                technology.attach(session)
         runs.append(edit_run(session.runner, prompt, session.context_length, session.drafter))
     return {"edit_tokens": EDIT_TOKENS, "edit_tokens_per_second": round(EDIT_TOKENS / min(s for _, s in runs), 2),
             "edit_drafted": session.drafter is not None, "edit_identical": all(t == plain for t, _ in runs)}

@@ -69,7 +69,16 @@ RUNTIME = [
             help="Jinja chat template to use instead of the model's own"),
     _option("off", Optional[str], "--off", callback=speed_names,
             help=f"turn speed technologies off, comma-separated: {', '.join(SPEED_NAMES)}"),
+    _option("no_prompt_cache", bool, "--no-prompt-cache", default=False,
+            help="run every prompt from its first token; same as --off warm-start"),
+    _option("cache_dir", Optional[Path], "--cache-dir",
+            help="where Warm Start keeps prompt states [default: kinetic/warm in the user cache]"),
 ]
+
+
+def speed_off(options: dict[str, Any]) -> frozenset[str]:
+    """--off's names, with warm-start when --no-prompt-cache is given."""
+    return options["off"] | ({"warm-start"} if options["no_prompt_cache"] else frozenset())
 
 
 def with_options(*groups: list[inspect.Parameter]) -> Callable:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from kinetic.cli.options import speed_off
 from kinetic.server.app import make_app
 from kinetic.server.serving import load_engine, serve
 
@@ -13,5 +14,5 @@ def serve_command(model: Path, host: str, port: int, alias: Optional[str], api_k
                   options: Mapping[str, Any]) -> None:
     engine = load_engine(model, alias=alias, device=options["device"], threads=options["threads"],
                          ctx_size=options["ctx_size"], chat_template_file=options["chat_template_file"],
-                         off=options["off"])
+                         off=speed_off(options), state_dir=options["cache_dir"])
     serve(make_app(engine, api_key=api_key), engine, host, port)

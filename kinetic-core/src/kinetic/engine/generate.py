@@ -73,6 +73,7 @@ class Generation:
     stop_ids: frozenset[int]
     context: Sequence[int] = ()  # the tokens seq already holds, before prompt (samplers see them)
     drafter: Optional[Drafter] = None  # guesses checked in one pass each (RAD-1); None: one token per pass
+    on_finish: Optional[Callable[["Generation", Sequence[int]], None]] = None  # (self, the tokens seq holds)
     timings: Timings = field(default_factory=Timings)
 
     def __iter__(self) -> Iterator[int]:
@@ -99,6 +100,8 @@ class Generation:
             self.timings.generate_seconds = time.perf_counter() - start
             if self.drafter is not None:
                 self.drafter.end(history)
+            if self.on_finish is not None:
+                self.on_finish(self, history[: self.seq.n_tokens])
 
     def _passes(self, logits: np.ndarray, history: list[int], start: float) -> Iterator[int]:
         """Each pass ran the last token and a draft; row j's logits pick the token after draft[:j]."""

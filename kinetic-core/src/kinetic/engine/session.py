@@ -13,8 +13,10 @@ from kinetic.engine.devices import choose_device
 from kinetic.engine.drafting import Drafter
 from kinetic.engine.dry import NO_BREAKERS, DryBreakers, resolve_breakers
 from kinetic.engine.generate import Generation
+from kinetic.engine.prompt_states import PromptStates, common_prefix
 from kinetic.engine.sampling import SamplerState, sample
 from kinetic.engine.sampling_settings import SamplingSettings, resolve_settings, with_fresh_seed
+from kinetic.errors import KineticError
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
@@ -31,15 +33,6 @@ def context_for(requested: Optional[int], trained: int) -> int:
     return trained if requested <= 0 else requested
 
 
-def common_prefix(a: Sequence[int], b: Sequence[int], limit: int) -> int:
-    n = 0
-    for x, y in zip(a[:limit], b[:limit]):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -49,7 +42,8 @@ class Session:
 
     def __init__(self, path: Path, device: str = "auto", threads: Optional[int] = None,
                  ctx_size: Optional[int] = None, chat_template_file: Optional[Path] = None,
-                 announce: Callable[[str], None] = _stderr, off: Collection[str] = ()):
+                 announce: Callable[[str], None] = _stderr, off: Collection[str] = (),
+                 state_dir: Optional[Path] = None):
         self.path = Path(path)
         self.model = open_model(self.path)
         self.name = self.path.stem
@@ -62,6 +56,8 @@ class Session:
         self.device = choose_device(device, announce)
         self.runner = self.device.upload(stack, UploadOptions(threads=threads, context_length=self.context_length))
         self.drafter: Optional[Drafter] = None  # set by RAD-1 when it attaches
+        self.prompt_states: Optional[PromptStates] = None  # set by Warm Start when it attaches
+        self.state_dir = state_dir  # where Warm Start keeps states on disk; None: its default
         self.speed_on = [t for t in plugins().speed_technologies if t.name not in off]
         self.speed_off = [t for t in plugins().speed_technologies if t.name in off]
         for technology in self.speed_on:
@@ -107,7 +103,15 @@ class Session:
                 on_pick(logits, token)
             return token
 
+        bad = next((t for t in tokens if not 0 <= t < self.tokenizer.n_vocab), None)
+        if bad is not None:
+            raise KineticError(f"token id {bad} is not in the model's vocabulary of {self.tokenizer.n_vocab}")
         keep = common_prefix(cached, tokens, limit=len(tokens) - 1)  # at least one token runs, for its logits
+        states = self.prompt_states
+        if states is not None:
+            keep = states.restore(self.runner, seq, tokens, keep)
         seq.truncate(keep)
+        on_finish = None if states is None else (lambda g, held: states.store(g.seq, held, g.timings))
         return Generation(self.runner, seq, tokens[keep:], pick_next, max_tokens, self.context_length,
-                          frozenset(self.tokenizer.eog_ids), context=tokens[:keep], drafter=self.drafter)
+                          frozenset(self.tokenizer.eog_ids), context=tokens[:keep], drafter=self.drafter,
+                          on_finish=on_finish)

@@ -30,9 +30,9 @@ WAITRESS = {
 
 def load_engine(model: Path, alias: Optional[str] = None, device: str = "auto", threads: Optional[int] = None,
                 ctx_size: Optional[int] = None, chat_template_file: Optional[Path] = None,
-                off: Collection[str] = ()) -> Engine:
+                off: Collection[str] = (), state_dir: Optional[Path] = None) -> Engine:
     session = Session(Path(model), device=device, threads=threads, ctx_size=ctx_size,
-                      chat_template_file=chat_template_file, off=off)
+                      chat_template_file=chat_template_file, off=off, state_dir=state_dir)
     return Engine(session, alias)
 
 

@@ -4,6 +4,7 @@
     seq = runner.new_sequence()              # one conversation's KV cache (and recurrent state)
     logits = runner.forward(rows)            # logits of the rows that ask for them, in row order
     seq.truncate(n)                          # back to its first n tokens
+    blob = seq.save(); runner.load(blob)     # its state as bytes, and back (exact: Warm Start resumes from it)
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ class DeviceSequence(Protocol):
 
     def truncate(self, n: int) -> None:
         """Forget every token from position n on."""
+
+    def save(self) -> bytes:
+        """Its state (what its n_tokens tokens left behind), for runner.load."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,10 @@ class Runner(Protocol):
 
     def forward(self, rows: Sequence[Row]) -> np.ndarray:
         """Run the rows; return [rows asking for logits, n_vocab] float32 logits."""
+
+    def load(self, blob: bytes, into: Optional[DeviceSequence] = None) -> DeviceSequence:
+        """A sequence in the state seq.save() gave (into `into`, replacing what it held, if given); a
+        KineticError if the blob is not a state of this model on this device."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ from kinetic_cpu import ops
 from kinetic_cpu.kernels.matmul import Matrix, activations
 
 
+STATE_MAGIC = b"KCPU-KV1"
+
+
 class CpuSequence:
     """One conversation's keys and values, [context, n_head_kv, head_dim] float32 per attention block,
     holding float16-rounded values, as llama.cpp's default float16 cache does (float32 storage spares a
@@ -23,10 +26,35 @@ class CpuSequence:
         attentions = [b for b in stack.blocks if isinstance(b, Attention)]
         self.keys = [np.zeros((context_length, a.n_head_kv, a.head_dim), np.float32) for a in attentions]
         self.values = [np.zeros_like(k) for k in self.keys]
+        self.context_length = context_length
         self.n_tokens = 0
 
     def truncate(self, n: int) -> None:
         self.n_tokens = min(self.n_tokens, max(0, n))
+
+    def save(self) -> bytes:
+        """n_tokens, then each layer's keys and values for them as float16: exact, they are float16-rounded."""
+        n = self.n_tokens
+        parts = [STATE_MAGIC, np.int64(n).tobytes()]
+        parts += [cache[:n].astype(np.float16).tobytes() for pair in zip(self.keys, self.values) for cache in pair]
+        return b"".join(parts)
+
+    def restore(self, blob: bytes) -> None:
+        """The state save() gave; a KineticError if blob is not one of this model's."""
+        head = len(STATE_MAGIC) + 8
+        if blob[: len(STATE_MAGIC)] != STATE_MAGIC or len(blob) < head:
+            raise KineticError("not a saved CPU sequence state")
+        n = int(np.frombuffer(blob, np.int64, 1, len(STATE_MAGIC))[0])
+        per_token = 2 * sum(cache[0].size for cache in self.keys + self.values)  # float16 bytes
+        if not 0 <= n <= self.context_length or len(blob) != head + n * per_token:
+            raise KineticError("the saved state does not fit this model and context")
+        at = head
+        for layer in range(len(self.keys)):
+            for cache in (self.keys[layer], self.values[layer]):
+                size = n * cache[0].size * 2
+                cache[:n] = np.frombuffer(blob, np.float16, size // 2, at).reshape((n,) + cache.shape[1:])
+                at += size
+        self.n_tokens = n
 
 
 class CpuRunner:
@@ -40,6 +68,11 @@ class CpuRunner:
 
     def new_sequence(self) -> CpuSequence:
         return CpuSequence(self.stack, self.context_length)
+
+    def load(self, blob: bytes, into: Optional[CpuSequence] = None) -> CpuSequence:
+        seq = into if into is not None else self.new_sequence()
+        seq.restore(blob)
+        return seq
 
     def forward(self, rows: Sequence[Row]) -> np.ndarray:
         """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""

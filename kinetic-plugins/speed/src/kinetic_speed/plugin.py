@@ -1,18 +1,33 @@
-"""The kinetic-speed plugin: registers RAD-1."""
+"""The kinetic-speed plugin: registers RAD-1 and Warm Start."""
+
+import os
+from pathlib import Path
 
 from kinetic.hookspecs import hookimpl
+from kinetic.paths import cache_dir
 from kinetic.spec import SpeedTechnology
 
 from kinetic_speed.rad1 import Rad1Drafter, TokenLog
+from kinetic_speed.warm_start import WarmStart
+from kinetic_speed.warm_start.identity import build_identity, model_identity
 
 
 def _attach_rad1(session) -> None:
     session.drafter = Rad1Drafter(TokenLog())
 
 
+def _attach_warm_start(session) -> None:
+    """States under --cache-dir, else $KINETIC_WARM_DIR, else kinetic/warm in the user cache."""
+    identity = {"model": model_identity(session.path), "build": build_identity(session.runner)}
+    folder = session.state_dir or Path(os.environ.get("KINETIC_WARM_DIR") or cache_dir("warm"))
+    session.prompt_states = WarmStart(folder, identity)
+
+
 RAD1 = SpeedTechnology(name="rad1", title="RAD-1", attach=_attach_rad1)
+WARM_START = SpeedTechnology(name="warm-start", title="Warm Start", attach=_attach_warm_start)
 
 
 @hookimpl
 def register_speed_technologies(register):
     register(RAD1)
+    register(WARM_START)
