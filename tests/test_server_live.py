@@ -15,10 +15,12 @@ PROMPT = "Name one river."
 
 
 @pytest.fixture(scope="module")
-def server(qwen_gguf):
-    """(process, base URL) of `kinetic serve` on a free port, stopped with Ctrl+C at the end."""
+def server(qwen_gguf, tmp_path_factory):
+    """(process, base URL) of `kinetic serve` on a free port, stopped with Ctrl+C at the end; its Warm Start
+    folder is its own, so its first request starts cold."""
+    states = tmp_path_factory.mktemp("live-states")
     proc = subprocess.Popen([sys.executable, "-m", "kinetic", "serve", str(qwen_gguf), "--port", "0", "-c", "1024",
-                             "--device", "cpu", "-a", "coder", "--metrics"],
+                             "--device", "cpu", "-a", "coder", "--metrics", "--cache-dir", str(states)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     match = re.fullmatch(r"Serving coder on the CPU at (http://127\.0\.0\.1:\d+/v1)", line)

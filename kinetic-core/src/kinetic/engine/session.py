@@ -58,10 +58,9 @@ class Session:
         self.drafter: Optional[Drafter] = None  # set by RAD-1 when it attaches
         self.prompt_states: Optional[PromptStates] = None  # set by Warm Start when it attaches
         self.state_dir = state_dir  # where Warm Start keeps states on disk; None: its default
-        self.speed_on = [t for t in plugins().speed_technologies if t.name not in off]
-        self.speed_off = [t for t in plugins().speed_technologies if t.name in off]
-        for technology in self.speed_on:
-            technology.attach(self)
+        wanted = [t for t in plugins().speed_technologies if t.name not in off]
+        self.speed_on = [t for t in wanted if t.attach(self)]
+        self.speed_off = [t for t in plugins().speed_technologies if t not in self.speed_on]
 
     @property
     def template(self) -> ChatTemplate:
