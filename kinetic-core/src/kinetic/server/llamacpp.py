@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-import falcon
-
 from kinetic import __version__
 from kinetic.engine.sampling_settings import resolve_settings
 from kinetic.server.engine import Engine, Run, settings_report

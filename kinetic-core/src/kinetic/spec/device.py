@@ -37,6 +37,22 @@ class Row:
     logits: bool = False  # whether to compute this row's logits
 
 
+def linear_batches(rows: Sequence[Row], device: str) -> list[tuple[Any, list[int]]]:
+    """(sequence, row indices) per sequence, for a device that runs linear batches only: each row must
+    continue its sequence, after the row before it; else a KineticError naming `device` ("the CPU")."""
+    from kinetic.errors import KineticError
+
+    groups: dict[int, tuple[Any, list[int]]] = {}
+    for index, row in enumerate(rows):
+        seq, batch = groups.setdefault(id(row.sequence), (row.sequence, []))
+        parent = batch[-1] if batch else -1
+        if row.position != seq.n_tokens + len(batch) or row.parent != parent:
+            raise KineticError(f"{device} runs linear batches: each row continues its sequence "
+                               f"(row {index} is at position {row.position} after row {row.parent})")
+        batch.append(index)
+    return list(groups.values())
+
+
 class Runner(Protocol):
     device_name: str  # as status lines print it: "the CPU", "NVIDIA H200"
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from typing import Optional, Sequence
 
 import numpy as np
 
 from kinetic.errors import KineticError
 from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
-from kinetic.spec.device import Row, UploadOptions
+from kinetic.spec.device import Row, UploadOptions, linear_batches
 from kinetic_cpu import ops
 from kinetic_cpu.kernels.matmul import Matrix, activations
 
@@ -78,7 +77,7 @@ class CpuRunner:
         """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
         wanted = [i for i, row in enumerate(rows) if row.logits]
         out = np.empty((len(wanted), self.stack.n_vocab), np.float32)
-        for seq, indices in linear_batches(rows):
+        for seq, indices in linear_batches(rows, "the CPU"):
             hidden = self._run(seq, [rows[i] for i in indices])
             asks = [j for j, i in enumerate(indices) if rows[i].logits]
             if asks:
@@ -170,15 +169,3 @@ class CpuRunner:
     def _logits(self, hidden: np.ndarray) -> np.ndarray:
         return self._linear(self.stack.output, self._norm(self.stack.output_norm, hidden))
 
-
-def linear_batches(rows: Sequence[Row]) -> list[tuple[CpuSequence, list[int]]]:
-    """Row indices grouped by sequence; each row must continue its sequence, after the row before it."""
-    groups: dict[int, tuple[CpuSequence, list[int]]] = {}
-    for index, row in enumerate(rows):
-        seq, batch = groups.setdefault(id(row.sequence), (row.sequence, []))
-        parent = batch[-1] if batch else -1
-        if row.position != seq.n_tokens + len(batch) or row.parent != parent:
-            raise KineticError("the CPU device runs linear batches: each row continues its sequence "
-                               f"(row {index} is at position {row.position} after row {row.parent})")
-        batch.append(index)
-    return list(groups.values())

@@ -11,7 +11,7 @@ import numpy as np
 
 from kinetic.errors import KineticError
 from kinetic.model.blocks import Attention, Rope, Stack, Weight
-from kinetic.spec.device import Row, UploadOptions
+from kinetic.spec.device import Row, UploadOptions, linear_batches
 from kinetic_cuda import ops
 from kinetic_cuda.device import gpu_name
 from kinetic_cuda.module import kernel
@@ -86,7 +86,7 @@ class CudaRunner:
         """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
         slot = {i: j for j, i in enumerate(i for i, row in enumerate(rows) if row.logits)}
         out = np.empty((len(slot), self.stack.n_vocab), np.float32)
-        for seq, indices in linear_batches(rows):
+        for seq, indices in linear_batches(rows, "the CUDA device"):
             for start in range(0, len(indices), self.ws.rows):
                 part = indices[start : start + self.ws.rows]
                 asks = [j for j, i in enumerate(part) if rows[i].logits]
@@ -143,15 +143,3 @@ def _check_fits(stack: Stack, scratch: int) -> None:
         raise KineticError(f"CUDA cannot run this model: it needs {(weights + scratch) / GIB:.1f} GiB on the GPU "
                            f"({weights / GIB:.1f} GiB of weights), and {gpu_name()} has {free / GIB:.1f} GiB free")
 
-
-def linear_batches(rows: Sequence[Row]) -> list[tuple[CudaSequence, list[int]]]:
-    """Row indices grouped by sequence; each row must continue its sequence, after the row before it."""
-    groups: dict[int, tuple[CudaSequence, list[int]]] = {}
-    for index, row in enumerate(rows):
-        seq, batch = groups.setdefault(id(row.sequence), (row.sequence, []))
-        parent = batch[-1] if batch else -1
-        if row.position != seq.n_tokens + len(batch) or row.parent != parent:
-            raise KineticError("the CUDA device runs linear batches: each row continues its sequence "
-                               f"(row {index} is at position {row.position} after row {row.parent})")
-        batch.append(index)
-    return list(groups.values())
