@@ -59,9 +59,10 @@ SERIAL_SCORES = 1 << 15  # below this many scores one thread beats waking the ot
 def attend(q, k_cache, v_cache, positions, scale, window):
     """Causal grouped-query attention of each row over cache positions [max(0, p - window + 1), p].
 
-    q: [n, n_head, hd], k_cache, v_cache: [ctx, n_head_kv, hd], all float32; positions: [n] int64; window: 0
-    for none. -> [n, n_head * hd] float32. Scores, softmax and the weighted sum go in
-    position order, in float64, whatever the thread count.
+    q: [n, n_head, hd], k_cache: [n_head_kv, hd, ctx] (keys transposed, so a score's terms for consecutive
+    positions lie side by side and vectorize), v_cache: [ctx, n_head_kv, hd], all float32; positions: [n]
+    int64; window: 0 for none. -> [n, n_head * hd] float32. Each score sums over the head dimension in
+    order, softmax and the weighted sum go in position order, all in float64, whatever the thread count.
     """
     n_scores = q.shape[0] * q.shape[1] * (int(positions[-1]) + 1)
     kernel = _attend_serial if n_scores < SERIAL_SCORES else _attend_parallel
@@ -70,19 +71,21 @@ def attend(q, k_cache, v_cache, positions, scale, window):
 
 def _attend(q, k_cache, v_cache, positions, scale, window):
     n, n_head, hd = q.shape
-    group = n_head // k_cache.shape[1]
+    group = n_head // k_cache.shape[0]
     out = np.empty((n, n_head * hd), dtype=np.float32)
     for job in prange(n * n_head):
         i, h = job // n_head, job % n_head
         kv = h // group
         last = positions[i]
         first = max(0, last - window + 1) if window > 0 else 0
-        scores = np.empty(last - first + 1, dtype=np.float64)
-        for t in range(first, last + 1):
-            dot = 0.0
-            for j in range(hd):
-                dot += np.float64(q[i, h, j]) * np.float64(k_cache[t, kv, j])
-            scores[t - first] = dot * scale
+        scores = np.zeros(last - first + 1, dtype=np.float64)
+        for j in range(hd):  # every score gains its term j: each still sums j = 0, 1, ... in order
+            qj = np.float64(q[i, h, j])
+            keys = k_cache[kv, j]
+            for t in range(scores.size):
+                scores[t] += qj * np.float64(keys[first + t])
+        for t in range(scores.size):
+            scores[t] *= scale
         peak = scores.max()
         total = 0.0
         for t in range(scores.size):

@@ -17,14 +17,14 @@ STATE_MAGIC = b"KCPU-KV1"
 
 
 class CpuSequence:
-    """One conversation's keys and values, [context, n_head_kv, head_dim] float32 per attention block,
-    holding float16-rounded values, as llama.cpp's default float16 cache does (float32 storage spares a
+    """One conversation's keys [n_head_kv, head_dim, context] and values [context, n_head_kv, head_dim],
+    float32 per attention block, holding float16-rounded values, as llama.cpp's default float16 cache does (float32 storage spares a
     conversion per read)."""
 
     def __init__(self, stack: Stack, context_length: int):
         attentions = [b for b in stack.blocks if isinstance(b, Attention)]
-        self.keys = [np.zeros((context_length, a.n_head_kv, a.head_dim), np.float32) for a in attentions]
-        self.values = [np.zeros_like(k) for k in self.keys]
+        self.keys = [np.zeros((a.n_head_kv, a.head_dim, context_length), np.float32) for a in attentions]
+        self.values = [np.zeros((context_length, a.n_head_kv, a.head_dim), np.float32) for a in attentions]
         self.context_length = context_length
         self.n_tokens = 0
 
@@ -35,7 +35,8 @@ class CpuSequence:
         """n_tokens, then each layer's keys and values for them as float16: exact, they are float16-rounded."""
         n = self.n_tokens
         parts = [STATE_MAGIC, np.int64(n).tobytes()]
-        parts += [cache[:n].astype(np.float16).tobytes() for pair in zip(self.keys, self.values) for cache in pair]
+        for keys, values in zip(self.keys, self.values):
+            parts += [keys[:, :, :n].astype(np.float16).tobytes(), values[:n].astype(np.float16).tobytes()]
         return b"".join(parts)
 
     def restore(self, blob: bytes) -> None:
@@ -44,15 +45,15 @@ class CpuSequence:
         if blob[: len(STATE_MAGIC)] != STATE_MAGIC or len(blob) < head:
             raise KineticError("not a saved CPU sequence state")
         n = int(np.frombuffer(blob, np.int64, 1, len(STATE_MAGIC))[0])
-        per_token = 2 * sum(cache[0].size for cache in self.keys + self.values)  # float16 bytes
+        per_token = 4 * sum(values[0].size for values in self.values)  # keys and values, 2 bytes each
         if not 0 <= n <= self.context_length or len(blob) != head + n * per_token:
             raise KineticError("the saved state does not fit this model and context")
         at = head
-        for layer in range(len(self.keys)):
-            for cache in (self.keys[layer], self.values[layer]):
-                size = n * cache[0].size * 2
-                cache[:n] = np.frombuffer(blob, np.float16, size // 2, at).reshape((n,) + cache.shape[1:])
-                at += size
+        for keys, values in zip(self.keys, self.values):
+            count = n * values[0].size
+            keys[:, :, :n] = np.frombuffer(blob, np.float16, count, at).reshape(keys.shape[:2] + (n,))
+            values[:n] = np.frombuffer(blob, np.float16, count, at + 2 * count).reshape((n,) + values.shape[1:])
+            at += 4 * count
         self.n_tokens = n
 
 
@@ -148,7 +149,7 @@ class CpuRunner:
         factors = self._vector(a.rope.freq_factors) if a.rope.freq_factors is not None else self._ones(a.rope.n_dims)
         for part in (q, k):
             ops.rope(part, positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors, a.rope.neox)
-        seq.keys[layer][positions] = ops.to_half(k)
+        seq.keys[layer][:, :, positions] = ops.to_half(k).transpose(1, 2, 0)
         seq.values[layer][positions] = ops.to_half(v)
         # q meets the float16 keys at float16 precision, as ggml's F16 dot product takes it
         q = ops.to_half(q)
