@@ -134,6 +134,9 @@ def test_greedy_chat_is_the_engines_answer_and_reuses_the_cache(client, engine):
     assert second["usage"] == {"prompt_tokens": len(prompt), "completion_tokens": 3,
                                "total_tokens": len(prompt) + 3,
                                "prompt_tokens_details": {"cached_tokens": len(prompt) - 1}}
+    recomputed = client.simulate_post("/v1/chat/completions", json={**HI, "cache_prompt": False}).json
+    assert recomputed["choices"] == first["choices"]
+    assert recomputed["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
 
 
 def test_chat_logprobs_are_the_raw_logits(client, engine):

@@ -91,9 +91,12 @@ fn main() {
 """
 
 
+# The editing request as a raw prompt: the file, then the start of its rewrite with one name changed.
+EDIT_TEXT = f"// words.rs\n{EDIT_FILE}\n// words.rs again, with `counts` renamed to `tally`:\n"
+
+
 def edit_prompt(encode: Callable[[str], list[int]]) -> list[int]:
-    """The editing request as a raw prompt: the file, then the start of its rewrite with one name changed."""
-    return encode(f"// words.rs\n{EDIT_FILE}\n// words.rs again, with `counts` renamed to `tally`:\n")
+    return encode(EDIT_TEXT)
 
 
 def edit_run(runner: Runner, prompt: list[int], context_length: int, drafter: Optional[Drafter]) -> tuple[list[int], float]:

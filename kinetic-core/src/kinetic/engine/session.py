@@ -91,9 +91,10 @@ class Session:
 
     def generate(self, seq: DeviceSequence, tokens: Sequence[int], settings: SamplingSettings,
                  max_tokens: int, cached: Sequence[int] = (),
-                 on_pick: Optional[Callable[[np.ndarray, int], None]] = None) -> Generation:
+                 on_pick: Optional[Callable[[np.ndarray, int], None]] = None, reuse: bool = True) -> Generation:
         """An answer to the whole context `tokens`; seq holds `cached`, and keeps their common start.
-        on_pick(logits [n_vocab] float32, token) sees the raw logits of every token picked (for logprobs)."""
+        on_pick(logits [n_vocab] float32, token) sees the raw logits of every token picked (for logprobs);
+        reuse=False restores no kept prompt state (the answer is the same either way, only slower)."""
         state = SamplerState.start(settings, self._dry_breakers(settings))
 
         def pick_next(logits, history, index):
@@ -107,7 +108,7 @@ class Session:
             raise KineticError(f"token id {bad} is not in the model's vocabulary of {self.tokenizer.n_vocab}")
         keep = common_prefix(cached, tokens, limit=len(tokens) - 1)  # at least one token runs, for its logits
         states = self.prompt_states
-        if states is not None:
+        if states is not None and reuse:
             keep = states.restore(self.runner, seq, tokens, keep)
         seq.truncate(keep)
         on_finish = None if states is None else (lambda g, held: states.store(g.seq, held, g.timings))

@@ -32,6 +32,7 @@ class Job:
     top_logprobs: Optional[int] = None  # None: no log-probabilities; else 0 to 20 alternatives
     prompt_text: str = ""  # what /slots shows
     thinking: Optional[bool] = None  # reasoning.thinking_start: None, or whether the answer starts thinking
+    cache_prompt: bool = True  # False: compute the whole prompt, reusing no earlier state (llama-server's field)
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,9 @@ class Run:
         picked: list[TokenLogprobs] = []
         on_pick = None if job.top_logprobs is None else (
             lambda logits, token: picked.append(token_logprobs(logits, token, job.top_logprobs)))
-        generation = session.generate(engine._seq, job.prompt, self.settings, job.max_tokens, engine._cached, on_pick)
+        cached = engine._cached if job.cache_prompt else []
+        generation = session.generate(engine._seq, job.prompt, self.settings, job.max_tokens, cached, on_pick,
+                                      reuse=job.cache_prompt)
         self._start(len(generation.context))
         tokens = iter(generation)
         answer: list[int] = []

@@ -51,7 +51,7 @@ def job(engine: Engine, fields: Fields, prompt: list[int], prompt_text: str, lim
     engine.check_prompt(prompt)
     return Job(prompt=prompt, overrides=sampling_overrides(fields, engine.session.tokenizer.n_vocab),
                max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
-               prompt_text=prompt_text, thinking=thinking)
+               prompt_text=prompt_text, thinking=thinking, cache_prompt=fields.boolean("cache_prompt", True))
 
 
 def chat_logprobs(fields: Fields) -> Optional[int]:
