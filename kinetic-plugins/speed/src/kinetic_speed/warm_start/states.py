@@ -31,9 +31,6 @@ class WarmStart:
         self.prompt_rate: Optional[float] = None  # tokens computed per second
         self.restore_rate: Optional[float] = None  # state bytes restored per second
         self._lock = threading.Lock()  # the disk index, shared with the writer
-        self._writes: queue.Queue = queue.Queue()
-        threading.Thread(target=self._write_loop, daemon=True, name="warm-start writer").start()
-        atexit.register(self.flush)
 
     def restore(self, runner, seq, tokens: Sequence[int], held: int) -> int:
         """Attention states cut back exactly, so a state serves every start it shares with tokens."""
@@ -67,11 +64,11 @@ class WarmStart:
         self.memory[key] = blob
         while sum(len(b) for b in self.memory.values()) > self.memory_bytes:
             self.memory.popitem(last=False)
-        self._writes.put((key, blob))
+        _writer().put((self, key, blob))
 
     def flush(self) -> None:
-        """Wait until every state stored so far is on disk."""
-        self._writes.join()
+        """Wait until every state stored so far (by any store) is on disk."""
+        _writer().join()
 
     def _longest(self, tokens: Sequence[int], held: int) -> Optional[tuple[tuple[int, ...], Optional[Path], int]]:
         """(key, None for memory or its file, tokens shared) of the state sharing the longest start with
@@ -94,16 +91,37 @@ class WarmStart:
             return True
         return n_bytes / self.restore_rate < n_tokens / self.prompt_rate
 
-    def _write_loop(self) -> None:
-        while True:
-            key, blob = self._writes.get()
-            try:
-                with self._lock:
-                    self.disk.write(key, blob)
-            except OSError:
-                pass  # a full or read-only disk costs only the disk copy; memory still has it
-            finally:
-                self._writes.task_done()
+    def _write(self, key: tuple[int, ...], blob: bytes) -> None:
+        try:
+            with self._lock:
+                self.disk.write(key, blob)
+        except OSError:
+            pass  # a full or read-only disk costs only the disk copy; memory still has it
+
+
+_WRITES: Optional[queue.Queue] = None
+_STARTING = threading.Lock()
+
+
+def _writer() -> queue.Queue:
+    """The process's one queue of disk writes, served by one background thread and drained at exit; it
+    holds a store only while one of its writes waits, so a dropped store can be freed."""
+    global _WRITES
+    with _STARTING:
+        if _WRITES is None:
+            _WRITES = queue.Queue()
+            threading.Thread(target=_serve, args=(_WRITES,), daemon=True, name="warm-start writer").start()
+            atexit.register(_WRITES.join)
+    return _WRITES
+
+
+def _serve(writes: queue.Queue) -> None:
+    while True:
+        store, key, blob = writes.get()
+        try:
+            store._write(key, blob)
+        finally:
+            writes.task_done()
 
 
 def _running(previous: Optional[float], latest: float) -> float:
