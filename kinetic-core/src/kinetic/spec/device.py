@@ -14,6 +14,8 @@ from typing import Any, Callable, Optional, Protocol, Sequence
 
 import numpy as np
 
+from kinetic.errors import KineticError
+
 
 class DeviceSequence(Protocol):
     n_tokens: int  # tokens held in its cache
@@ -40,8 +42,6 @@ class Row:
 def linear_batches(rows: Sequence[Row], device: str) -> list[tuple[Any, list[int]]]:
     """(sequence, row indices) per sequence, for a device that runs linear batches only: each row must
     continue its sequence, after the row before it; else a KineticError naming `device` ("the CPU")."""
-    from kinetic.errors import KineticError
-
     groups: dict[int, tuple[Any, list[int]]] = {}
     for index, row in enumerate(rows):
         seq, batch = groups.setdefault(id(row.sequence), (row.sequence, []))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 from pathlib import Path
@@ -19,8 +20,14 @@ def model_identity(path: Path) -> str:
 
 def build_identity(runner) -> str:
     """A digest of the source of the device package that runs the model and of the engine's core."""
-    digest = hashlib.sha256(runner.device_name.encode())
-    for package in (type(runner).__module__.split(".")[0], "kinetic"):
+    return _build_identity(runner.device_name, type(runner).__module__.split(".")[0])
+
+
+@functools.lru_cache(maxsize=None)
+def _build_identity(device_name: str, device_package: str) -> str:
+    """Once per process: the code that runs is the code imported, whatever changes on disk later."""
+    digest = hashlib.sha256(device_name.encode())
+    for package in (device_package, "kinetic"):
         root = Path(importlib.import_module(package).__file__).parent
         for source in sorted(root.rglob("*.py")):
             digest.update(source.relative_to(root).as_posix().encode() + b"\0" + source.read_bytes())
