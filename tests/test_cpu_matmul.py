@@ -181,13 +181,6 @@ def q8_k_reference(x):  # ggml's quantize_row_q8_K_ref: d = max / -127 (max: lar
     return q.reshape(x.shape), d, q.reshape(len(x), -1, 16).sum(axis=-1, dtype=np.int32)
 
 
-def lanes_combine(values):  # values: [n, rows, steps] float32 -> [n, rows]: lane s % 8, then the fixed tree
-    lanes = np.zeros(values.shape[:2] + (8,), np.float32)
-    for s in range(values.shape[2]):
-        lanes[..., s % 8] += values[..., s]
-    return lanes_tree(lanes)
-
-
 def lanes_tree(lanes):  # [n, rows, 8] float32 -> [n, rows]: the driver's fixed tree
     l = [lanes[..., i] for i in range(8)]  # noqa: E741
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
@@ -208,13 +201,27 @@ def run_dots(q, xq, run):  # q: [rows, nb, B], xq: [n, nb * B] -> [n, rows, nb, 
     return (q.reshape(1, rows, nb, size // run, run) * x).sum(axis=-1)
 
 
-def legacy_values(blocks, quants, acts):  # per block, 8 runs of 4: (d_w d_x) * (q . x_q), added lane-wise
+def fma32(a, b, c):  # float32 a * b + c rounded once, as IEEE fusedMultiplyAdd
+    """a * b is exact in float64; the float64 sum rounded to odd, then to float32, is the single rounding
+    (Boldo and Melquiond, 2008: 53 >= 24 + 2 bits)."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(v, np.float32).astype(np.float64) for v in (a, b, c)))
+    product = a * b
+    total = product + c
+    back = total - product
+    error = (product - (total - back)) + (c - back)  # total + error == product + c exactly (TwoSum)
+    even = (total.view(np.int64) & 1) == 0
+    toward = np.where(error > 0, np.inf, -np.inf)
+    total = np.where((error != 0) & even, np.nextafter(total, toward), total)
+    return total.astype(np.float32)
+
+
+def legacy_values(blocks, quants, acts):  # per block, 8 runs of 4: acc = fma(d_w d_x, q . x_q, acc) lane-wise
     xq, d, _ = acts
     runs = run_dots(quants, xq, 4).astype(np.float32)  # [n, rows, nb, 8]
     scale = f16(blocks, 0)[None] * d[:, None]
     lanes = np.zeros(runs.shape[:2] + (8,), np.float32)
     for b in range(runs.shape[2]):
-        lanes += scale[..., b, None] * runs[..., b, :]
+        lanes = fma32(scale[..., b, None], runs[..., b, :], lanes)
     return lanes_tree(lanes)
 
 
@@ -227,36 +234,49 @@ def q5_0_values(blocks, acts):
     return legacy_values(blocks, q - 16, acts)
 
 
-def k_values(d_w, scales, dots, acts, dmin_w=None, mins=None):  # (d_w d_x) i - (dmin_w d_x) m per super-block
-    _, d, sums = acts
-    exact = (scales[None] * dots).sum(axis=-1).astype(np.float32)
-    value = (d_w[None] * d[:, None]) * exact
-    if mins is not None:
-        runs = mins.shape[-1]
-        run_sums = sums.reshape(len(sums), 1, -1, runs, 16 // runs).sum(axis=-1)  # sums come per 16
-        m = (mins[None] * run_sums).sum(axis=-1).astype(np.float32)
-        value = value - (dmin_w[None] * d[:, None]) * m
-    return value
+def eight(v):  # [..., 8 or 16] -> [..., 8]: adjacent lanes added when there are 16
+    return v if v.shape[-1] == 8 else v[..., 0::2] + v[..., 1::2]
+
+
+def k_values(d_w, scales, q, acts, offset=0, dmin_w=None, mins=None):  # -> [n, rows] through 8 lanes
+    """Per super-block: lane j sums s_run * q * x_q over bytes 4j..4j+3 of each chunk of 32, less the offset
+    term; acc = fma(d_w d_x, lanes, acc), then acc = fma(-(dmin_w d_x), mins * run sums, acc)."""
+    xq, d, sums = acts
+    n, (rows, nb, _) = len(xq), q.shape
+    runs = scales.shape[-1]
+    per_weight = np.repeat(scales, 256 // runs, axis=-1)  # [rows, nb, 256]
+    x = xq.reshape(n, 1, nb, 256).astype(np.int64)
+    lanes = (per_weight * q)[None] * x  # [n, rows, nb, 256]
+    lanes = lanes.reshape(n, rows, nb, 8, 8, 4).sum(axis=(-3, -1))  # chunk c, lane j, byte: sum over c and byte
+    run_sums = sums.reshape(n, 1, nb, runs, 16 // runs).sum(axis=-1)  # sums come per 16
+    if offset:
+        lanes = lanes - offset * eight(scales[None] * run_sums)
+    acc = np.zeros((n, rows, 8), np.float32)
+    for b in range(nb):
+        acc = fma32((d_w[None, :, b] * d[:, None, b])[..., None], lanes[:, :, b].astype(np.float32), acc)
+        if mins is not None:
+            m = eight(mins[None, :, b] * run_sums[:, :, b]).astype(np.float32)
+            acc = fma32(-(dmin_w[None, :, b] * d[:, None, b])[..., None], m, acc)
+    return lanes_tree(acc)
 
 
 def q4_k_values(blocks, acts):
     low, mid, high = (blocks[..., at : at + 4].astype(np.int64) for at in (4, 8, 12))
     scales = np.concatenate([low & 63, (high & 15) | (low >> 6 << 4)], axis=-1)
     mins = np.concatenate([mid & 63, (high >> 4) | (mid >> 6 << 4)], axis=-1)
-    dots = run_dots(unpack(blocks[..., 16:], 4, 32), acts[0], 32)
-    return k_values(f16(blocks, 0), scales, dots, acts, f16(blocks, 2), mins)
+    q = unpack(blocks[..., 16:], 4, 32)
+    return k_values(f16(blocks, 0), scales, q, acts, dmin_w=f16(blocks, 2), mins=mins)
 
 
 def q6_k_values(blocks, acts):
     q = unpack(blocks[..., :128], 4, 64) | (unpack(blocks[..., 128:192], 2, 32) << 4)
     scales = blocks[..., 192:208].view(np.int8).astype(np.int64)
-    return k_values(f16(blocks, 208), scales, run_dots(q - 32, acts[0], 16), acts)
+    return k_values(f16(blocks, 208), scales, q, acts, offset=32)
 
 
 # name -> (outputs [n, rows] from blocks and activations, the activations' kind)
-NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q5_0": (q5_0_values, "q8_0"),
-               "Q4_K": (lambda b, a: lanes_combine(q4_k_values(b, a)), "q8_k"),
-               "Q6_K": (lambda b, a: lanes_combine(q6_k_values(b, a)), "q8_k")}  # fmt: skip
+NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q5_0": (q5_0_values, "q8_0"), "Q4_K": (q4_k_values, "q8_k"),
+               "Q6_K": (q6_k_values, "q8_k")}  # fmt: skip
 
 
 @pytest.mark.parametrize("kind, reference", [("q8_0", q8_0_reference), ("q8_k", q8_k_reference)])

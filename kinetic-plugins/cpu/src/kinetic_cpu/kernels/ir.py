@@ -1,7 +1,8 @@
 """LLVM IR basics for the kernels' numba intrinsics: types and constants, pointers into numba arrays,
 unaligned loads and stores, a loop over a batch's tokens, and what the target CPU has.
 
-Nothing in the kernels' IR uses fast-math flags: every float operation is the IEEE operation written.
+Nothing in the kernels' IR uses fast-math flags: every float operation is the IEEE operation written,
+fused multiply-adds included (llvm.fma rounds once, on any target: a libm call where the CPU has no FMA).
 """
 
 from __future__ import annotations
@@ -78,6 +79,13 @@ def add_into(builder, pointer, value) -> None:
 
 def load_bytes(builder, pointer, offset: int, n: int) -> ir.Value:
     return load(builder, pointer, offset, vector(I8, n))
+
+
+def fma(builder, a, b, c) -> ir.Value:
+    """a * b + c rounded once (IEEE fusedMultiplyAdd), lane by lane."""
+    name = f"llvm.fma.v{a.type.count}f32" if isinstance(a.type, ir.VectorType) else "llvm.fma.f32"
+    fn = builder.module.declare_intrinsic(name, fnty=ir.FunctionType(a.type, [a.type] * 3))
+    return builder.call(fn, [a, b, c])
 
 
 def splat(builder, scalar, n: int) -> ir.Value:

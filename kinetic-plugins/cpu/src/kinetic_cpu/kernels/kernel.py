@@ -8,9 +8,9 @@ A weight row is walked in steps (a block; a float weight), step s stored at byte
 
 at: the byte offset of step s in w; acts: the activations (activations.py) as a tuple of [n_tokens, ...]
 arrays; acc: [n_tokens + pad, 8] float32. Each decodes its weights once, then for every token adds into the
-token's acc row, in step order: the value of step s into lane s % 8, or (the 32-weight block types) 8 lanes
-per step. The driver sums the 8 lanes in one fixed tree, so an output depends on nothing but its row, its
-token and k.
+token's acc row, in step order: the value of step s into lane s % 8 (the float types), or 8 lanes per
+step (the block types, as ggml's AVX2 vec_dot keeps 8 lanes). The driver sums the 8 lanes in one fixed
+tree, so an output depends on nothing but its row, its token and k.
 """
 
 from __future__ import annotations
@@ -54,13 +54,10 @@ class Step:
         with ir.for_tokens(self.context, self.builder, array_type, array) as t:
             yield t
 
-    def accumulate(self, t, values) -> None:
-        """acc[t, 0:8] += each <8 x float> of values, in order."""
+    def accumulate(self, t, update: Callable) -> None:
+        """acc[t, 0:8] = update(acc[t, 0:8]), update building IR from and to an <8 x float>."""
         pointer = ir.row_pointer(self.context, self.builder, self._acc_type, self._acc, t, ir.const(ir.I64, 0))
-        total = ir.load(self.builder, pointer, 0, values[0].type)
-        for value in values:
-            total = self.builder.fadd(total, value)
-        ir.store(self.builder, total, pointer, 0)
+        ir.store(self.builder, update(ir.load(self.builder, pointer, 0, ir.vector(ir.F32, 8))), pointer, 0)
 
     def add(self, t, n_lanes: int, value) -> None:
         """acc[t, lanes] += value: lanes 0..7 for a full call of 8 (s a multiple of 8), else lane s % 8."""

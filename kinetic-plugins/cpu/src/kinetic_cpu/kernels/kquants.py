@@ -1,9 +1,10 @@
 """Kernels of the K-quants (super-blocks of 256) against Q8_K activations: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 
-A step is one super-block. Its value: the exact integer i = sum over runs j of s_j * ((q_j - offset) . x_j)
-(offset 32 for Q6_K, 4 for Q3_K, taken as offset * the run's sum of x_q) and, for the types with minimums,
-m = sum over runs of m_j * (sum of x_q in run j); then (d_w * d_x) * i - (dmin_w * d_x) * m, as ggml's
-vec_dot does.
+A step is one super-block, kept in 8 integer lanes as ggml's AVX2 vec_dot keeps them: lane j holds the
+exact sum over the 8 chunks of 32 of s_run * (q . x_q) for the chunk's bytes 4j .. 4j + 3; an offset
+(32 for Q6_K, 4 for Q3_K, w = s * (q - offset)) comes off as offset * s_run * (sum of x_q in the run), runs
+2j and 2j + 1 in lane j when there are 16; the minimums, m_run * (sum of x_q in the run), likewise. Then
+acc = fma(d_w * d_x, i, acc) and, for the types with minimums, acc = fma(-(dmin_w * d_x), m, acc).
 """
 
 from __future__ import annotations
@@ -60,9 +61,15 @@ def _pair_scales(builder, scales):
 
 
 def _run_sums(builder, sums, n_runs: int):  # sums: <16 x i32> of x_q per 16 -> per run
-    if n_runs == 16:
-        return sums
-    return builder.add(*(builder.shuffle_vector(sums, sums, ir.indices(range(p, 16, 2))) for p in (0, 1)))
+    return sums if n_runs == 16 else _eight(builder, sums)
+
+
+def _across(builder, one):  # <1 x float> -> <8 x float>
+    return ir.splat(builder, builder.extract_element(one, ir.const(I32, 0)), 8)
+
+
+def _eight(builder, v):  # <8 or 16 x i32> -> <8 x i32>: adjacent lanes added when there are 16
+    return v if v.type.count == 8 else dots.fold_pairs(builder, v)
 
 
 class _Spec(NamedTuple):
@@ -73,22 +80,21 @@ class _Spec(NamedTuple):
     offset: int = 0  # w = d * s * (q - offset)
 
 
-def _integer(builder, spec: _Spec, quants, pair_scales, scales, mins, x, run_sums):
-    """(i, m) of one token, exact int32: i = sum_j s_j (q_j - offset) . x_j, m = sum_j m_j sum(x_j) (or None)."""
+def _lanes(builder, spec: _Spec, quants, pair_scales, scales, x, run_sums):
+    """<8 x i32> of one token, exact: sum_j s_j (q_j - offset) . x_j split over 8 lanes (module docstring)."""
     total = None
     for c, quant in enumerate(quants):
         part = dots.scaled_quad_sums(builder, quant, ir.load_bytes(builder, x, 32 * c, 32), pair_scales[c])
         total = part if total is None else builder.add(total, part)
-    exact = dots.int_sum(builder, total)
     if spec.offset:
-        offsets = dots.int_sum(builder, builder.mul(run_sums, scales))
-        exact = builder.sub(exact, builder.mul(offsets, ir.const(I32, spec.offset)))
-    return exact, dots.int_sum(builder, builder.mul(run_sums, mins)) if mins is not None else None
+        offsets = _eight(builder, builder.mul(run_sums, scales))
+        total = builder.sub(total, builder.mul(offsets, ir.const(offsets.type, spec.offset)))
+    return total
 
 
 def _super_block(spec: _Spec):
     """The intrinsic taking one super-block of the type spec describes."""
-    one = ir.vector(F32, 1)
+    lanes = ir.vector(F32, 8)
 
     def body(step):
         b = step.builder
@@ -101,12 +107,17 @@ def _super_block(spec: _Spec):
             sums = ir.load(b, step.activation(2, t, step.times_s(16)), 0, ir.vector(I32, 16))
             run_sums = _run_sums(b, sums, scales.type.count)
             x = step.activation(0, t, step.times_s(256))
-            exact, m = _integer(b, spec, quants, pair_scales, scales, mins, x, run_sums)
-            d_x = ir.load(b, step.activation(1, t, step.s), 0, one)
-            value = b.fmul(b.fmul(d_w, d_x), b.sitofp(ir.as_lanes(b, exact), one))
-            if m is not None:
-                value = b.fsub(value, b.fmul(b.fmul(dmin_w, d_x), b.sitofp(ir.as_lanes(b, m), one)))
-            step.add(t, 1, value)
+            d_x = ir.load(b, step.activation(1, t, step.s), 0, d_w.type)
+            exact = b.sitofp(_lanes(b, spec, quants, pair_scales, scales, x, run_sums), lanes)
+
+            def update(total):
+                total = ir.fma(b, _across(b, b.fmul(d_w, d_x)), exact, total)
+                if mins is None:
+                    return total
+                m = b.sitofp(_eight(b, b.mul(run_sums, mins)), lanes)
+                return ir.fma(b, _across(b, b.fneg(b.fmul(dmin_w, d_x))), m, total)
+
+            step.accumulate(t, update)
 
     return step_intrinsic(body)
 

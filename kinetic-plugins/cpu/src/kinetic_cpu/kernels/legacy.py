@@ -2,9 +2,10 @@
 and Q4_1, Q5_1 (w = d * q + m).
 
 A step is one block, as in ggml's AVX2 vec_dot: the exact integer sums of its 8 runs of 4 products,
-(q - offset) . x_q (offset 8 for Q4_0, 16 for Q5_0), become 8 floats, times d_w * d_x, added to the token's
-8 lanes block after block; with a minimum, m_w * (d_x * sum x_q) goes into lane 0. No lane ever crosses
-another until the driver's final tree, so the vector work needs no shuffles. A full call takes 8 blocks.
+(q - offset) . x_q (offset 8 for Q4_0, 16 for Q5_0), become 8 floats, fused-multiplied by d_w * d_x into
+the token's 8 lanes block after block (acc = fma(d, sums, acc), ggml's _mm256_fmadd_ps); with a minimum,
+m_w * (d_x * sum x_q) is then added to lane 0. No lane ever crosses another until the driver's final tree,
+so the vector work needs no shuffles. A full call takes 8 blocks.
 """
 
 from __future__ import annotations
@@ -39,22 +40,23 @@ def _blocks(spec: _Spec, n: int):
         m_w = halves.gather_f16(b, step.weights, 2, spec.size, n) if spec.has_min else None
         with step.tokens() as t:
             d_x_at = step.activation(1, t, step.s)
-            d_x = ir.load(b, d_x_at, 0, vector)
             if spec.has_min:
                 sum_x = ir.load(b, step.activation(2, t, step.s), 0, ir.vector(I32, n))
-                minimums = b.fmul(m_w, b.fmul(d_x, b.sitofp(sum_x, vector)))
+                minimums = b.fmul(m_w, b.fmul(ir.load(b, d_x_at, 0, vector), b.sitofp(sum_x, vector)))
             x = step.activation(0, t, step.times_s(32))
-            values = []
-            for j, q in enumerate(quants):
-                sums = dots.quad_sums(b, q, ir.load_bytes(b, x, 32 * j, 32), signed)
-                scale = b.fmul(d_w_lanes[j], ir.splat(b, ir.load(b, d_x_at, 4 * j, F32), 8))  # d_w * d_x
-                value = b.fmul(scale, b.sitofp(sums, lanes))
-                if spec.has_min:
-                    first = b.fadd(b.extract_element(value, ir.const(I32, 0)),
-                                   b.extract_element(minimums, ir.const(I32, j)))
-                    value = b.insert_element(value, first, ir.const(I32, 0))
-                values.append(value)
-            step.accumulate(t, values)
+
+            def update(total):
+                for j, q in enumerate(quants):
+                    sums = b.sitofp(dots.quad_sums(b, q, ir.load_bytes(b, x, 32 * j, 32), signed), lanes)
+                    scale = b.fmul(d_w_lanes[j], ir.splat(b, ir.load(b, d_x_at, 4 * j, F32), 8))  # d_w * d_x
+                    total = ir.fma(b, scale, sums, total)
+                    if spec.has_min:
+                        first = b.fadd(b.extract_element(total, ir.const(I32, 0)),
+                                       b.extract_element(minimums, ir.const(I32, j)))
+                        total = b.insert_element(total, first, ir.const(I32, 0))
+                return total
+
+            step.accumulate(t, update)
 
     return step_intrinsic(body)
 
