@@ -53,7 +53,8 @@ def write_model(path: Path, name: str) -> Path:
     metadata = {"llama.context_length": 131072, "llama.embedding_length": n_embd, "llama.block_count": n_layer,
                 "llama.feed_forward_length": n_ff, "llama.attention.head_count": n_head,
                 "llama.attention.head_count_kv": n_head_kv, "llama.attention.layer_norm_rms_epsilon": 1e-5,
-                "llama.rope.freq_base": 500000.0, "general.name": f"random Llama 3.2 {name.upper()} shape"}
+                "llama.rope.freq_base": 500000.0, "general.name": f"random Llama 3.2 {name.upper()} shape",
+                "llama.vocab_size": N_VOCAB, "tokenizer.ggml.model": "none"}  # llama.cpp then makes dummy tokens
     return write_gguf(path, "llama", metadata, tensors)
 
 

@@ -182,6 +182,8 @@ K_QUANTS = ("Q4_K", "Q5_K", "Q6_K")
 @gpu
 @pytest.mark.parametrize("name", QUANTIZED + FLOATS)
 def test_matmul_exact_across_batches_and_close_to_float(name):
+    """Batches of 64 and 20 (int8 tensor cores for the quantized types), 5 (a partial matvec tile) and 1
+    give each token the same bits; rows of 96 are a tile and a half of the tensor-core kernel."""
     from kinetic_cuda.products import matmul
 
     rng = np.random.default_rng(sum(map(ord, name)))
@@ -191,6 +193,8 @@ def test_matmul_exact_across_batches_and_close_to_float(name):
     batch = matmul(weight, name, k, x)
     single = np.concatenate([matmul(weight, name, k, x[t : t + 1]) for t in range(0, 64, 9)])
     assert np.array_equal(batch[::9], single)
+    assert np.array_equal(matmul(weight, name, k, x[7:27]), batch[7:27])
+    assert np.array_equal(matmul(weight, name, k, x[40:45]), batch[40:45])
     kind = plugins().tensor_types[name]
     floats = kind.dequantize(weight.reshape(-1, kind.type_size)).reshape(96, k).astype(np.float64)
     exact = x.astype(np.float64) @ floats.T

@@ -12,14 +12,15 @@ import cupy
 import numpy as np
 
 from kinetic_cuda.module import kernel
-from kinetic_cuda.weights import GpuMatrix
+from kinetic_cuda.weights import TILE, GpuMatrix
 from kinetic_cuda.workspace import Activations, Workspace
 
 NULL = np.uint64(0)
-WARPS = 4  # rows per matmul thread block, a warp each
-TILE = 8  # tokens per matmul thread block (matmul.cu)
+MV_THREADS = 128  # threads of a matmul.cu matvec thread block, which takes TILE tokens
+MMA_THREADS, MMA_ROWS, MMA_TOKENS = 128, 64, 32  # matmul.cu's mma: threads, rows and tokens a thread block
+MMA_FROM = 16  # tokens from which quantized products run on tensor cores
 THREADS = 256
-NORM_THREADS = 1024  # norm_rope.cu: a row of the widest models in one or two steps per thread
+NORM_THREADS = 256  # norm_rope.cu's rms_norm
 
 
 def _blocks(total: int) -> int:
@@ -38,16 +39,25 @@ def _acts(acts: Optional[Activations]) -> tuple:
 
 def matmul(jobs: list[tuple], acts: Activations, x: cupy.ndarray, n: int, accumulate: bool = False) -> None:
     """For each job (m, out, bias) of one to three matrices of one type and width: out[:n, :m.rows] (+)= x[:n] . m^T.
-    Quantized matrices read acts, which quantize() (or a norm or gate that quantizes) made of x."""
+    Quantized matrices read acts, which quantize() (or a norm or gate that quantizes) made of x. From MMA_FROM
+    tokens on they multiply on int8 tensor cores (mma), else a thread block takes m.per rows (matvec); both
+    sum each output in one order (matmul.cu), so a token's output does not depend on n."""
     m = jobs[0][0]
+    tensor_cores = m.quantized and n >= MMA_FROM
+    per = MMA_ROWS if tensor_cores else m.per
     blocks, args = 0, ()
     for matrix, out, bias in jobs + [(None, NULL, None)] * (3 - len(jobs)):
         rows = matrix.rows if matrix is not None else 0
-        blocks += math.ceil(rows / WARPS)
+        blocks += math.ceil(rows / per)
         args += (matrix.data if matrix is not None else NULL, NULL if bias is None else bias, out, np.int32(rows))
     args += (np.int64(m.row_bytes), np.int32(m.chunks))
-    args += (acts.xq, acts.xd, acts.xs) if m.quantized else (x,)
-    m.matmul((blocks, math.ceil(n / TILE)), (32 * WARPS,), args + (np.int32(n), np.int32(accumulate)))
+    if tensor_cores:
+        args += (acts.xq, acts.xd, acts.xs, np.int32(n), np.int32(accumulate))
+        m.mma((blocks, math.ceil(n / MMA_TOKENS)), (MMA_THREADS,), args)
+        return
+    xs = (acts.xq, acts.xd, acts.xs, NULL) if m.quantized else (NULL, NULL, NULL, x)
+    args += (np.int32(per),) + xs + (np.int32(n), np.int32(accumulate))
+    m.matvec((blocks, math.ceil(n / TILE)), (MV_THREADS,), args, shared_mem=m.shared_bytes(n))
 
 
 def embed(m: GpuMatrix, tokens: cupy.ndarray, n: int, out: cupy.ndarray, scale: float) -> None:

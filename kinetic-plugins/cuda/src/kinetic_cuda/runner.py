@@ -21,6 +21,7 @@ from kinetic_cuda.weights import GpuMatrix, upload_bytes
 from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_bytes
 
 GIB = 1 << 30
+PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
 KERNELS = ("quantize_q8", "gate", "add", "rms_norm", "rope", "store_kv", "attention")
 
 
@@ -56,6 +57,7 @@ class CudaRunner:
             kernel(name)
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self._spare_caches = [self._new_caches()]
+        self._host_logits = pinned(min(PINNED_ROWS, rows) * stack.n_vocab).reshape(-1, stack.n_vocab)
 
     def _matrix(self, weight: Weight) -> GpuMatrix:
         if weight.name not in self._matrices:
@@ -109,7 +111,12 @@ class CudaRunner:
                 self._decode_graph(seq).launch(self.stream)
             else:
                 self._queue(seq, n, len(asks))
-            logits = self.ws.logits[: len(asks)].get(stream=self.stream) if asks else None
+            if asks:
+                host = self._host_logits[: len(asks)] if len(asks) <= len(self._host_logits) else None
+                logits = self.ws.logits[: len(asks)].get(stream=self.stream, out=host)
+                self.stream.synchronize()
+            else:
+                logits = None
         seq.n_tokens = batch[-1].position + 1
         return logits
 
@@ -133,6 +140,11 @@ class CudaRunner:
         if n_logits:
             self.output_norm(ws.x, n_logits, ws.h, rows=ws.inputs[2], acts=ws.acts if self.output.quantized else None)
             products(ws, ws.h, n_logits, [(self.output, ws.logits, None)], prepared=True)
+
+
+def pinned(size: int) -> np.ndarray:
+    """[size] float32 in page-locked host memory, which copies from the GPU fill at full speed."""
+    return np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, size)
 
 
 def _check_fits(stack: Stack, scratch: int) -> None:

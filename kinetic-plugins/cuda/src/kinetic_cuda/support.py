@@ -28,7 +28,8 @@ def refusal(stack: Stack) -> Optional[str]:
         if not isinstance(block, (Attention, GatedFeedForward)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"
         if isinstance(block, Attention):
-            if block.head_dim > MAX_HEAD_DIM or block.rope.n_dims % 2 or block.n_head % block.n_head_kv:
+            heads_fit = block.head_dim <= MAX_HEAD_DIM and block.head_dim % 8 == 0  # 8 keys a load
+            if not heads_fit or block.rope.n_dims % 2 or block.n_head % block.n_head_kv:
                 return f"CUDA has no attention kernel for heads of {block.head_dim} ({block.n_head} heads, " \
                        f"{block.n_head_kv} KV heads, {block.rope.n_dims} rotated)"
     for weight in matrices(stack):

@@ -9,6 +9,12 @@ from kinetic.model.blocks import Weight
 from kinetic_cuda.module import kernel
 from kinetic_cuda.support import QUANTIZED
 
+MATVEC_CHUNKS = 512  # chunks of 32 weights a matvec thread block takes (matmul.cu), over whole rows
+STAGED_BYTES = 32768  # of its rows' bytes, staged in shared memory
+TILE = 8  # tokens a matvec thread block takes
+X_STAGED = 16384  # bytes of int8 activations a matvec thread block stages, when they fit
+DEFAULT_SHARED = 48 * 1024  # dynamic shared memory a kernel may take without asking
+
 
 class GpuMatrix:
     """A weight matrix [rows, k] as its raw bytes [rows, row_bytes] on the GPU, and its type's kernels."""
@@ -20,12 +26,28 @@ class GpuMatrix:
         self.chunks = k // 32
         self.quantized = self.type in QUANTIZED  # else a float type, taking float32 activations
         self.data = cupy.asarray(np.ascontiguousarray(raw))
-        self.matmul = kernel(f"matmul_{self.type}")
+        self.per = max(1, min(16, MATVEC_CHUNKS // self.chunks, STAGED_BYTES // self.row_bytes))  # rows a block
+        self.matvec = kernel(f"matvec_{self.type}")
+        most = max(self.shared_bytes(n) for n in range(1, TILE + 1))
+        if most > DEFAULT_SHARED:
+            self.matvec.max_dynamic_shared_size_bytes = max(most, self.matvec.max_dynamic_shared_size_bytes)
+        self.mma = kernel(f"mma_{self.type}") if self.quantized else None  # prompts: int8 tensor cores
         self.embed = kernel(f"embed_{self.type}")
+
+    def shared_bytes(self, n: int) -> int:
+        """Dynamic shared memory of a matvec launch for n tokens (matmul.cu's matvec)."""
+        tile = min(n, TILE)
+        x = 40 * tile * self.chunks
+        return _up16(self.per * self.row_bytes) + _up16(4 * tile * self.per * (self.chunks | 1)) + \
+            (x if self.quantized and x <= X_STAGED else 0)
 
     @staticmethod
     def of(weight: Weight) -> "GpuMatrix":
         return GpuMatrix(weight.raw(), weight.type.name, weight.shape[-1])
+
+
+def _up16(size: int) -> int:
+    return (size + 15) // 16 * 16
 
 
 def vector(weight: Weight) -> cupy.ndarray:

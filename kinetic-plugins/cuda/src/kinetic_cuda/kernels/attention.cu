@@ -52,9 +52,17 @@ extern "C" __global__ void attention(const float* __restrict__ q, const u16* __r
     const u16* v0 = values + (long)first * stride + (long)kv * head_dim;
     float peak = __int_as_float(0xff800000);  // -inf
     for (int t = tid; t < length; t += ATTENTION_THREADS) {
-        const u16* kr = k0 + t * stride;
+        const uint4* kr = (const uint4*)(k0 + t * stride);  // head_dim % 8 == 0: 8 keys a load
         float s = 0.f;
-        for (int j = 0; j < head_dim; j++) s = __fmaf_rn(qs[j], h2f(kr[j]), s);
+        for (int j = 0; j < head_dim; j += 8) {
+            uint4 w = kr[j / 8];
+            u32 pairs[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                s = __fmaf_rn(qs[j + 2 * i], h2f((u16)(pairs[i] & 0xFFFF)), s);
+                s = __fmaf_rn(qs[j + 2 * i + 1], h2f((u16)(pairs[i] >> 16)), s);
+            }
+        }
         s = __fmul_rn(s, scale);
         sc[t] = s;
         peak = fmaxf(peak, s);

@@ -1,11 +1,18 @@
-// out[t, r] = row r of W . token t, for raw GGUF weights W [rows, row_bytes]. One warp per row and up to
-// TILE tokens: lane l takes chunks l, l + 32, l + 64, ... in order, then the 32 lanes are added in one
-// butterfly. So an output depends on its row, its token and k, never on the batch: every float operation
-// is an explicit _rn intrinsic, which the compiler may not fuse or reorder. With accumulate, out += value.
-// One launch takes up to three matrices of one type and width that multiply the same x (q, k, v; gate, up):
-// the thread blocks of matrix 0 come first, then those of 1, then those of 2.
+// out[t, r] = row r of W . token t, for raw GGUF weights W [rows, row_bytes]. Every kernel here computes an
+// output (row r, token t) in one canonical order, so that it depends on its row, its token and k, never on
+// the batch or the kernel that ran:
+//     v_c = the value of 32-weight chunk c (chunk_value; a float type's chunk: its 32 products in order)
+//     p_g = ((0 + v_g) + v_(g+4)) + v_(g+8) + ...                      for g = 0, 1, 2, 3
+//     out = (p_0 + p_1) + (p_2 + p_3), then + bias, then out + value when accumulating
+// Every float operation is an explicit _rn intrinsic, which the compiler may not fuse or reorder.
+// matvec (up to TILE tokens a thread block) makes the v_c in parallel into shared memory and then sums
+// them; mma (prompts) takes the chunks' exact integer products from int8 tensor cores, its warp g
+// summing p_g. One launch takes up to three matrices of one type and width that multiply the same x
+// (q, k, v; gate, up): the thread blocks of matrix 0 come first, then those of 1, then those of 2.
 
 #define TILE 8
+#define MV_THREADS 128
+#define FULL 0xffffffffu
 
 struct Job {
     const u8* W;
@@ -14,125 +21,324 @@ struct Job {
     int rows;
 };
 
-// the matrix and row of this warp; false past the last row
-__device__ __forceinline__ bool pick(Job& job, const Job& j0, const Job& j1, const Job& j2, int& r) {
-    int warps = blockDim.x >> 5, block = blockIdx.x;
-    int blocks0 = (j0.rows + warps - 1) / warps, blocks1 = (j1.rows + warps - 1) / warps;
-    if (block < blocks0) job = j0;
-    else if (block < blocks0 + blocks1) { job = j1; block -= blocks0; }
-    else { job = j2; block -= blocks0 + blocks1; }
-    r = block * warps + (threadIdx.x >> 5);
-    return r < job.rows;
+// the matrix of this thread block and its first row; a matrix's rows go `per` to a block
+__device__ __forceinline__ Job pick(const Job& j0, const Job& j1, const Job& j2, int per, int& r0) {
+    int block = blockIdx.x;
+    int blocks0 = (j0.rows + per - 1) / per, blocks1 = (j1.rows + per - 1) / per;
+    r0 = block * per;
+    if (block < blocks0) return j0;
+    if (block < blocks0 + blocks1) { r0 -= blocks0 * per; return j1; }
+    r0 -= (blocks0 + blocks1) * per;
+    return j2;
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int offset = 16; offset > 0; offset >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    return v;
-}
-
-__device__ __forceinline__ void finish(float* acc, int lane, int r, int t0, int nt, const float* bias, float* out,
-                                       int out_stride, int accumulate) {
-    for (int t = 0; t < TILE; t++) {
-        float v = warp_sum(acc[t]);
-        if (lane == 0 && t < nt) {
-            if (bias) v = __fadd_rn(v, bias[r]);
-            float* o = out + (long)(t0 + t) * out_stride + r;
-            *o = accumulate ? __fadd_rn(*o, v) : v;
-        }
-    }
+__device__ __forceinline__ void store(const Job& job, int r, int t, float v, int accumulate) {
+    if (job.bias) v = __fadd_rn(v, job.bias[r]);
+    float* o = job.out + (long)t * job.rows + r;
+    *o = accumulate ? __fadd_rn(*o, v) : v;
 }
 
 __device__ __forceinline__ int dot16(const int* q, int4 x) {
     return __dp4a(q[3], x.w, __dp4a(q[2], x.z, __dp4a(q[1], x.y, __dp4a(q[0], x.x, 0))));
 }
 
-// xq: [n, 32 chunks] int8, xd and xs: [n, chunks] the blocks' scales and sums (activations.cu)
+// a chunk of weights (d, m) against int8 activations (scale dx, sum sx, an integer) whose integer product is exact
 template <class T>
-__device__ void matmul_q(const Job& job, int r, long row_bytes, int chunks, const signed char* __restrict__ xq,
-                         const float* __restrict__ xd, const int* __restrict__ xs, int n, int accumulate) {
-    int lane = threadIdx.x & 31;
-    int t0 = blockIdx.y * TILE, nt = min(TILE, n - t0);
-    float acc[TILE];
-    for (int t = 0; t < TILE; t++) acc[t] = 0.f;
-    const u8* row = job.W + (long)r * row_bytes;
-#pragma unroll 2
-    for (int c = lane; c < chunks; c += 32) {
-        Chunk ch;
-        T::load(row + (long)(c / T::CHUNKS) * T::BYTES, c % T::CHUNKS, ch);
-#pragma unroll
-        for (int t = 0; t < TILE; t++) {
-            if (t < nt) {
-                long at = (long)(t0 + t) * chunks + c;
-                const int4* x = (const int4*)(xq + 32 * at);
-                int exact = ch.sa * dot16(ch.q, x[0]) + ch.sb * dot16(ch.q + 4, x[1]);
-                float dx = xd[at];
-                float v = __fmul_rn(__fmul_rn(ch.d, dx), (float)exact);
-                if (T::HAS_MIN) v = __fadd_rn(v, __fmul_rn(__fmul_rn(ch.m, dx), (float)xs[at]));
-                acc[t] = __fadd_rn(acc[t], v);
-            }
-        }
-    }
-    finish(acc, lane, r, t0, nt, job.bias, job.out, job.rows, accumulate);
+__device__ __forceinline__ float chunk_value(float d, float m, int exact, float dx, float sx) {
+    float v = __fmul_rn(__fmul_rn(d, dx), (float)exact);
+    if (T::HAS_MIN) v = __fadd_rn(v, __fmul_rn(__fmul_rn(m, dx), sx));
+    return v;
 }
 
-// x: [n, 32 chunks] float32; a chunk's 32 products are summed in order, then added to the lane's sum
+// ---- matvec: a thread block takes `per` rows and up to TILE tokens, its rows' bytes staged in shared memory
+
+template <int W>
+__device__ __forceinline__ void copy_async(u8* dst, const u8* src) {
+    unsigned at = (unsigned)__cvta_generic_to_shared(dst);
+    if (W == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(src));
+    else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(at), "l"(src), "n"(W));
+}
+
+template <int W>
+__device__ __forceinline__ void copy_by(u8* dst, const u8* src, long length) {
+    for (long i = threadIdx.x * W; i < length; i += (long)blockDim.x * W) copy_async<W>(dst + i, src + i);
+}
+
+// starts copying length bytes at src (2-byte aligned, as every type's rows are) to dst, in the widest
+// copies all three allow; landed() waits for every copy the thread block started
+__device__ void copy(u8* dst, const u8* __restrict__ src, long length) {
+    unsigned alignment = (unsigned)((size_t)src | (size_t)length | (size_t)dst);
+    if (alignment % 16 == 0) copy_by<16>(dst, src, length);
+    else if (alignment % 8 == 0) copy_by<8>(dst, src, length);
+    else if (alignment % 4 == 0) copy_by<4>(dst, src, length);
+    else
+        for (long i = threadIdx.x; i < length / 2; i += blockDim.x) ((u16*)dst)[i] = ((const u16*)src)[i];
+}
+
+__device__ __forceinline__ void landed() {
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    __syncthreads();
+}
+
+// v_c of chunk c of staged row `row`, for the block's nt tokens (xq: [nt, chunks, 32] int8, xd and xs:
+// [nt, chunks], in global or shared memory)
 template <class T>
-__device__ void matmul_f(const Job& job, int r, long row_bytes, int chunks, const float* __restrict__ x, int n,
-                         int accumulate) {
-    int lane = threadIdx.x & 31;
-    int t0 = blockIdx.y * TILE, nt = min(TILE, n - t0);
-    float acc[TILE];
-    for (int t = 0; t < TILE; t++) acc[t] = 0.f;
-    const u8* row = job.W + (long)r * row_bytes;
-    long k = 32L * chunks;
-#pragma unroll 2
-    for (int c = lane; c < chunks; c += 32) {
-        float w[32];
-        for (int i = 0; i < 32; i++) w[i] = T::at(row, 32L * c + i);
+__device__ __forceinline__ void values(const u8* row, int c, int chunks, const signed char* xq, const float* xd,
+                                       const int* xs, int nt, float* s, int stride) {
+    Chunk ch;
+    T::load(row + (long)(c / T::CHUNKS) * T::BYTES, c % T::CHUNKS, ch);
 #pragma unroll
-        for (int t = 0; t < TILE; t++) {
-            if (t < nt) {
-                const float4* xv = (const float4*)(x + (t0 + t) * k + 32L * c);
-                float s = 0.f;
-                for (int i = 0; i < 8; i++) {
-                    float4 v = xv[i];
-                    s = __fmaf_rn(w[4 * i], v.x, s);
-                    s = __fmaf_rn(w[4 * i + 1], v.y, s);
-                    s = __fmaf_rn(w[4 * i + 2], v.z, s);
-                    s = __fmaf_rn(w[4 * i + 3], v.w, s);
-                }
-                acc[t] = __fadd_rn(acc[t], s);
+    for (int t = 0; t < TILE; t++) {
+        if (t < nt) {
+            int at = t * chunks + c;
+            const int4* x = (const int4*)(xq + 32L * at);
+            int exact = ch.sa * dot16(ch.q, x[0]) + ch.sb * dot16(ch.q + 4, x[1]);
+            s[t * stride] = chunk_value<T>(ch.d, ch.m, exact, xd[at], (float)xs[at]);
+        }
+    }
+}
+
+// the float types: x [n, chunks * 32] float32; a chunk's 32 products summed in order
+template <class T>
+__device__ __forceinline__ void float_values(const u8* row, int c, int chunks, const float* __restrict__ x, int t0,
+                                             int nt, float* s, int stride) {
+    float w[32];
+    for (int i = 0; i < 32; i++) w[i] = T::at(row, 32L * c + i);
+#pragma unroll
+    for (int t = 0; t < TILE; t++) {
+        if (t < nt) {
+            const float4* xv = (const float4*)(x + (long)(t0 + t) * chunks * 32 + 32L * c);
+            float v = 0.f;
+            for (int i = 0; i < 8; i++) {
+                float4 f = xv[i];
+                v = __fmaf_rn(w[4 * i], f.x, v);
+                v = __fmaf_rn(w[4 * i + 1], f.y, v);
+                v = __fmaf_rn(w[4 * i + 2], f.z, v);
+                v = __fmaf_rn(w[4 * i + 3], f.w, v);
+            }
+            s[t * stride] = v;
+        }
+    }
+}
+
+// s: [TILE][per][stride] values of the block's rows; p_g by four adjacent lanes, then (p0 + p1) + (p2 + p3)
+__device__ void sum_rows(const float* s, int per, int stride, int chunks, const Job& job, int r0, int t0, int nt,
+                         int accumulate) {
+    int total = nt * per * 4;
+    for (int base = 0; base < total; base += blockDim.x) {
+        int idx = base + threadIdx.x, g = idx & 3, item = idx >> 2;
+        int t = item / per, row = item % per;
+        float p = 0.f;
+        if (idx < total) {
+            const float* v = s + (t * per + row) * stride;
+            for (int c = g; c < chunks; c += 4) p = __fadd_rn(p, v[c]);
+        }
+        p = __fadd_rn(p, __shfl_down_sync(FULL, p, 1));
+        p = __fadd_rn(p, __shfl_down_sync(FULL, p, 2));
+        if (idx < total && g == 0 && r0 + row < job.rows) store(job, r0 + row, t0 + t, p, accumulate);
+    }
+}
+
+// smem: the staged rows (per * row_bytes), the values [tile][per][chunks | 1], each rounded up to 16 bytes, and
+// where they take at most X_STAGED bytes, the tile's int8 activations (xq, xd, xs), tile = min(n, TILE)
+// (GpuMatrix.shared_bytes)
+#define X_STAGED 16384
+template <class T, bool QUANTIZED>
+__device__ void matvec(const Job& job, int r0, int per, long row_bytes, int chunks, const signed char* xq,
+                       const float* xd, const int* xs, const float* x, int n, int accumulate) {
+    extern __shared__ __align__(16) u8 smem[];
+    int here = min(per, job.rows - r0), t0 = blockIdx.y * TILE, nt = min(TILE, n - t0), tile = min(n, TILE);
+    int stride = chunks | 1, items = here * chunks;  // an odd stride spreads the rows over the banks
+    float* s = (float*)(smem + ((per * row_bytes + 15) & ~15L));
+    copy(smem, job.W + (long)r0 * row_bytes, here * row_bytes);
+    if constexpr (QUANTIZED) {
+        xq += 32L * t0 * chunks, xd += (long)t0 * chunks, xs += (long)t0 * chunks;
+        if (tile * chunks * 40 <= X_STAGED) {
+            u8* staged = (u8*)s + ((4 * tile * per * stride + 15) & ~15);
+            copy(staged, (const u8*)xq, 32L * nt * chunks);
+            copy(staged + 32 * tile * chunks, (const u8*)xd, 4L * nt * chunks);
+            copy(staged + 36 * tile * chunks, (const u8*)xs, 4L * nt * chunks);
+            xq = (const signed char*)staged, xd = (const float*)(staged + 32 * tile * chunks);
+            xs = (const int*)(staged + 36 * tile * chunks);
+        }
+    }
+    landed();
+    for (int item = threadIdx.x; item < items; item += blockDim.x) {
+        int row = item / chunks, c = item % chunks;
+        float* out = s + row * stride + c;
+        if constexpr (QUANTIZED) values<T>(smem + row * row_bytes, c, chunks, xq, xd, xs, nt, out, per * stride);
+        else float_values<T>(smem + row * row_bytes, c, chunks, x, t0, nt, out, per * stride);
+    }
+    __syncthreads();
+    sum_rows(s, per, stride, chunks, job, r0, t0, nt, accumulate);
+}
+
+// ---- mma: a thread block takes MMA_ROWS rows and MMA_TOKENS tokens; warp g multiplies chunks g, g + 4, ...
+
+#define MMA_ROWS 64
+#define MMA_TOKENS 32
+#define MMA_THREADS 128
+
+struct Scales {
+    int sa, sb;
+    float d, m;
+};
+
+// word w of a 32-byte row (weights or tokens) in shared memory: rows 4..7 of each 8 take their halves
+// swapped, so the eight rows a fragment load touches fall in distinct banks
+__device__ __forceinline__ int swz(int row, int w) { return row * 8 + (w ^ (row & 4)); }
+
+// shared memory of one step of 4 chunks; the same memory later holds the partial sums [4][ROWS][TOKENS]
+struct Step {
+    int a[4 * MMA_ROWS * 8];  // weights as int8 words, [chunk][row] swizzled
+    Scales scales[4 * MMA_ROWS];
+    int x[4 * MMA_TOKENS * 8];  // activations as int8 words, [chunk][token] swizzled
+    float dx[4 * MMA_TOKENS], sx[4 * MMA_TOKENS];  // sx: the integer sums, as floats
+};
+
+template <class T>
+__device__ void load_step(Step& st, const Job& job, int r0, long row_bytes, int chunks, int c0,
+                          const signed char* __restrict__ xq, const float* __restrict__ xd,
+                          const int* __restrict__ xs, int t0, int n) {
+    for (int item = threadIdx.x; item < 4 * MMA_ROWS; item += MMA_THREADS) {
+        int row = item >> 2, ci = item & 3, c = c0 + ci, r = r0 + row;
+        Chunk ch = {};
+        if (c < chunks && r < job.rows) T::load(job.W + r * row_bytes + (long)(c / T::CHUNKS) * T::BYTES, c % T::CHUNKS, ch);
+        int* a = st.a + ci * MMA_ROWS * 8;
+        for (int w = 0; w < 8; w++) a[swz(row, w)] = ch.q[w];
+        st.scales[ci * MMA_ROWS + row] = Scales{ch.sa, ch.sb, ch.d, ch.m};
+    }
+    for (int item = threadIdx.x; item < 4 * MMA_TOKENS * 2; item += MMA_THREADS) {
+        int half = item & 1, token = (item >> 1) % MMA_TOKENS, ci = item / (2 * MMA_TOKENS);
+        int c = c0 + ci, t = t0 + token;
+        int4 v = c < chunks && t < n ? ((const int4*)(xq + 32 * ((long)t * chunks + c)))[half] : int4{0, 0, 0, 0};
+        int* x = st.x + ci * MMA_TOKENS * 8;
+        x[swz(token, 4 * half)] = v.x;
+        x[swz(token, 4 * half + 1)] = v.y;
+        x[swz(token, 4 * half + 2)] = v.z;
+        x[swz(token, 4 * half + 3)] = v.w;
+    }
+    for (int item = threadIdx.x; item < 4 * MMA_TOKENS; item += MMA_THREADS) {
+        int c = c0 + item / MMA_TOKENS, t = t0 + item % MMA_TOKENS;
+        bool real = c < chunks && t < n;
+        st.dx[item] = real ? xd[(long)t * chunks + c] : 0.f;
+        st.sx[item] = real ? (float)xs[(long)t * chunks + c] : 0.f;
+    }
+}
+
+// d[0..3] = rows (g, g, g + 8, g + 8) x tokens (2q, 2q + 1, 2q, 2q + 1) of A [16 x 32] . B [32 x 8], exact
+__device__ __forceinline__ void mma32(int* d, int a0, int a1, int a2, int a3, int b0, int b1) {
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+}
+
+__device__ __forceinline__ void mma16(int* d, int a0, int a1, int b0) {  // the same for 16 weights
+    asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a0), "r"(a1), "r"(b0), "r"(0));
+}
+
+// acc[m][t][e] += v_c of this warp's chunk in the step: 4 row tiles of 16 by 4 token tiles of 8
+template <class T>
+__device__ __forceinline__ void mma_chunk(const Step& st, int ci, float (&acc)[4][4][4]) {
+    int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    const int* a = st.a + ci * MMA_ROWS * 8;
+    const int* x = st.x + ci * MMA_TOKENS * 8;
+    const float* dx = st.dx + ci * MMA_TOKENS;
+    const float* sx = st.sx + ci * MMA_TOKENS;
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++) {
+        int ra = mt * 16 + g, rb = ra + 8;
+        int a0 = a[swz(ra, q)], a1 = a[swz(rb, q)], a2 = a[swz(ra, 4 + q)], a3 = a[swz(rb, 4 + q)];
+        Scales sa = st.scales[ci * MMA_ROWS + ra], sb = st.scales[ci * MMA_ROWS + rb];
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++) {
+            int token = nt * 8 + g, b0 = x[swz(token, q)], b1 = x[swz(token, 4 + q)];
+            int exact[4];
+            if (T::SPLIT) {  // the halves have their own scales
+                int lo[4], hi[4];
+                mma16(lo, a0, a1, b0);
+                mma16(hi, a2, a3, b1);
+                for (int e = 0; e < 4; e++) exact[e] = e < 2 ? sa.sa * lo[e] + sa.sb * hi[e] : sb.sa * lo[e] + sb.sb * hi[e];
+            } else {
+                mma32(exact, a0, a1, a2, a3, b0, b1);
+                for (int e = 0; e < 4; e++) exact[e] *= e < 2 ? sa.sa : sb.sa;
+            }
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const Scales& s = e < 2 ? sa : sb;
+                int t = nt * 8 + 2 * q + (e & 1);
+                acc[mt][nt][e] = __fadd_rn(acc[mt][nt][e], chunk_value<T>(s.d, s.m, exact[e], dx[t], sx[t]));
             }
         }
     }
-    finish(acc, lane, r, t0, nt, job.bias, job.out, job.rows, accumulate);
+}
+
+// the four warps' partial sums through shared memory, then out = (p0 + p1) + (p2 + p3)
+__device__ void mma_finish(float* part, float (&acc)[4][4][4], const Job& job, int r0, int t0, int n, int accumulate) {
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    __syncthreads();
+    for (int mt = 0; mt < 4; mt++)
+        for (int nt = 0; nt < 4; nt++)
+            for (int e = 0; e < 4; e++) {
+                int row = mt * 16 + g + (e >= 2 ? 8 : 0), token = nt * 8 + 2 * q + (e & 1);
+                part[(warp * MMA_ROWS + row) * MMA_TOKENS + token] = acc[mt][nt][e];
+            }
+    __syncthreads();
+    const int size = MMA_ROWS * MMA_TOKENS;
+    for (int o = threadIdx.x; o < size; o += MMA_THREADS) {
+        int r = r0 + o / MMA_TOKENS, t = t0 + o % MMA_TOKENS;
+        float v = __fadd_rn(__fadd_rn(part[o], part[size + o]), __fadd_rn(part[2 * size + o], part[3 * size + o]));
+        if (r < job.rows && t < n) store(job, r, t, v, accumulate);
+    }
+}
+
+template <class T>
+__device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const signed char* xq, const float* xd,
+                    const int* xs, int n, int accumulate) {
+    __shared__ __align__(16) float shared[4 * MMA_ROWS * MMA_TOKENS];
+    Step& st = *(Step*)shared;
+    int warp = threadIdx.x >> 5, t0 = blockIdx.y * MMA_TOKENS;
+    float acc[4][4][4];
+    for (int i = 0; i < 64; i++) (&acc[0][0][0])[i] = 0.f;
+    for (int c0 = 0; c0 < chunks; c0 += 4) {
+        load_step<T>(st, job, r0, row_bytes, chunks, c0, xq, xd, xs, t0, n);
+        __syncthreads();
+        if (c0 + warp < chunks) mma_chunk<T>(st, warp, acc);
+        __syncthreads();
+    }
+    mma_finish(shared, acc, job, r0, t0, n, accumulate);
 }
 
 #define JOBS                                                                                                   \
     const u8 *W0, const float *bias0, float *out0, int rows0, const u8 *W1, const float *bias1, float *out1, int rows1, \
         const u8 *W2, const float *bias2, float *out2, int rows2
-#define PICK                                                                                                   \
-    Job job;                                                                                                   \
-    int r;                                                                                                     \
-    if (!pick(job, Job{W0, bias0, out0, rows0}, Job{W1, bias1, out1, rows1}, Job{W2, bias2, out2, rows2}, r)) return;
-#define MATMUL_Q(T)                                                                                            \
-    extern "C" __global__ void matmul_##T(JOBS, long row_bytes, int chunks, const signed char* xq, const float* xd, \
-                                          const int* xs, int n, int accumulate) {                               \
-        PICK matmul_q<T>(job, r, row_bytes, chunks, xq, xd, xs, n, accumulate);                                 \
+#define PICK(PER)                                                                                              \
+    int r0;                                                                                                    \
+    Job job = pick(Job{W0, bias0, out0, rows0}, Job{W1, bias1, out1, rows1}, Job{W2, bias2, out2, rows2}, PER, r0);
+#define MATVEC(T, QUANTIZED)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(MV_THREADS) matvec_##T(                                       \
+        JOBS, long row_bytes, int chunks, int per, const signed char* xq, const float* xd, const int* xs,      \
+        const float* x, int n, int accumulate) {                                                              \
+        PICK(per) matvec<T, QUANTIZED>(job, r0, per, row_bytes, chunks, xq, xd, xs, x, n, accumulate);         \
     }
-#define MATMUL_F(T)                                                                                            \
-    extern "C" __global__ void matmul_##T(JOBS, long row_bytes, int chunks, const float* x, int n, int accumulate) { \
-        PICK matmul_f<T>(job, r, row_bytes, chunks, x, n, accumulate);                                          \
+#define MMA(T)                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, 3) mma_##T(                                         \
+        JOBS, long row_bytes, int chunks, const signed char* xq, const float* xd, const int* xs, int n,        \
+        int accumulate) {                                                                                     \
+        PICK(MMA_ROWS) mma<T>(job, r0, row_bytes, chunks, xq, xd, xs, n, accumulate);                         \
     }
+#define QUANT(T) MATVEC(T, true) MMA(T)
 
-MATMUL_Q(Q8_0)
-MATMUL_Q(Q4_0)
-MATMUL_Q(Q4_1)
-MATMUL_Q(Q5_0)
-MATMUL_Q(Q5_1)
-MATMUL_Q(Q4_K)
-MATMUL_Q(Q5_K)
-MATMUL_Q(Q6_K)
-MATMUL_F(F32)
-MATMUL_F(F16)
-MATMUL_F(BF16)
+QUANT(Q8_0)
+QUANT(Q4_0)
+QUANT(Q4_1)
+QUANT(Q5_0)
+QUANT(Q5_1)
+QUANT(Q4_K)
+QUANT(Q5_K)
+QUANT(Q6_K)
+MATVEC(F32, false)
+MATVEC(F16, false)
+MATVEC(BF16, false)

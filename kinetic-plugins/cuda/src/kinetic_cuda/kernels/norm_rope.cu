@@ -1,25 +1,25 @@
 // RMS norm and rotary embeddings.
 
-#define NORM_THREADS 1024
+#define NORM_THREADS 256
 
 // out[i] = x[rows ? rows[i] : i] / sqrt(mean(x^2) + eps) * w; x: [*, d] float32. The sum of squares in
-// float64: each thread's elements in order, then one fixed tree over the threads. With q non-NULL the row
+// float64: each thread's elements in order, a butterfly over each warp (both lanes of a pair add the same
+// two numbers, so every lane holds the same sum), then the 8 warps' sums in order. With q non-NULL the row
 // is also quantized (quantize_q8), for the matrices that take it.
-extern "C" __global__ void rms_norm(const float* x, const int* __restrict__ rows,
-                                    const float* __restrict__ w, float* out, int d, float eps,
-                                    signed char* __restrict__ q, float* __restrict__ qd, int* __restrict__ sums) {
-    __shared__ double part[NORM_THREADS];
+extern "C" __global__ void __launch_bounds__(NORM_THREADS) rms_norm(
+    const float* x, const int* __restrict__ rows, const float* __restrict__ w, float* out, int d, float eps,
+    signed char* __restrict__ q, float* __restrict__ qd, int* __restrict__ sums) {
+    __shared__ double part[NORM_THREADS / 32];
     int i = blockIdx.x, tid = threadIdx.x;
     const float* v = x + (long)(rows ? rows[i] : i) * d;
     double s = 0.0;
     for (int j = tid; j < d; j += NORM_THREADS) s = __dadd_rn(s, __dmul_rn((double)v[j], (double)v[j]));
-    part[tid] = s;
+    for (int offset = 16; offset > 0; offset >>= 1) s = __dadd_rn(s, __shfl_xor_sync(0xffffffffu, s, offset));
+    if ((tid & 31) == 0) part[tid >> 5] = s;
     __syncthreads();
-    for (int step = NORM_THREADS / 2; step > 0; step >>= 1) {
-        if (tid < step) part[tid] = __dadd_rn(part[tid], part[tid + step]);
-        __syncthreads();
-    }
-    float scale = (float)(1.0 / sqrt(part[0] / d + (double)eps));
+    double total = part[0];
+    for (int k = 1; k < NORM_THREADS / 32; k++) total = __dadd_rn(total, part[k]);
+    float scale = (float)(1.0 / sqrt(total / d + (double)eps));
     for (int j = tid; j < d; j += NORM_THREADS) {  // with q, d is whole blocks: a warp's 32 values are one
         float o = __fmul_rn(__fmul_rn(v[j], scale), w[j]);
         long at = (long)i * d + j;

@@ -41,7 +41,7 @@ __device__ __forceinline__ void unit_scales(Chunk& c, float d, float m) {
 }
 
 struct Q8_0 {
-    static const int BYTES = 34, CHUNKS = 1, HAS_MIN = 0;
+    static const int BYTES = 34, CHUNKS = 1, HAS_MIN = 0, SPLIT = 0;
     __device__ static void load(const u8* b, int, Chunk& c) {
         unit_scales(c, half_at(b), 0.f);
         for (int i = 0; i < 8; i++) c.q[i] = (int)ld32(b + 2 + 4 * i);
@@ -62,35 +62,32 @@ __device__ __forceinline__ void nibbles(const u8* b, Chunk& c) {
 }
 
 struct Q4_0 {
-    static const int BYTES = 18, CHUNKS = 1, HAS_MIN = 0;
+    static const int BYTES = 18, CHUNKS = 1, HAS_MIN = 0, SPLIT = 0;
     __device__ static void load(const u8* b, int, Chunk& c) { unit_scales(c, half_at(b), 0.f); nibbles<2, -1, 8>(b, c); }
 };
 struct Q4_1 {
-    static const int BYTES = 20, CHUNKS = 1, HAS_MIN = 1;
+    static const int BYTES = 20, CHUNKS = 1, HAS_MIN = 1, SPLIT = 0;
     __device__ static void load(const u8* b, int, Chunk& c) { unit_scales(c, half_at(b), half_at(b + 2)); nibbles<4, -1, 0>(b, c); }
 };
 struct Q5_0 {
-    static const int BYTES = 22, CHUNKS = 1, HAS_MIN = 0;
+    static const int BYTES = 22, CHUNKS = 1, HAS_MIN = 0, SPLIT = 0;
     __device__ static void load(const u8* b, int, Chunk& c) { unit_scales(c, half_at(b), 0.f); nibbles<6, 2, 16>(b, c); }
 };
 struct Q5_1 {
-    static const int BYTES = 24, CHUNKS = 1, HAS_MIN = 1;
+    static const int BYTES = 24, CHUNKS = 1, HAS_MIN = 1, SPLIT = 0;
     __device__ static void load(const u8* b, int, Chunk& c) { unit_scales(c, half_at(b), half_at(b + 2)); nibbles<8, 4, 0>(b, c); }
 };
 
-// Q4_K, Q5_K: run j's 6-bit scale and min, packed in the 12 bytes at 4 (read as 3 aligned words)
+// Q4_K, Q5_K: run j's 6-bit scale and min, packed in the 12 bytes at 4
 __device__ __forceinline__ void k4_scale_min(const u8* b, int j, int& scale, int& min) {
-    const u32* words = (const u32*)(b + 4);
-    u32 w[3] = {words[0], words[1], words[2]};
-#define K4_BYTE(i) ((int)((w[(i) >> 2] >> (8 * ((i) & 3))) & 0xFF))
+    const u8* s = b + 4;
     if (j < 4) {
-        scale = K4_BYTE(j) & 63;
-        min = K4_BYTE(j + 4) & 63;
+        scale = s[j] & 63;
+        min = s[j + 4] & 63;
     } else {
-        scale = (K4_BYTE(j + 4) & 0xF) | ((K4_BYTE(j - 4) >> 6) << 4);
-        min = (K4_BYTE(j + 4) >> 4) | ((K4_BYTE(j) >> 6) << 4);
+        scale = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
     }
-#undef K4_BYTE
 }
 
 __device__ __forceinline__ void words8(const u8* p, u32* w) {  // 32 bytes at a 16-byte aligned address
@@ -120,18 +117,18 @@ __device__ __forceinline__ void k4_load(const u8* b, int j, Chunk& c) {
 }
 
 struct Q4_K {
-    static const int BYTES = 144, CHUNKS = 8, HAS_MIN = 1;
+    static const int BYTES = 144, CHUNKS = 8, HAS_MIN = 1, SPLIT = 0;
     __device__ static void load(const u8* b, int j, Chunk& c) { k4_load<16, -1>(b, j, c); }
 };
 struct Q5_K {
-    static const int BYTES = 176, CHUNKS = 8, HAS_MIN = 1;
+    static const int BYTES = 176, CHUNKS = 8, HAS_MIN = 1, SPLIT = 0;
     __device__ static void load(const u8* b, int j, Chunk& c) { k4_load<48, 16>(b, j, c); }
 };
 
 // Q6_K: chunk j = 32 sub + 128 n of the 256: low nibbles in ql[64 n + 32 (sub % 2)], high or low half by
 // sub / 2; two high bits at bit 2 sub of qh[32 n]; int8 scales per 16 weights; q - 32
-struct Q6_K {
-    static const int BYTES = 210, CHUNKS = 8, HAS_MIN = 0;
+struct Q6_K {  // SPLIT: its halves have their own scales (sa != sb)
+    static const int BYTES = 210, CHUNKS = 8, HAS_MIN = 0, SPLIT = 1;
     __device__ static void load(const u8* b, int j, Chunk& c) {
         int n = j >> 2, sub = j & 3;
         const u8* ql = b + 64 * n + 32 * (sub & 1);
