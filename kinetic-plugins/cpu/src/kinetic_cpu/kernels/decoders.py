@@ -42,15 +42,13 @@ def _bits(builder, block, c: int, layout: tuple[int, int, int]):
 
 def k_chunks(low: tuple[int, int, int], high: tuple[int, int, int] | None = None):
     """A K-quant super-block of 256 weights from low bits and optional high bits, each given as
-    (byte offset, bits per field, run length in bytes). -> build(builder, block i8*) -> 8 x <32 x i8>"""
+    (byte offset, bits per field, run length in bytes).
+    -> chunk(builder, block i8*, c) -> <32 x i8>, weights 32c .. 32c + 31"""
 
-    def build(builder, block):
-        chunks = []
-        for c in range(8):
-            q = _bits(builder, block, c, low)
-            if high is not None:
-                q = builder.or_(q, builder.shl(_bits(builder, block, c, high), ir.const(q.type, low[1])))
-            chunks.append(q)
-        return chunks
+    def chunk(builder, block, c: int):
+        q = _bits(builder, block, c, low)
+        if high is not None:
+            q = builder.or_(q, builder.shl(_bits(builder, block, c, high), ir.const(q.type, low[1])))
+        return q
 
-    return build
+    return chunk

@@ -53,11 +53,15 @@ def member(builder, tuple_type, value, i: int):
     return tuple_type.types[i], builder.extract_value(value, i)
 
 
+def n_tokens(context, builder, array_type, array) -> ir.Value:
+    """The row count (i64) of a 2D array."""
+    return cgutils.unpack_tuple(builder, context.make_array(array_type)(context, builder, array).shape, 2)[0]
+
+
 @contextmanager
 def for_tokens(context, builder, array_type, array):
     """Loop over the rows (tokens) of a 2D array: yields the row index (i64)."""
-    n = cgutils.unpack_tuple(builder, context.make_array(array_type)(context, builder, array).shape, 2)[0]
-    with cgutils.for_range(builder, n) as loop:
+    with cgutils.for_range(builder, n_tokens(context, builder, array_type, array)) as loop:
         yield loop.index
 
 

@@ -54,6 +54,17 @@ class Step:
         with ir.for_tokens(self.context, self.builder, array_type, array) as t:
             yield t
 
+    def by_batch_size(self, single: Callable, several: Callable) -> None:
+        """single(t) for a batch of one token (t = 0: no loop, so a kernel can decode each block where it
+        uses it instead of holding all of them), else several(), which loops over the tokens itself."""
+        array_type, array = ir.member(self.builder, self._acts_type, self._acts, 0)
+        n = ir.n_tokens(self.context, self.builder, array_type, array)
+        with self.builder.if_else(self.builder.icmp_signed("==", n, ir.const(ir.I64, 1))) as (one, many):
+            with one:
+                single(ir.const(ir.I64, 0))
+            with many:
+                several()
+
     def accumulate(self, t, update: Callable) -> None:
         """acc[t, 0:8] = update(acc[t, 0:8]), update building IR from and to an <8 x float>."""
         pointer = ir.row_pointer(self.context, self.builder, self._acc_type, self._acc, t, ir.const(ir.I64, 0))

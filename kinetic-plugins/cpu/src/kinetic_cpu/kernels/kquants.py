@@ -73,7 +73,7 @@ def _eight(builder, v):  # <8 or 16 x i32> -> <8 x i32>: adjacent lanes added wh
 
 
 class _Spec(NamedTuple):
-    decode: Callable  # (builder, block i8*) -> 8 x <32 x i8> unsigned quants
+    decode: Callable  # (builder, block i8*, chunk c) -> <32 x i8> unsigned quants of weights 32c .. 32c + 31
     scales: Callable  # (builder, block i8*) -> (<runs x i32> scales, <runs x i32> mins or None)
     d_at: int  # byte offset of the f16 d
     dmin_at: int = -1  # of the f16 dmin, for the types with minimums
@@ -81,10 +81,11 @@ class _Spec(NamedTuple):
 
 
 def _lanes(builder, spec: _Spec, quants, pair_scales, scales, x, run_sums):
-    """<8 x i32> of one token, exact: sum_j s_j (q_j - offset) . x_j split over 8 lanes (module docstring)."""
+    """<8 x i32> of one token, exact: sum_j s_j (q_j - offset) . x_j split over 8 lanes (module docstring);
+    quants(c): chunk c's quants."""
     total = None
-    for c, quant in enumerate(quants):
-        part = dots.scaled_quad_sums(builder, quant, ir.load_bytes(builder, x, 32 * c, 32), pair_scales[c])
+    for c in range(8):
+        part = dots.scaled_quad_sums(builder, quants(c), ir.load_bytes(builder, x, 32 * c, 32), pair_scales[c])
         total = part if total is None else builder.add(total, part)
     if spec.offset:
         offsets = _eight(builder, builder.mul(run_sums, scales))
@@ -98,12 +99,12 @@ def _super_block(spec: _Spec):
 
     def body(step):
         b = step.builder
-        quants = spec.decode(b, step.weights)
         scales, mins = spec.scales(b, step.weights)
         pair_scales = _pair_scales(b, scales)
         d_w = halves.gather_f16(b, step.weights, spec.d_at, 0, 1)
         dmin_w = halves.gather_f16(b, step.weights, spec.dmin_at, 0, 1) if mins is not None else None
-        with step.tokens() as t:
+
+        def token(t, quants):
             sums = ir.load(b, step.activation(2, t, step.times_s(16)), 0, ir.vector(I32, 16))
             run_sums = _run_sums(b, sums, scales.type.count)
             x = step.activation(0, t, step.times_s(256))
@@ -118,6 +119,13 @@ def _super_block(spec: _Spec):
                 return ir.fma(b, _across(b, b.fneg(b.fmul(dmin_w, d_x))), m, total)
 
             step.accumulate(t, update)
+
+        def several():  # decode the chunks once, then each token
+            chunks = [spec.decode(b, step.weights, c) for c in range(8)]
+            with step.tokens() as t:
+                token(t, chunks.__getitem__)
+
+        step.by_batch_size(lambda t: token(t, lambda c: spec.decode(b, step.weights, c)), several)
 
     return step_intrinsic(body)
 

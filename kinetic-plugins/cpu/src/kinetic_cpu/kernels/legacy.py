@@ -4,7 +4,7 @@ and Q4_1, Q5_1 (w = d * q + m).
 A step is one block, as in ggml's AVX2 vec_dot: the exact integer sums of its 8 runs of 4 products,
 (q - offset) . x_q (offset 8 for Q4_0, 16 for Q5_0), become 8 floats, fused-multiplied by d_w * d_x into
 the token's 8 lanes block after block (acc = fma(d, sums, acc), ggml's _mm256_fmadd_ps); with a minimum,
-m_w * (d_x * sum x_q) is then added to lane 0. No lane ever crosses another until the driver's final tree,
+the call's m_w * (d_x * sum x_q), summed in block order, are then added to lane 0. No lane ever crosses another until the driver's final tree,
 so the vector work needs no shuffles. A full call takes 8 blocks.
 """
 
@@ -32,13 +32,19 @@ def _blocks(spec: _Spec, n: int):
 
     def body(step):
         b = step.builder
-        quants = [spec.decode(b, b.gep(step.weights, [ir.const(I64, j * spec.size)])) for j in range(n)]
-        if spec.offset:  # to int8, as ggml's kernels do: q - offset
-            quants = [b.sub(q, ir.const(q.type, spec.offset)) for q in quants]
-        d_w = halves.gather_f16(b, step.weights, 0, spec.size, n)
-        d_w_lanes = [ir.splat(b, b.extract_element(d_w, ir.const(I32, j)), 8) for j in range(n)]
+
+        def quant(j):  # block j's <32 x i8> quants, less the offset (to int8, as ggml's kernels do)
+            q = spec.decode(b, b.gep(step.weights, [ir.const(I64, j * spec.size)]))
+            return b.sub(q, ir.const(q.type, spec.offset)) if spec.offset else q
+
+        def d_w(j, gathered=None):  # <8 x float>, block j's d in every lane (from the n gathered, if given)
+            if gathered is None:
+                gathered, j = halves.gather_f16(b, step.weights, j * spec.size, 0, 1), 0
+            return ir.splat(b, b.extract_element(gathered, ir.const(I32, j)), 8)
+
         m_w = halves.gather_f16(b, step.weights, 2, spec.size, n) if spec.has_min else None
-        with step.tokens() as t:
+
+        def token(t, quants, scales):
             d_x_at = step.activation(1, t, step.s)
             if spec.has_min:
                 sum_x = ir.load(b, step.activation(2, t, step.s), 0, ir.vector(I32, n))
@@ -46,17 +52,27 @@ def _blocks(spec: _Spec, n: int):
             x = step.activation(0, t, step.times_s(32))
 
             def update(total):
-                for j, q in enumerate(quants):
-                    sums = b.sitofp(dots.quad_sums(b, q, ir.load_bytes(b, x, 32 * j, 32), signed), lanes)
-                    scale = b.fmul(d_w_lanes[j], ir.splat(b, ir.load(b, d_x_at, 4 * j, F32), 8))  # d_w * d_x
+                for j in range(n):
+                    sums = b.sitofp(dots.quad_sums(b, quants(j), ir.load_bytes(b, x, 32 * j, 32), signed), lanes)
+                    scale = b.fmul(scales(j), ir.splat(b, ir.load(b, d_x_at, 4 * j, F32), 8))  # d_w * d_x
                     total = ir.fma(b, scale, sums, total)
-                    if spec.has_min:
-                        first = b.fadd(b.extract_element(total, ir.const(I32, 0)),
-                                       b.extract_element(minimums, ir.const(I32, j)))
-                        total = b.insert_element(total, first, ir.const(I32, 0))
-                return total
+                if not spec.has_min:
+                    return total
+                call = b.extract_element(minimums, ir.const(I32, 0))
+                for j in range(1, n):  # the call's minimums summed in block order, then added to lane 0
+                    call = b.fadd(call, b.extract_element(minimums, ir.const(I32, j)))
+                first = b.fadd(b.extract_element(total, ir.const(I32, 0)), call)
+                return b.insert_element(total, first, ir.const(I32, 0))
 
             step.accumulate(t, update)
+
+        def several():  # decode every block once, then each token
+            gathered = halves.gather_f16(b, step.weights, 0, spec.size, n)
+            quants, scales = [quant(j) for j in range(n)], [d_w(j, gathered) for j in range(n)]
+            with step.tokens() as t:
+                token(t, quants.__getitem__, scales.__getitem__)
+
+        step.by_batch_size(lambda t: token(t, quant, d_w), several)
 
     return step_intrinsic(body)
 
