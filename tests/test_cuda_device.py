@@ -146,6 +146,24 @@ def test_sequences_sharing_a_pass_and_truncation(random_model):
     assert np.array_equal(in_batches(runner, a_tokens[4:], 1, seq=a), alone[0][4:])
 
 
+@gpu
+def test_a_saved_sequence_resumes_exactly(random_model):
+    """seq.save() and runner.load(blob, into) give back the cache bit for bit: decoding goes on as before."""
+    runner = runner_for(random_model)
+    tokens = tokens_for(random_model, 20)
+    seq = runner.new_sequence()
+    in_batches(runner, tokens[:12], 12, seq=seq)
+    blob = seq.save()
+    expected = in_batches(runner, tokens[12:], 1, seq=seq)
+    assert np.array_equal(in_batches(runner, tokens[12:], 1, seq=runner.load(blob)), expected)
+    other = runner.new_sequence()
+    in_batches(runner, tokens[5:9], 4, seq=other)
+    assert runner.load(blob, into=other) is other and other.n_tokens == 12
+    assert np.array_equal(in_batches(runner, tokens[12:], 8, seq=other), expected)
+    with pytest.raises(KineticError, match="does not fit"):
+        runner.load(blob[:-2])
+
+
 def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
     seq = ReferenceRunner(load_stack(path)).new_sequence()
     return seq.forward(tokens)

@@ -96,10 +96,10 @@ class GpuAttention:
         if self.q_norm is not None:
             self.q_norm(q, n * a.n_head, q)
             self.k_norm(k, n * a.n_head_kv, k)
-        ops.rope(q, k, positions, n, a, self.table)
-        ops.store_kv(k, v, positions, n, keys, values)
-        ops.attention(ws, a, positions, n, keys, values)
-        residual(ws, self.o, ws.view(ws.att, self.q_width), n, self.post_norm)
+        ops.rope_store(q, k, v, positions, n, a, self.table, keys, values)
+        quantized = self.o.quantized and a.head_dim % 32 == 0  # the attention kernel quantizes whole heads
+        ops.attention(ws, a, positions, n, keys, values, ws.acts if quantized else None)
+        residual(ws, self.o, ws.view(ws.att, self.q_width), n, self.post_norm, prepared=quantized)
 
 
 class GpuFeedForward:

@@ -72,27 +72,26 @@ def rms_norm(x: cupy.ndarray, n: int, weight: cupy.ndarray, eps: float, out: cup
     kernel("rms_norm")((n,), (NORM_THREADS,), args)
 
 
-def rope(q: cupy.ndarray, k: cupy.ndarray, positions: cupy.ndarray, n: int, block, table: tuple) -> None:
-    """In place on q: [n, n_head, head_dim] and k: [n, n_head_kv, head_dim]; block: the Attention; table: the
-    (cos, sin) of its rotation's angles, [context, n_dims / 2] float64 each."""
-    jobs = n * (block.n_head + block.n_head_kv) * (block.rope.n_dims // 2)
-    args = (q, k, positions, np.int32(n), np.int32(block.n_head), np.int32(block.n_head_kv), np.int32(block.head_dim),
-            np.int32(block.rope.n_dims), *table, np.int32(block.rope.neox))
-    kernel("rope")((_blocks(jobs),), (THREADS,), args)
+def rope_store(q: cupy.ndarray, k: cupy.ndarray, v: cupy.ndarray, positions: cupy.ndarray, n: int, block,
+               table: tuple, keys: cupy.ndarray, values: cupy.ndarray) -> None:
+    """Rotates q: [n, n_head, head_dim] in place, and k: [n, n_head_kv, head_dim] into the cache keys with v into
+    values ([context, kv_width] float16 bits each, rows positions[:n]); block: the Attention; table: the (cos, sin)
+    of its rotation's angles, [context, n_dims / 2] float64 each."""
+    n_dims, width = block.rope.n_dims, keys.shape[1]
+    jobs = n * ((block.n_head + block.n_head_kv) * (n_dims // 2) + block.n_head_kv * (block.head_dim - n_dims) + width)
+    args = (q, k, v, positions, np.int32(n), np.int32(block.n_head), np.int32(block.n_head_kv),
+            np.int32(block.head_dim), np.int32(n_dims), *table, np.int32(block.rope.neox), keys, values)
+    kernel("rope_store")((_blocks(jobs),), (THREADS,), args)
 
 
-def store_kv(k: cupy.ndarray, v: cupy.ndarray, positions: cupy.ndarray, n: int, keys: cupy.ndarray,
-             values: cupy.ndarray) -> None:
-    width = keys.shape[1]
-    kernel("store_kv")((_blocks(n * width),), (THREADS,), (k, v, positions, keys, values, np.int32(n), np.int32(width)))
-
-
-def attention(ws: Workspace, block, positions: cupy.ndarray, n: int, keys: cupy.ndarray, values: cupy.ndarray) -> None:
-    """ws.att[:n] = attention of ws.q[:n] over the cache, both [rows, n_head * head_dim]; block: the Attention."""
+def attention(ws: Workspace, block, positions: cupy.ndarray, n: int, keys: cupy.ndarray, values: cupy.ndarray,
+              acts: Optional[Activations] = None) -> None:
+    """ws.att[:n] = attention of ws.q[:n] over the cache, both [rows, n_head * head_dim], and into acts too when
+    given (head_dim must then be whole blocks of 32); block: the Attention."""
     width = block.n_head * block.head_dim
     args = (ws.view(ws.q, width), keys, values, positions, ws.scores, ws.view(ws.att, width),
             np.int32(block.n_head), np.int32(block.n_head_kv), np.int32(block.head_dim),
-            np.float32(block.scale), np.int32(block.sliding_window or 0), np.int32(ws.context))
+            np.float32(block.scale), np.int32(block.sliding_window or 0), np.int32(ws.context)) + _acts(acts)
     kernel("attention")((n, block.n_head), (THREADS,), args)
 
 

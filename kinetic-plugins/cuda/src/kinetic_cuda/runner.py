@@ -21,20 +21,52 @@ from kinetic_cuda.weights import GpuMatrix, upload_bytes
 from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_bytes
 
 GIB = 1 << 30
+STATE_MAGIC = b"KCUDAKV1"
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
-KERNELS = ("quantize_q8", "gate", "add", "rms_norm", "rope", "store_kv", "attention")
+KERNELS = ("quantize_q8", "gate", "add", "rms_norm", "rope_store", "attention")
 
 
 class CudaSequence:
     """One conversation: a float16 KV cache [context, kv_width] per attention block, and its decode graph."""
 
-    def __init__(self, caches: list[tuple[cupy.ndarray, cupy.ndarray]]):
+    def __init__(self, caches: list[tuple[cupy.ndarray, cupy.ndarray]], stream):
         self.caches = caches
+        self.stream = stream  # the runner's, which every pass and copy of this cache goes on
         self.n_tokens = 0
         self.decode_graph = None  # captured at its first one-token step
 
     def truncate(self, n: int) -> None:
         self.n_tokens = min(self.n_tokens, max(0, n))
+
+    def save(self) -> bytes:
+        """n_tokens, then each block's keys and values for them: the float16 cache's own bits, so exact."""
+        n = self.n_tokens
+        parts = [STATE_MAGIC, np.int64(n).tobytes()]
+        with self.stream:
+            for keys, values in self.caches:
+                parts += [keys[:n].get(stream=self.stream).tobytes(), values[:n].get(stream=self.stream).tobytes()]
+            self.stream.synchronize()
+        return b"".join(parts)
+
+    def restore(self, blob: bytes) -> None:
+        """The state save() gave; a KineticError if blob is not one of this model's on this device."""
+        head = len(STATE_MAGIC) + 8
+        if blob[: len(STATE_MAGIC)] != STATE_MAGIC or len(blob) < head:
+            raise KineticError("not a saved CUDA sequence state")
+        n = int(np.frombuffer(blob, np.int64, 1, len(STATE_MAGIC))[0])
+        per_token = sum(2 * keys.shape[1] for keys, _ in self.caches)  # in float16 words
+        if not 0 <= n <= len(self.caches[0][0]) or len(blob) != head + 2 * n * per_token:
+            raise KineticError("the saved state does not fit this model and context")
+        words = np.frombuffer(blob, np.uint16, offset=head)
+        with self.stream:
+            at = 0
+            for keys, values in self.caches:
+                size = n * keys.shape[1]
+                keys[:n].set(words[at : at + size].reshape(n, -1), stream=self.stream)
+                values[:n].set(words[at + size : at + 2 * size].reshape(n, -1), stream=self.stream)
+                at += 2 * size
+            self.stream.synchronize()
+        self.n_tokens = n
 
 
 class CudaRunner:
@@ -80,8 +112,13 @@ class CudaRunner:
     def new_sequence(self) -> CudaSequence:
         """A sequence on a reserved cache; its cache is reused by a later sequence once it is collected."""
         caches = self._spare_caches.pop() if self._spare_caches else self._new_caches()
-        seq = CudaSequence(caches)
+        seq = CudaSequence(caches, self.stream)
         weakref.finalize(seq, self._spare_caches.append, caches)
+        return seq
+
+    def load(self, blob: bytes, into: Optional[CudaSequence] = None) -> CudaSequence:
+        seq = into if into is not None else self.new_sequence()
+        seq.restore(blob)
         return seq
 
     def forward(self, rows: Sequence[Row]) -> np.ndarray:

@@ -1,18 +1,6 @@
-// The float16 KV cache and grouped-query attention over it.
+// Grouped-query attention over the float16 KV cache (rope_store fills it).
 
 #define ATTENTION_THREADS 256
-
-// cache rows positions[i] of keys and values [ctx, width] f16 <- k, v: [n, width] float32
-extern "C" __global__ void store_kv(const float* __restrict__ k, const float* __restrict__ v,
-                                    const int* __restrict__ positions, u16* __restrict__ keys, u16* __restrict__ values,
-                                    int n, int width) {
-    long job = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (job >= (long)n * width) return;
-    long i = job / width, j = job % width;
-    long at = (long)positions[i] * width + j;
-    keys[at] = f2h(k[job]);
-    values[at] = f2h(v[job]);
-}
 
 __device__ float block_reduce(float v, float* shared, int is_max) {  // one fixed tree over the block
     int tid = threadIdx.x;
@@ -29,13 +17,15 @@ __device__ float block_reduce(float v, float* shared, int is_max) {  // one fixe
 
 // Row i, query head h (a block each) attends to cache positions [max(0, p - window + 1), p], p = positions[i]
 // (window 0: no window). q: [n, n_head, head_dim] float32, rounded to f16 as it meets the f16 keys; keys,
-// values: [ctx, n_head_kv, head_dim] f16; scores: [n, n_head, ctx] scratch; out: [n, n_head * head_dim].
+// values: [ctx, n_head_kv, head_dim] f16; scores: [n, n_head, ctx] scratch; out: [n, n_head * head_dim],
+// also quantized (quantize_q8) with xq non-NULL, where head_dim is whole blocks of 32.
 // A score is its head_dim products in order; softmax sums and the weighted sum of values go in a fixed
 // split of the positions over threads, so a row's output depends only on its position and the cache.
 extern "C" __global__ void attention(const float* __restrict__ q, const u16* __restrict__ keys,
                                      const u16* __restrict__ values, const int* __restrict__ positions,
                                      float* __restrict__ scores, float* __restrict__ out, int n_head, int n_head_kv,
-                                     int head_dim, float scale, int window, int ctx) {
+                                     int head_dim, float scale, int window, int ctx, signed char* __restrict__ xq,
+                                     float* __restrict__ xd, int* __restrict__ xs) {
     __shared__ float qs[ATTENTION_THREADS];
     __shared__ float shared[ATTENTION_THREADS];
     int i = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
@@ -83,6 +73,9 @@ extern "C" __global__ void attention(const float* __restrict__ q, const u16* __r
     __syncthreads();
     if (g == 0) {
         for (int other = 1; other < groups; other++) acc = __fadd_rn(acc, shared[other * head_dim + j]);
-        out[head * head_dim + j] = __fdiv_rn(acc, total);
+        long at = head * head_dim + j;
+        float o = __fdiv_rn(acc, total);
+        out[at] = o;
+        if (xq) quantize_warp(o, xq + (at & ~31L), xd + at / 32, xs + at / 32);
     }
 }

@@ -131,7 +131,8 @@ __device__ void sum_rows(const float* s, int per, int stride, int chunks, const 
         float p = 0.f;
         if (idx < total) {
             const float* v = s + (t * per + row) * stride;
-            for (int c = g; c < chunks; c += 4) p = __fadd_rn(p, v[c]);
+#pragma unroll 8
+            for (int c = g; c < chunks; c += 4) p = __fadd_rn(p, v[c]);  // unrolled: loads ahead of the adds
         }
         p = __fadd_rn(p, __shfl_down_sync(FULL, p, 1));
         p = __fadd_rn(p, __shfl_down_sync(FULL, p, 2));
