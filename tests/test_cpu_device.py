@@ -3,6 +3,7 @@ agrees with the numpy reference executor, for every family, on random-weight fil
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 from pathlib import Path
 
@@ -11,9 +12,11 @@ import pytest
 from gguf_factory import Dims, write_random_model
 from greedy_golden import divergences, load_golden
 
+import kinetic.engine.session as session_module
+from kinetic.engine.session import Session
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
-from kinetic.spec.device import Row, UploadOptions
+from kinetic.spec.device import Device, Row, UploadOptions
 
 FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
 # The CPU quantizes activations to 8 bits per block where the reference multiplies in float32:
@@ -134,3 +137,24 @@ def test_real_models_match_reference(key, request):
 def test_real_models_512_token_prompt(key, request):
     """A 512-token prompt in one batch gives each row's logits as one by one does."""
     assert_batch_invariant(request.getfixturevalue(f"{key}_gguf"), 512, (512,))
+
+
+def test_a_context_shrunk_to_fit_the_device_is_announced_and_kept(tmp_path, monkeypatch):
+    """Without -c a device may shrink the context to fit its memory (as CUDA does): the session says so in one
+    line and keeps to it. A context given with -c reaches the device marked as given."""
+    path = write_random_model(tmp_path / "m.gguf", "llama", Dims(n_embd=64, n_head=4, n_head_kv=2, n_ff=128),
+                              metadata={"llama.context_length": 16384})
+    cpu = plugins().devices["cpu"]
+
+    def upload(stack, options):
+        fitting = options.context_length if options.context_given else min(options.context_length, 8192)
+        return cpu.upload(stack, dataclasses.replace(options, context_length=fitting))
+
+    monkeypatch.setattr(session_module, "choose_device", lambda name, announce: Device("small", lambda: None, upload))
+    lines: list[str] = []
+    shrunk = Session(path, announce=lines.append, off=("warm-start",))
+    assert (shrunk.context_length, shrunk.runner.context_length) == (8192, 8192)
+    assert lines == ["context 8k to fit the GPU; -c to change"]
+    lines.clear()
+    given = Session(path, ctx_size=12288, announce=lines.append, off=("warm-start",))
+    assert given.context_length == given.runner.context_length == 12288 and lines == []

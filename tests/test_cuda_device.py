@@ -15,7 +15,9 @@ import pytest
 from gguf_factory import Dims, write_random_model
 from random_blocks import random_blocks
 
+from kinetic.engine.session import Session
 from kinetic.errors import KineticError
+from kinetic.model.blocks import Attention
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
 from kinetic.reference.executor import ReferenceRunner
@@ -162,6 +164,48 @@ def test_a_saved_sequence_resumes_exactly(random_model):
     assert np.array_equal(in_batches(runner, tokens[12:], 8, seq=other), expected)
     with pytest.raises(KineticError, match="does not fit"):
         runner.load(blob[:-2])
+
+
+@gpu
+def test_the_context_shrinks_to_fit_unless_given(tmp_path, monkeypatch):
+    """Without -c, a context whose cache does not fit shrinks to the largest multiple of 1024 that does, at
+    least 4096 (reference docs, -c); a context the user gave is refused instead, with the sizes."""
+    from kinetic_cuda import runner as cuda_runner
+
+    path = write_random_model(tmp_path / "ctx.gguf", "llama", Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=256), "Q8_0")
+    stack = load_stack(path)
+    widths = [b.n_head_kv * b.head_dim for b in stack.blocks if isinstance(b, Attention)]
+    needed = cuda_runner.upload_bytes(cuda_runner.matrices(stack)) + cuda_runner._scratch_bytes(
+        cuda_runner.Shape.of(stack), widths, 6500)
+    monkeypatch.setattr(cuda_runner.cupy.cuda.runtime, "memGetInfo", lambda: (needed, 2 * needed))
+    assert kinetic_cuda.upload(stack, UploadOptions(context_length=65536)).context_length == 6144
+    with pytest.raises(KineticError, match=r"^CUDA cannot run this model: it needs .* GiB free$"):
+        kinetic_cuda.upload(stack, UploadOptions(context_length=65536, context_given=True))
+
+
+@gpu
+@pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "top_k": 40, "seed": 7}], ids=["greedy", "seeded"])
+def test_rad1_and_warm_start_change_no_token(tmp_path, settings):
+    """On the GPU, RAD-1's verified drafts and Warm Start's restored states (from memory, then from disk
+    after a restart) give the plain answer token for token."""
+    path = write_random_model(tmp_path / "m.gguf", "qwen2", Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512), "Q8_0",
+                              seed=5)
+    prompt = [1, *range(260, 270), *range(260, 266)]
+
+    def answer(session: Session, last: int) -> tuple[list[int], int]:
+        generation = session.generate(session.new_sequence(), prompt + [last], session.settings(settings), 40)
+        return list(generation), len(generation.context)
+
+    def session(off: tuple[str, ...]) -> Session:
+        return Session(path, device="cuda", ctx_size=512, announce=lambda line: None, off=off,
+                       state_dir=tmp_path / "warm")
+
+    plain, _ = answer(session(("rad1", "warm-start")), 298)
+    fast = session(())
+    assert answer(fast, 297)[1] == 0
+    assert answer(fast, 298) == (plain, len(prompt))
+    fast.prompt_states.flush()
+    assert answer(session(()), 298) == (plain, len(prompt))
 
 
 def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:

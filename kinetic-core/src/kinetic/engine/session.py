@@ -54,7 +54,11 @@ class Session:
         stack = load_stack(self.model)
         self.context_length = context_for(ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
         self.device = choose_device(device, announce)
-        self.runner = self.device.upload(stack, UploadOptions(threads=threads, context_length=self.context_length))
+        options = UploadOptions(threads=threads, context_length=self.context_length, context_given=ctx_size is not None)
+        self.runner = self.device.upload(stack, options)
+        if self.runner.context_length < self.context_length:  # shrunk to fit the device (reference docs, -c)
+            self.context_length = self.runner.context_length
+            announce(f"context {self.context_length // 1024}k to fit the GPU; -c to change")
         self.drafter: Optional[Drafter] = None  # set by RAD-1 when it attaches
         self.prompt_states: Optional[PromptStates] = None  # set by Warm Start when it attaches
         self.state_dir = state_dir  # where Warm Start keeps states on disk; None: its default

@@ -55,6 +55,7 @@ def linear_batches(rows: Sequence[Row], device: str) -> list[tuple[Any, list[int
 
 class Runner(Protocol):
     device_name: str  # as status lines print it: "the CPU", "NVIDIA H200"
+    context_length: int  # tokens per sequence: UploadOptions' own, or less where the device shrank it to fit
 
     def new_sequence(self) -> DeviceSequence:
         """A new empty sequence."""
@@ -71,6 +72,7 @@ class Runner(Protocol):
 class UploadOptions:
     threads: Optional[int] = None  # CPU threads; None for all
     context_length: Optional[int] = None  # tokens per sequence; None for the device's default
+    context_given: bool = False  # the user chose it (-c): a device may not shrink it to fit its memory
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_by
 
 GIB = 1 << 30
 STATE_MAGIC = b"KCUDAKV1"
+MIN_CONTEXT = 4096  # shrinking to fit stops here (reference docs, -c)
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
 KERNELS = ("quantize_q8", "gate", "add", "rms_norm", "rope_store", "attention")
 
@@ -72,11 +73,10 @@ class CudaSequence:
 class CudaRunner:
     def __init__(self, stack: Stack, options: UploadOptions):
         self.stack = stack
-        self.context_length = options.context_length or stack.context_length
         shape = Shape.of(stack)
-        rows = rows_per_pass(shape, self.context_length)
         self._widths = [b.n_head_kv * b.head_dim for b in stack.blocks if isinstance(b, Attention)]
-        _check_fits(stack, self._cache_bytes() + workspace_bytes(shape, rows, self.context_length))
+        self.context_length = _context_that_fits(stack, shape, self._widths, options)
+        rows = rows_per_pass(shape, self.context_length)
         self.device_name = gpu_name()
         self._matrices: dict[str, GpuMatrix] = {}
         self._tables: dict[tuple, tuple] = {}
@@ -101,9 +101,6 @@ class CudaRunner:
         if key not in self._tables:
             self._tables[key] = rope_table(rope, self.context_length)
         return self._tables[key]
-
-    def _cache_bytes(self) -> int:
-        return sum(2 * 2 * self.context_length * width for width in self._widths)
 
     def _new_caches(self) -> list[tuple[cupy.ndarray, cupy.ndarray]]:
         shape = [(self.context_length, width) for width in self._widths]
@@ -184,11 +181,23 @@ def pinned(size: int) -> np.ndarray:
     return np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, size)
 
 
-def _check_fits(stack: Stack, scratch: int) -> None:
-    """Refuse, with the sizes, a model whose weights, KV cache and scratch do not fit in free GPU memory."""
-    weights = upload_bytes(matrices(stack))
-    free = cupy.cuda.runtime.memGetInfo()[0]
-    if weights + scratch > free:
-        raise KineticError(f"CUDA cannot run this model: it needs {(weights + scratch) / GIB:.1f} GiB on the GPU "
-                           f"({weights / GIB:.1f} GiB of weights), and {gpu_name()} has {free / GIB:.1f} GiB free")
+def _context_that_fits(stack: Stack, shape: Shape, widths: list[int], options: UploadOptions) -> int:
+    """The context asked for if the weights, its KV cache and scratch fit in free GPU memory; else, unless
+    -c chose it, the largest multiple of 1024 (at least MIN_CONTEXT) that fits; else a refusal with the sizes."""
+    wanted = options.context_length or stack.context_length
+    contexts = [wanted]
+    if not options.context_given:
+        contexts += [c for c in range(wanted // 1024 * 1024, MIN_CONTEXT - 1, -1024) if c < wanted]
+    weights, free = upload_bytes(matrices(stack)), cupy.cuda.runtime.memGetInfo()[0]
+    for context in contexts:
+        needed = weights + _scratch_bytes(shape, widths, context)
+        if needed <= free:
+            return context
+    raise KineticError(f"CUDA cannot run this model: it needs {needed / GIB:.1f} GiB on the GPU "
+                       f"({weights / GIB:.1f} GiB of weights), and {gpu_name()} has {free / GIB:.1f} GiB free")
 
+
+def _scratch_bytes(shape: Shape, widths: list[int], context: int) -> int:
+    """The float16 KV cache of one sequence and the pass workspace, for a context of this many tokens."""
+    cache = sum(2 * 2 * context * width for width in widths)
+    return cache + workspace_bytes(shape, rows_per_pass(shape, context), context)
