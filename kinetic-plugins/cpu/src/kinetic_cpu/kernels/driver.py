@@ -1,7 +1,7 @@
 """The row driver: every weight type's matrix product, threads splitting output rows, never sums.
 
-Rows go out in chunks of ROWS from a shared atomic counter, so a thread that falls behind (a slow or busy
-vCPU) takes fewer chunks instead of stalling the rest. Each row is walked once in steps (kernel.py), each
+Rows go out in chunks of ROWS from atomic counters, one per thread's share of the rows, so a thread that
+falls behind (a slow or busy vCPU) takes fewer chunks instead of stalling the rest. Each row is walked once in steps (kernel.py), each
 step decoded once for the whole batch; an output is the fixed tree of its 8 lanes, each lane the sum of its
 steps' values in step order: the same for any batch size, thread count or row position.
 
@@ -88,15 +88,22 @@ def rows(w, r0, r1, acts, acc, out):  # acc: [n + PAD, 8] float32 scratch; out: 
 @njit(cache=True, nogil=True, parallel=True)
 def run(w, acts, out, threads):  # w: [rows, steps] block records; out: [n_tokens, rows] float32
     """out[t, r] = row r of w . token t of acts (the activations the type's kernel takes), on `threads`
-    threads (numba.get_num_threads(): compiled code asking for it could not be cached)."""
+    threads (numba.get_num_threads(): compiled code asking for it could not be cached).
+
+    Each worker owns a contiguous share of the chunks and takes them in order, so its weights stream from
+    memory as one sequential run the hardware prefetcher follows; a worker done with its share takes chunks
+    of the next shares, so a slow thread is helped rather than waited for."""
     n_rows, n = w.shape[0], out.shape[0]
     n_chunks = (n_rows + ROWS - 1) // ROWS
     workers = max(1, min(threads, n_chunks))
     acc = np.empty((workers, n + PAD, 8), np.float32)
-    counter = np.zeros(1, np.int64)
+    taken = np.zeros((workers, 1), np.int64)  # chunks handed out from each share
     for worker in prange(workers):
-        chunk = fetch_add(counter)
-        while chunk < n_chunks:
-            r0 = chunk * ROWS
-            rows(w, r0, min(n_rows, r0 + ROWS), acts, acc[worker], out)
-            chunk = fetch_add(counter)
+        for k in range(workers):
+            share = (worker + k) % workers
+            first, end = share * n_chunks // workers, (share + 1) * n_chunks // workers
+            chunk = first + fetch_add(taken[share])
+            while chunk < end:
+                r0 = chunk * ROWS
+                rows(w, r0, min(n_rows, r0 + ROWS), acts, acc[worker], out)
+                chunk = first + fetch_add(taken[share])
