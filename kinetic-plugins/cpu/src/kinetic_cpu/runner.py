@@ -147,8 +147,9 @@ class CpuRunner:
             q = self._norm(a.q_norm, q.reshape(-1, a.head_dim)).reshape(q.shape)
             k = self._norm(a.k_norm, k.reshape(-1, a.head_dim)).reshape(k.shape)
         factors = self._vector(a.rope.freq_factors) if a.rope.freq_factors is not None else self._ones(a.rope.n_dims)
+        cos, sin = ops.rope_angles(positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors)
         for part in (q, k):
-            ops.rope(part, positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors, a.rope.neox)
+            ops.rope(part, cos, sin, a.rope.neox)
         seq.keys[layer][:, :, positions] = ops.to_half(k).transpose(1, 2, 0)
         seq.values[layer][positions] = ops.to_half(v)
         # q meets the float16 keys at float16 precision, as ggml's F16 dot product takes it
