@@ -4,13 +4,17 @@ measures them: a 512-token prompt in one pass, and 128 one-token decode steps fr
 The files are written here (gguf-py cannot quantize K-quants, so the blocks are random bytes with sane
 scales) in the mix of a Q4_K_M file: Q4_K, with Q6_K for attn_v, ffn_down and the tied embedding.
 
-    python scripts/bench_cuda.py [--models 1b,3b] [--dir DIR] [-r 3] [--json]
+    python scripts/bench_cuda.py [--models 1b,3b] [--dir DIR] [-r 3] [--json] [--llama-bench PATH]
+
+With --llama-bench (built with CUDA: scripts/build_llamacpp_cuda.sh), llama.cpp runs beside it on the same
+files, one engine at a time: `llama-bench -ngl 99 -fa 1 -p 512 -n 128`, best of -r, and a ratio table.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from gguf_factory import write_gguf  # noqa: E402
 from random_blocks import random_blocks  # noqa: E402
 
+from kinetic.cli.llama_bench import run_llama_bench  # noqa: E402
 from kinetic.model.load import load_stack  # noqa: E402
 from kinetic.plugins import plugins  # noqa: E402
 from kinetic.spec.device import Row, UploadOptions  # noqa: E402
@@ -87,23 +92,37 @@ def measure(path: Path, reps: int) -> dict:
     return {"model": path.name, "gpu": runner.device_name, "pp512": 512 / pp, "tg128": 128 / tg}
 
 
+def llama_bench(binary: Path, path: Path, reps: int) -> dict:
+    """llama-bench's best pp512 and tg128 with every layer on the GPU; the cuBLAS folder that
+    build_llamacpp_cuda.sh recorded goes on LD_LIBRARY_PATH."""
+    recorded = binary.resolve().parent.parent.parent / "ld_library_path"
+    if recorded.exists():
+        os.environ["LD_LIBRARY_PATH"] = recorded.read_text().strip() + ":" + os.environ.get("LD_LIBRARY_PATH", "")
+    return run_llama_bench(str(binary), path, os.cpu_count() or 1, reps, gpu=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="1b,3b")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kinetic-bench"))
     parser.add_argument("-r", "--reps", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--llama-bench", type=Path, help="llama-bench built with CUDA, to run beside Kinetic")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    results = []
     for name in args.models.split(","):
         path = args.dir / f"llama-3.2-{name}-shape-q4_k_m.gguf"
         if not path.exists():
             write_model(path, name)
-        results.append(measure(path, args.reps))
-    for r in results:
+        r = measure(path, args.reps)
+        if args.llama_bench:
+            r["llama.cpp"] = llama_bench(args.llama_bench, path, args.reps)
         print(json.dumps(r) if args.json else f"{r['model']:36} {r['gpu']:16} pp512 {r['pp512']:9.1f} t/s   "
-                                              f"tg128 {r['tg128']:7.1f} t/s")
+                                              f"tg128 {r['tg128']:7.1f} t/s", flush=True)
+        if args.llama_bench and not args.json:
+            theirs = r["llama.cpp"]
+            print(" " * 53 + "llama.cpp " + "   ".join(f"{test} {theirs[test]:9.1f} t/s ({r[test] / theirs[test]:.2f}x)"
+                                                        for test in ("pp512", "tg128")))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build llama.cpp's llama-bench and llama-server with CUDA for Hopper (sm_90), to compare with Kinetic's
-# CUDA device on the same files (scripts/bench_cuda_vs_llamacpp.py).
+# CUDA device on the same files (scripts/bench_cuda.py --llama-bench).
 #
 #   scripts/build_llamacpp_cuda.sh SOURCE BUILD_DIR [JOBS]
 #

@@ -33,7 +33,8 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
         **edit_report(session, repetitions),
         "peak_rss_bytes": peak_rss_bytes(),
     }
-    llama = run_llama_bench(compare, model, n_threads, repetitions) if compare is not None else None
+    gpu = session.device.name != "cpu"
+    llama = run_llama_bench(compare, model, n_threads, repetitions, gpu) if compare is not None else None
     if as_json:
         print(json.dumps({**report, "llama_cpp": llama} if llama else report, indent=2))
     else:

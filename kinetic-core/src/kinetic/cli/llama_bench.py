@@ -28,11 +28,12 @@ def find_llama_bench(given: str) -> Path:
     raise KineticError("llama-bench not found on PATH or in the usual folders; give its path: --compare PATH")
 
 
-def run_llama_bench(given: str, model: Path, threads: int, repetitions: int) -> dict:
-    """llama-bench's best pp512 and tg128 on the CPU (-ngl 0, flash attention on), with its build."""
+def run_llama_bench(given: str, model: Path, threads: int, repetitions: int, gpu: bool = False) -> dict:
+    """llama-bench's best pp512 and tg128, flash attention on, with its build: on the CPU (-ngl 0), or with
+    every layer on the GPU (-ngl 99)."""
     binary = find_llama_bench(given)
     command = [str(binary), "-m", str(model), "-p", "512", "-n", "128", "-r", str(repetitions), "-t", str(threads),
-               "-ngl", "0", "-fa", "1", "-o", "json"]
+               "-ngl", "99" if gpu else "0", "-fa", "1", "-o", "json"]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise KineticError(f"llama-bench failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
@@ -40,7 +41,8 @@ def run_llama_bench(given: str, model: Path, threads: int, repetitions: int) -> 
     best = {("pp512" if r["n_prompt"] else "tg128"): max(r["samples_ts"]) for r in runs}
     first = runs[0]
     return {"build": f"b{first.get('build_number', '?')} ({first.get('build_commit', '?')})",
-            "pp512": best.get("pp512"), "tg128": best.get("tg128"), "cpu": first.get("cpu_info", "")}
+            "pp512": best.get("pp512"), "tg128": best.get("tg128"), "cpu": first.get("cpu_info", ""),
+            "gpu": first.get("gpu_info", "")}
 
 
 def compare_card(report: dict, llama: dict, name: str) -> list[str]:
@@ -50,5 +52,6 @@ def compare_card(report: dict, llama: dict, name: str) -> list[str]:
              f"| test | Kinetic {__version__} | llama.cpp {llama['build']} | ratio |", "| --- | ---: | ---: | ---: |"]
     lines += [f"| {test} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f}x |" for test, ours, theirs in rows]
     return lines + ["", f"{llama['cpu'] or system.cpu().model}, {system.os_description()}",
-                    f"Same file ({report['size_bytes'] / (1 << 30):.2f} GiB), on the CPU, {report['threads']} threads, "
+                    f"Same file ({report['size_bytes'] / (1 << 30):.2f} GiB), on {report['device']}, "
+                    f"{report['threads']} threads, "
                     f"flash attention on, best of {report['repetitions']}, t/s."]
