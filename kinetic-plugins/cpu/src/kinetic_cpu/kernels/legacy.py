@@ -4,8 +4,8 @@ and Q4_1, Q5_1 (w = d * q + m).
 A step is one block, as in ggml's AVX2 vec_dot: the exact integer sums of its 8 runs of 4 products,
 (q - offset) . x_q (offset 8 for Q4_0, 16 for Q5_0), become 8 floats, fused-multiplied by d_w * d_x into
 the token's 8 lanes block after block (acc = fma(d, sums, acc), ggml's _mm256_fmadd_ps); with a minimum,
-the call's m_w * (d_x * sum x_q), summed in block order, are then added to lane 0. No lane ever crosses another until the driver's final tree,
-so the vector work needs no shuffles. A full call takes 8 blocks.
+the call's m_w * (d_x * sum x_q), summed in block order, are then added to lane 0. No lane ever crosses
+another until the driver's final tree, so the vector work needs no shuffles. A full call takes 8 blocks.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ def _blocks(spec: _Spec, n: int):
             q = spec.decode(b, b.gep(step.weights, [ir.const(I64, j * spec.size)]))
             return b.sub(q, ir.const(q.type, spec.offset)) if spec.offset else q
 
-        def d_w(j, gathered=None):  # <8 x float>, block j's d in every lane (from the n gathered, if given)
-            if gathered is None:
-                gathered, j = halves.gather_f16(b, step.weights, j * spec.size, 0, 1), 0
-            return ir.splat(b, b.extract_element(gathered, ir.const(I32, j)), 8)
+        def lane(v, j):  # <8 x float>, lane j of v in every lane
+            return ir.splat(b, b.extract_element(v, ir.const(I32, j)), 8)
+
+        def d_w(j):  # block j's d alone, in every lane
+            return lane(halves.gather_f16(b, step.weights, j * spec.size, 0, 1), 0)
 
         m_w = halves.gather_f16(b, step.weights, 2, spec.size, n) if spec.has_min else None
 
@@ -68,7 +69,7 @@ def _blocks(spec: _Spec, n: int):
 
         def several():  # decode every block once, then each token
             gathered = halves.gather_f16(b, step.weights, 0, spec.size, n)
-            quants, scales = [quant(j) for j in range(n)], [d_w(j, gathered) for j in range(n)]
+            quants, scales = [quant(j) for j in range(n)], [lane(gathered, j) for j in range(n)]
             with step.tokens() as t:
                 token(t, quants.__getitem__, scales.__getitem__)
 
