@@ -77,12 +77,15 @@ class CpuRunner:
     def forward(self, rows: Sequence[Row]) -> np.ndarray:
         """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
         wanted = [i for i, row in enumerate(rows) if row.logits]
-        out = np.empty((len(wanted), self.stack.n_vocab), np.float32)
-        for seq, indices in linear_batches(rows, "the CPU"):
+        batches = linear_batches(rows, "the CPU")
+        out = None if len(batches) == 1 else np.empty((len(wanted), self.stack.n_vocab), np.float32)
+        for seq, indices in batches:
             hidden = self._run(seq, [rows[i] for i in indices])
             asks = [j for j, i in enumerate(indices) if rows[i].logits]
-            if asks:
-                out[[wanted.index(indices[j]) for j in asks]] = self._logits(hidden[asks])
+            logits = self._logits(hidden[asks]) if asks else np.empty((0, self.stack.n_vocab), np.float32)
+            if out is None:  # one sequence: its rows' logits are already in row order, no copy
+                return logits
+            out[[wanted.index(indices[j]) for j in asks]] = logits
         return out
 
     def _run(self, seq: CpuSequence, batch: list[Row]) -> np.ndarray:
