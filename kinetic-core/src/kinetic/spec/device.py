@@ -53,6 +53,19 @@ def linear_batches(rows: Sequence[Row], device: str) -> list[tuple[Any, list[int
     return list(groups.values())
 
 
+def state_blob(magic: bytes, n_tokens: int, payload: Sequence[bytes]) -> bytes:
+    """A sequence state as seq.save() gives it: the device's 8-byte magic, n_tokens as int64, the payload."""
+    return b"".join([magic, np.int64(n_tokens).tobytes(), *payload])
+
+
+def state_tokens(blob: bytes, magic: bytes, device: str) -> tuple[int, int]:
+    """(n_tokens, where the payload starts) of a state_blob; a KineticError naming device if blob is not one."""
+    head = len(magic) + 8
+    if blob[: len(magic)] != magic or len(blob) < head:
+        raise KineticError(f"not a saved {device} sequence state")
+    return int(np.frombuffer(blob, np.int64, 1, len(magic))[0]), head
+
+
 class Runner(Protocol):
     device_name: str  # as status lines print it: "the CPU", "NVIDIA H200"
     context_length: int  # tokens per sequence: UploadOptions' own, or less where the device shrank it to fit

@@ -8,7 +8,7 @@ import numpy as np
 
 from kinetic.errors import KineticError
 from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
-from kinetic.spec.device import Row, UploadOptions, linear_batches
+from kinetic.spec.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
 from kinetic_cpu import ops
 from kinetic_cpu.kernels.matmul import Matrix, activations
 
@@ -34,17 +34,14 @@ class CpuSequence:
     def save(self) -> bytes:
         """n_tokens, then each layer's keys and values for them as float16: exact, they are float16-rounded."""
         n = self.n_tokens
-        parts = [STATE_MAGIC, np.int64(n).tobytes()]
+        parts = []
         for keys, values in zip(self.keys, self.values):
             parts += [keys[:, :, :n].astype(np.float16).tobytes(), values[:n].astype(np.float16).tobytes()]
-        return b"".join(parts)
+        return state_blob(STATE_MAGIC, n, parts)
 
     def restore(self, blob: bytes) -> None:
         """The state save() gave; a KineticError if blob is not one of this model's."""
-        head = len(STATE_MAGIC) + 8
-        if blob[: len(STATE_MAGIC)] != STATE_MAGIC or len(blob) < head:
-            raise KineticError("not a saved CPU sequence state")
-        n = int(np.frombuffer(blob, np.int64, 1, len(STATE_MAGIC))[0])
+        n, head = state_tokens(blob, STATE_MAGIC, "CPU")
         per_token = 4 * sum(values[0].size for values in self.values)  # keys and values, 2 bytes each
         if not 0 <= n <= self.context_length or len(blob) != head + n * per_token:
             raise KineticError("the saved state does not fit this model and context")

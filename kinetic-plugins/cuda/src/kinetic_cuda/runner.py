@@ -11,7 +11,7 @@ import numpy as np
 
 from kinetic.errors import KineticError
 from kinetic.model.blocks import Attention, Rope, Stack, Weight
-from kinetic.spec.device import Row, UploadOptions, linear_batches
+from kinetic.spec.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
 from kinetic_cuda import ops
 from kinetic_cuda.device import gpu_name
 from kinetic_cuda.module import kernel
@@ -42,19 +42,16 @@ class CudaSequence:
     def save(self) -> bytes:
         """n_tokens, then each block's keys and values for them: the float16 cache's own bits, so exact."""
         n = self.n_tokens
-        parts = [STATE_MAGIC, np.int64(n).tobytes()]
+        parts = []
         with self.stream:
             for keys, values in self.caches:
                 parts += [keys[:n].get(stream=self.stream).tobytes(), values[:n].get(stream=self.stream).tobytes()]
             self.stream.synchronize()
-        return b"".join(parts)
+        return state_blob(STATE_MAGIC, n, parts)
 
     def restore(self, blob: bytes) -> None:
         """The state save() gave; a KineticError if blob is not one of this model's on this device."""
-        head = len(STATE_MAGIC) + 8
-        if blob[: len(STATE_MAGIC)] != STATE_MAGIC or len(blob) < head:
-            raise KineticError("not a saved CUDA sequence state")
-        n = int(np.frombuffer(blob, np.int64, 1, len(STATE_MAGIC))[0])
+        n, head = state_tokens(blob, STATE_MAGIC, "CUDA")
         per_token = sum(2 * keys.shape[1] for keys, _ in self.caches)  # in float16 words
         if not 0 <= n <= len(self.caches[0][0]) or len(blob) != head + 2 * n * per_token:
             raise KineticError("the saved state does not fit this model and context")
