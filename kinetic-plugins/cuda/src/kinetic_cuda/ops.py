@@ -12,15 +12,15 @@ import cupy
 import numpy as np
 
 from kinetic_cuda.module import kernel
-from kinetic_cuda.weights import TILE, GpuMatrix
+from kinetic_cuda.weights import MMA_ROWS, MMA_TOKENS, TILE, GpuMatrix
 from kinetic_cuda.workspace import Activations, Workspace
 
 NULL = np.uint64(0)
 MV_THREADS = 128  # threads of a matmul.cu matvec thread block, which takes TILE tokens
-MMA_THREADS, MMA_ROWS, MMA_TOKENS = 128, 64, 32  # matmul.cu's mma: threads, rows and tokens a thread block
+MMA_THREADS = 256  # threads of a matmul.cu mma thread block
 MMA_FROM = 16  # tokens from which quantized products run on tensor cores
 THREADS = 256
-NORM_THREADS = 256  # norm_rope.cu's rms_norm
+NORM_THREADS = 1024  # norm_rope.cu's rms_norm, at most
 
 
 def _blocks(total: int) -> int:
@@ -53,7 +53,7 @@ def matmul(jobs: list[tuple], acts: Activations, x: cupy.ndarray, n: int, accumu
     args += (np.int64(m.row_bytes), np.int32(m.chunks))
     if tensor_cores:
         args += (acts.xq, acts.xd, acts.xs, np.int32(n), np.int32(accumulate))
-        m.mma((blocks, math.ceil(n / MMA_TOKENS)), (MMA_THREADS,), args)
+        m.mma((blocks, math.ceil(n / MMA_TOKENS)), (MMA_THREADS,), args, shared_mem=m.mma_shared_bytes())
         return
     xs = (acts.xq, acts.xd, acts.xs, NULL) if m.quantized else (NULL, NULL, NULL, x)
     args += (np.int32(per),) + xs + (np.int32(n), np.int32(accumulate))
@@ -68,8 +68,10 @@ def embed(m: GpuMatrix, tokens: cupy.ndarray, n: int, out: cupy.ndarray, scale: 
 def rms_norm(x: cupy.ndarray, n: int, weight: cupy.ndarray, eps: float, out: cupy.ndarray,
              rows: Optional[cupy.ndarray] = None, acts: Optional[Activations] = None) -> None:
     """out[i] = norm(x[rows[i]] or x[i]) for i < n, and into acts too when given; x: [*, d], d = weight's length."""
-    args = (x, NULL if rows is None else rows, weight, out, np.int32(weight.size), np.float32(eps)) + _acts(acts)
-    kernel("rms_norm")((n,), (NORM_THREADS,), args)
+    d = weight.size
+    args = (x, NULL if rows is None else rows, weight, out, np.int32(d), np.float32(eps)) + _acts(acts)
+    threads = min(NORM_THREADS, max(32, math.ceil(d / 64) * 32))  # d alone sets the sum order, never n
+    kernel("rms_norm")((n,), (threads,), args)
 
 
 def rope_store(q: cupy.ndarray, k: cupy.ndarray, v: cupy.ndarray, positions: cupy.ndarray, n: int, block,

@@ -14,6 +14,8 @@ STAGED_BYTES = 32768  # of its rows' bytes, staged in shared memory
 TILE = 8  # tokens a matvec thread block takes
 X_STAGED = 16384  # bytes of int8 activations a matvec thread block stages, when they fit
 DEFAULT_SHARED = 48 * 1024  # dynamic shared memory a kernel may take without asking
+PAD = 16  # bytes past a matrix's last row: the mma copies a row's bytes in 16-byte units from a 16-byte boundary
+MMA_STEP, MMA_ROWS, MMA_TOKENS = 8, 64, 32  # chunks a step, rows and tokens of a matmul.cu mma thread block
 
 
 class GpuMatrix:
@@ -25,13 +27,16 @@ class GpuMatrix:
         self.k = k
         self.chunks = k // 32
         self.quantized = self.type in QUANTIZED  # else a float type, taking float32 activations
-        self.data = cupy.asarray(np.ascontiguousarray(raw))
+        self.data = cupy.zeros(raw.size + PAD, cupy.uint8)
+        self.data[: raw.size].set(np.ascontiguousarray(raw).reshape(-1))
         self.per = max(1, min(16, MATVEC_CHUNKS // self.chunks, STAGED_BYTES // self.row_bytes))  # rows a block
         self.matvec = kernel(f"matvec_{self.type}")
         most = max(self.shared_bytes(n) for n in range(1, TILE + 1))
         if most > DEFAULT_SHARED:
             self.matvec.max_dynamic_shared_size_bytes = max(most, self.matvec.max_dynamic_shared_size_bytes)
         self.mma = kernel(f"mma_{self.type}") if self.quantized else None  # prompts: int8 tensor cores
+        if self.quantized:
+            self.mma.max_dynamic_shared_size_bytes = max(self.mma_shared_bytes(), self.mma.max_dynamic_shared_size_bytes)
         self.embed = kernel(f"embed_{self.type}")
 
     def shared_bytes(self, n: int) -> int:
@@ -40,6 +45,13 @@ class GpuMatrix:
         x = 40 * tile * self.chunks
         return _up16(self.per * self.row_bytes) + _up16(4 * tile * self.per * (self.chunks | 1)) + \
             (x if self.quantized and x <= X_STAGED else 0)
+
+    def mma_shared_bytes(self) -> int:
+        """Dynamic shared memory of an mma launch (matmul.cu's MmaShared): two stages, each of a step's raw bytes
+        of every row (from the 16-byte boundary below them) and the int8 activations, and the decoded step."""
+        row = ((MMA_STEP * self.row_bytes // self.chunks + 15) // 16 + 1) * 16
+        stage = MMA_ROWS * row + MMA_STEP * MMA_TOKENS * (32 + 4 + 4)
+        return 2 * stage + MMA_STEP * MMA_ROWS * (32 + 16)
 
     @staticmethod
     def of(weight: Weight) -> "GpuMatrix":
@@ -57,4 +69,4 @@ def vector(weight: Weight) -> cupy.ndarray:
 
 def upload_bytes(weights: list[Weight]) -> int:
     """GPU bytes the matrices take, before uploading them."""
-    return sum(w.raw().nbytes for w in {w.name: w for w in weights}.values())
+    return sum(w.raw().nbytes + PAD for w in {w.name: w for w in weights}.values())

@@ -1,6 +1,8 @@
 // Grouped-query attention over the float16 KV cache (rope_store fills it).
 
 #define ATTENTION_THREADS 256
+#define WARPS (ATTENTION_THREADS / 32)
+#define HEAD_LANES 8  // head dims a lane holds: heads of up to 256 (support.MAX_HEAD_DIM)
 
 __device__ float block_reduce(float v, float* shared, int is_max) {  // one fixed tree over the block
     int tid = threadIdx.x;
@@ -28,6 +30,7 @@ extern "C" __global__ void attention(const float* __restrict__ q, const u16* __r
                                      float* __restrict__ xd, int* __restrict__ xs) {
     __shared__ float qs[ATTENTION_THREADS];
     __shared__ float shared[ATTENTION_THREADS];
+    __shared__ float sums[WARPS][32 * HEAD_LANES];
     int i = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
     int kv = h / (n_head / n_head_kv);
     long head = (long)i * n_head + h;
@@ -65,16 +68,26 @@ extern "C" __global__ void attention(const float* __restrict__ q, const u16* __r
         total = __fadd_rn(total, e);
     }
     total = block_reduce(total, shared, 0);  // its barriers also publish sc to the whole block
-    int groups = ATTENTION_THREADS / head_dim, j = tid % head_dim, g = tid / head_dim;
-    float acc = 0.f;
-    if (g < groups)
-        for (int t = g; t < length; t += groups) acc = __fmaf_rn(sc[t], h2f(v0[t * stride + j]), acc);
-    shared[tid] = acc;
+    // warp w sums positions w, w + WARPS, ... in order, lane l dims l, l + 32, ...; then the warps' sums in order
+    int warp = tid >> 5, lane = tid & 31;
+    float acc[HEAD_LANES] = {};
+#pragma unroll 4
+    for (int t = warp; t < length; t += WARPS) {  // unrolled: the loads of four positions in flight at once
+        float p = sc[t];
+        const u16* vr = v0 + t * stride + lane;
+#pragma unroll
+        for (int m = 0; m < HEAD_LANES; m++)
+            if (lane + 32 * m < head_dim) acc[m] = __fmaf_rn(p, h2f(vr[32 * m]), acc[m]);
+    }
+#pragma unroll
+    for (int m = 0; m < HEAD_LANES; m++)
+        if (lane + 32 * m < head_dim) sums[warp][lane + 32 * m] = acc[m];
     __syncthreads();
-    if (g == 0) {
-        for (int other = 1; other < groups; other++) acc = __fadd_rn(acc, shared[other * head_dim + j]);
-        long at = head * head_dim + j;
-        float o = __fdiv_rn(acc, total);
+    if (tid < head_dim) {
+        float o = sums[0][tid];
+        for (int w = 1; w < WARPS; w++) o = __fadd_rn(o, sums[w][tid]);
+        long at = head * head_dim + tid;
+        o = __fdiv_rn(o, total);
         out[at] = o;
         if (xq) quantize_warp(o, xq + (at & ~31L), xd + at / 32, xs + at / 32);
     }

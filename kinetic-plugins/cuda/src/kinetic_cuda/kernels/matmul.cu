@@ -174,11 +174,15 @@ __device__ void matvec(const Job& job, int r0, int per, long row_bytes, int chun
     sum_rows(s, per, stride, chunks, job, r0, t0, nt, accumulate);
 }
 
-// ---- mma: a thread block takes MMA_ROWS rows and MMA_TOKENS tokens; warp g multiplies chunks g, g + 4, ...
+// ---- mma: a thread block takes MMA_ROWS rows and MMA_TOKENS tokens, in steps of STEP chunks. A step's raw
+// weight bytes and int8 activations are copied (cp.async) while the step before it is decoded into int8 words
+// in shared memory and multiplied. Warp w multiplies rows 32 (w / 4) .. 32 (w / 4) + 31
+// of the step's chunks w % 4 and w % 4 + 4, so the warps of class g = w % 4 sum p_g.
 
 #define MMA_ROWS 64
 #define MMA_TOKENS 32
-#define MMA_THREADS 128
+#define MMA_THREADS 256
+#define STEP 8
 
 struct Scales {
     int sa, sb;
@@ -189,41 +193,78 @@ struct Scales {
 // swapped, so the eight rows a fragment load touches fall in distinct banks
 __device__ __forceinline__ int swz(int row, int w) { return row * 8 + (w ^ (row & 4)); }
 
-// shared memory of one step of 4 chunks; the same memory later holds the partial sums [4][ROWS][TOKENS]
-struct Step {
-    int a[4 * MMA_ROWS * 8];  // weights as int8 words, [chunk][row] swizzled
-    Scales scales[4 * MMA_ROWS];
-    int x[4 * MMA_TOKENS * 8];  // activations as int8 words, [chunk][token] swizzled
-    float dx[4 * MMA_TOKENS], sx[4 * MMA_TOKENS];  // sx: the integer sums, as floats
+// one step's copies: each row's raw bytes from the 16-byte boundary below them, and the activations
+template <class T>
+struct Stage {
+    static const int ROW = ((STEP * T::BYTES / T::CHUNKS + 15) / 16 + 1) * 16;  // GpuMatrix.mma_shared_bytes
+    u8 w[MMA_ROWS * ROW];
+    int x[STEP * MMA_TOKENS * 8];  // [chunk][token] swizzled
+    float dx[STEP * MMA_TOKENS];
+    int sx[STEP * MMA_TOKENS];
 };
 
+// shared memory of a thread block: two stages and the decoded step; later the partial sums [4][ROWS][TOKENS]
 template <class T>
-__device__ void load_step(Step& st, const Job& job, int r0, long row_bytes, int chunks, int c0,
-                          const signed char* __restrict__ xq, const float* __restrict__ xd,
-                          const int* __restrict__ xs, int t0, int n) {
-    for (int item = threadIdx.x; item < 4 * MMA_ROWS; item += MMA_THREADS) {
-        int row = item >> 2, ci = item & 3, c = c0 + ci, r = r0 + row;
+struct MmaShared {
+    Stage<T> stage[2];
+    int a[STEP * MMA_ROWS * 8];  // weights as int8 words, [chunk][row] swizzled
+    Scales scales[STEP * MMA_ROWS];
+};
+
+// the first byte of step c0 in row r, and the step's length in bytes
+template <class T>
+__device__ __forceinline__ const u8* step_bytes(const Job& job, int r, long row_bytes, int chunks, int c0, int& length) {
+    length = (min(STEP, chunks - c0) + T::CHUNKS - 1) / T::CHUNKS * T::BYTES;
+    return job.W + r * row_bytes + (long)(c0 / T::CHUNKS) * T::BYTES;
+}
+
+// starts the copies of step c0 (chunks past the last and tokens past n are zeros; landed() waits)
+template <class T>
+__device__ void stage_step(Stage<T>& s, const Job& job, int r0, long row_bytes, int chunks, int c0,
+                           const signed char* xq, const float* xd, const int* xs, int t0, int n) {
+    const int units = Stage<T>::ROW / 16;
+    for (int item = threadIdx.x; item < MMA_ROWS * units; item += MMA_THREADS) {
+        int row = item / units, u = item % units, length;
+        if (r0 + row >= job.rows) continue;
+        const u8* src = step_bytes<T>(job, r0 + row, row_bytes, chunks, c0, length);
+        const u8* from = (const u8*)((size_t)src & ~(size_t)15) + 16 * u;
+        if (from < src + length) copy_async<16>(s.w + row * Stage<T>::ROW + 16 * u, from);
+    }
+    int here = min(STEP, chunks - c0);
+    for (int item = threadIdx.x; item < STEP * MMA_TOKENS * 2; item += MMA_THREADS) {
+        int half = item & 1, token = (item >> 1) % MMA_TOKENS, ci = item / (2 * MMA_TOKENS), t = t0 + token;
+        int* to = s.x + ci * MMA_TOKENS * 8 + swz(token, 4 * half);  // four words, 16-byte aligned
+        if (ci < here && t < n) copy_async<16>((u8*)to, (const u8*)(xq + 32 * ((long)t * chunks + c0 + ci) + 16 * half));
+        else *(int4*)to = int4{0, 0, 0, 0};
+    }
+    for (int item = threadIdx.x; item < STEP * MMA_TOKENS; item += MMA_THREADS) {
+        int ci = item / MMA_TOKENS, t = t0 + item % MMA_TOKENS;
+        if (ci < here && t < n) {
+            long at = (long)t * chunks + c0 + ci;
+            copy_async<4>((u8*)(s.dx + item), (const u8*)(xd + at));
+            copy_async<4>((u8*)(s.sx + item), (const u8*)(xs + at));
+        } else {
+            s.dx[item] = 0.f;
+            s.sx[item] = 0;
+        }
+    }
+}
+
+// the staged weights of step c0 as int8 words and scales (zeros past the last row and chunk)
+template <class T>
+__device__ void decode_step(MmaShared<T>& sh, const Stage<T>& s, const Job& job, int r0, long row_bytes, int chunks,
+                            int c0) {
+    for (int item = threadIdx.x; item < STEP * MMA_ROWS; item += MMA_THREADS) {
+        int row = item % MMA_ROWS, ci = item / MMA_ROWS, length;
         Chunk ch = {};
-        if (c < chunks && r < job.rows) T::load(job.W + r * row_bytes + (long)(c / T::CHUNKS) * T::BYTES, c % T::CHUNKS, ch);
-        int* a = st.a + ci * MMA_ROWS * 8;
-        for (int w = 0; w < 8; w++) a[swz(row, w)] = ch.q[w];
-        st.scales[ci * MMA_ROWS + row] = Scales{ch.sa, ch.sb, ch.d, ch.m};
-    }
-    for (int item = threadIdx.x; item < 4 * MMA_TOKENS * 2; item += MMA_THREADS) {
-        int half = item & 1, token = (item >> 1) % MMA_TOKENS, ci = item / (2 * MMA_TOKENS);
-        int c = c0 + ci, t = t0 + token;
-        int4 v = c < chunks && t < n ? ((const int4*)(xq + 32 * ((long)t * chunks + c)))[half] : int4{0, 0, 0, 0};
-        int* x = st.x + ci * MMA_TOKENS * 8;
-        x[swz(token, 4 * half)] = v.x;
-        x[swz(token, 4 * half + 1)] = v.y;
-        x[swz(token, 4 * half + 2)] = v.z;
-        x[swz(token, 4 * half + 3)] = v.w;
-    }
-    for (int item = threadIdx.x; item < 4 * MMA_TOKENS; item += MMA_THREADS) {
-        int c = c0 + item / MMA_TOKENS, t = t0 + item % MMA_TOKENS;
-        bool real = c < chunks && t < n;
-        st.dx[item] = real ? xd[(long)t * chunks + c] : 0.f;
-        st.sx[item] = real ? (float)xs[(long)t * chunks + c] : 0.f;
+        if (c0 + ci < chunks && r0 + row < job.rows) {
+            size_t skew = (size_t)step_bytes<T>(job, r0 + row, row_bytes, chunks, c0, length) & 15;
+            T::load(s.w + row * Stage<T>::ROW + skew + (ci / T::CHUNKS) * T::BYTES, ci % T::CHUNKS, ch);
+        }
+        int4* a = (int4*)(sh.a + ci * MMA_ROWS * 8);
+        a[swz(row, 0) / 4] = int4{ch.q[0], ch.q[1], ch.q[2], ch.q[3]};
+        a[swz(row, 4) / 4] = int4{ch.q[4], ch.q[5], ch.q[6], ch.q[7]};
+        sh.scales[ci * MMA_ROWS + row] = Scales{ch.sa, ch.sb, ch.d, ch.m};
     }
 }
 
@@ -240,19 +281,20 @@ __device__ __forceinline__ void mma16(int* d, int a0, int a1, int b0) {  // the 
         : "r"(a0), "r"(a1), "r"(b0), "r"(0));
 }
 
-// acc[m][t][e] += v_c of this warp's chunk in the step: 4 row tiles of 16 by 4 token tiles of 8
+// acc[m][t][e] += v_c of the step's chunk ci: this warp's 2 row tiles of 16 (from row0) by 4 token tiles of 8
 template <class T>
-__device__ __forceinline__ void mma_chunk(const Step& st, int ci, float (&acc)[4][4][4]) {
+__device__ __forceinline__ void mma_chunk(const MmaShared<T>& sh, const Stage<T>& s, int ci, int row0,
+                                          float (&acc)[2][4][4]) {
     int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-    const int* a = st.a + ci * MMA_ROWS * 8;
-    const int* x = st.x + ci * MMA_TOKENS * 8;
-    const float* dx = st.dx + ci * MMA_TOKENS;
-    const float* sx = st.sx + ci * MMA_TOKENS;
+    const int* a = sh.a + ci * MMA_ROWS * 8;
+    const int* x = s.x + ci * MMA_TOKENS * 8;
+    const float* dx = s.dx + ci * MMA_TOKENS;
+    const int* sx = s.sx + ci * MMA_TOKENS;
 #pragma unroll
-    for (int mt = 0; mt < 4; mt++) {
-        int ra = mt * 16 + g, rb = ra + 8;
+    for (int mt = 0; mt < 2; mt++) {
+        int ra = row0 + mt * 16 + g, rb = ra + 8;
         int a0 = a[swz(ra, q)], a1 = a[swz(rb, q)], a2 = a[swz(ra, 4 + q)], a3 = a[swz(rb, 4 + q)];
-        Scales sa = st.scales[ci * MMA_ROWS + ra], sb = st.scales[ci * MMA_ROWS + rb];
+        Scales sa = sh.scales[ci * MMA_ROWS + ra], sb = sh.scales[ci * MMA_ROWS + rb];
 #pragma unroll
         for (int nt = 0; nt < 4; nt++) {
             int token = nt * 8 + g, b0 = x[swz(token, q)], b1 = x[swz(token, 4 + q)];
@@ -268,23 +310,24 @@ __device__ __forceinline__ void mma_chunk(const Step& st, int ci, float (&acc)[4
             }
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const Scales& s = e < 2 ? sa : sb;
+                const Scales& sc = e < 2 ? sa : sb;
                 int t = nt * 8 + 2 * q + (e & 1);
-                acc[mt][nt][e] = __fadd_rn(acc[mt][nt][e], chunk_value<T>(s.d, s.m, exact[e], dx[t], sx[t]));
+                acc[mt][nt][e] = __fadd_rn(acc[mt][nt][e], chunk_value<T>(sc.d, sc.m, exact[e], dx[t], (float)sx[t]));
             }
         }
     }
 }
 
-// the four warps' partial sums through shared memory, then out = (p0 + p1) + (p2 + p3)
-__device__ void mma_finish(float* part, float (&acc)[4][4][4], const Job& job, int r0, int t0, int n, int accumulate) {
+// the partial sums p_g through shared memory, then out = (p0 + p1) + (p2 + p3)
+__device__ void mma_finish(float* part, float (&acc)[2][4][4], const Job& job, int r0, int t0, int n, int accumulate) {
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    int cls = warp & 3, row0 = 32 * (warp >> 2);
     __syncthreads();
-    for (int mt = 0; mt < 4; mt++)
+    for (int mt = 0; mt < 2; mt++)
         for (int nt = 0; nt < 4; nt++)
             for (int e = 0; e < 4; e++) {
-                int row = mt * 16 + g + (e >= 2 ? 8 : 0), token = nt * 8 + 2 * q + (e & 1);
-                part[(warp * MMA_ROWS + row) * MMA_TOKENS + token] = acc[mt][nt][e];
+                int row = row0 + mt * 16 + g + (e >= 2 ? 8 : 0), token = nt * 8 + 2 * q + (e & 1);
+                part[(cls * MMA_ROWS + row) * MMA_TOKENS + token] = acc[mt][nt][e];
             }
     __syncthreads();
     const int size = MMA_ROWS * MMA_TOKENS;
@@ -298,18 +341,20 @@ __device__ void mma_finish(float* part, float (&acc)[4][4][4], const Job& job, i
 template <class T>
 __device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const signed char* xq, const float* xd,
                     const int* xs, int n, int accumulate) {
-    __shared__ __align__(16) float shared[4 * MMA_ROWS * MMA_TOKENS];
-    Step& st = *(Step*)shared;
-    int warp = threadIdx.x >> 5, t0 = blockIdx.y * MMA_TOKENS;
-    float acc[4][4][4];
-    for (int i = 0; i < 64; i++) (&acc[0][0][0])[i] = 0.f;
-    for (int c0 = 0; c0 < chunks; c0 += 4) {
-        load_step<T>(st, job, r0, row_bytes, chunks, c0, xq, xd, xs, t0, n);
+    extern __shared__ __align__(16) u8 smem[];
+    MmaShared<T>& sh = *(MmaShared<T>*)smem;
+    int warp = threadIdx.x >> 5, cls = warp & 3, row0 = 32 * (warp >> 2), t0 = blockIdx.y * MMA_TOKENS;
+    float acc[2][4][4];
+    for (int i = 0; i < 32; i++) (&acc[0][0][0])[i] = 0.f;
+    stage_step<T>(sh.stage[0], job, r0, row_bytes, chunks, 0, xq, xd, xs, t0, n);
+    for (int c0 = 0, s = 0; c0 < chunks; c0 += STEP, s ^= 1) {
+        landed();  // step c0 is here, and every warp is done with the step before (its stage and words)
+        if (c0 + STEP < chunks) stage_step<T>(sh.stage[s ^ 1], job, r0, row_bytes, chunks, c0 + STEP, xq, xd, xs, t0, n);
+        decode_step<T>(sh, sh.stage[s], job, r0, row_bytes, chunks, c0);
         __syncthreads();
-        if (c0 + warp < chunks) mma_chunk<T>(st, warp, acc);
-        __syncthreads();
+        for (int ci = cls; ci < STEP && c0 + ci < chunks; ci += 4) mma_chunk<T>(sh, sh.stage[s], ci, row0, acc);
     }
-    mma_finish(shared, acc, job, r0, t0, n, accumulate);
+    mma_finish((float*)smem, acc, job, r0, t0, n, accumulate);
 }
 
 #define JOBS                                                                                                   \
@@ -325,7 +370,7 @@ __device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const si
         PICK(per) matvec<T, QUANTIZED>(job, r0, per, row_bytes, chunks, xq, xd, xs, x, n, accumulate);         \
     }
 #define MMA(T)                                                                                                 \
-    extern "C" __global__ void __launch_bounds__(MMA_THREADS, 3) mma_##T(                                         \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, 2) mma_##T(                                         \
         JOBS, long row_bytes, int chunks, const signed char* xq, const float* xd, const int* xs, int n,        \
         int accumulate) {                                                                                     \
         PICK(MMA_ROWS) mma<T>(job, r0, row_bytes, chunks, xq, xd, xs, n, accumulate);                         \

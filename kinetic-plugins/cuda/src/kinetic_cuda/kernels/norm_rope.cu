@@ -1,38 +1,49 @@
 // RMS norm and rotary embeddings.
 
-#define NORM_THREADS 256
-#define NORM_HELD 16  // values a thread holds in registers: rows of up to 4096 are read once
+#define NORM_THREADS 1024  // at most; ops.rms_norm launches a number of threads that depends on d alone
+#define NORM_HELD 4  // values (and weights) a thread holds in registers: rows of up to 4 * threads are read once
+
+__device__ __forceinline__ void norm_out(float o, long at, float* out, signed char* q, float* qd, int* sums) {
+    out[at] = o;
+    if (q) quantize_warp(o, q + (at & ~31L), qd + at / 32, sums + at / 32);
+}
 
 // out[i] = x[rows ? rows[i] : i] / sqrt(mean(x^2) + eps) * w; x: [*, d] float32. The sum of squares in
 // float64: each thread's elements in order, a butterfly over each warp (both lanes of a pair add the same
-// two numbers, so every lane holds the same sum), then the 8 warps' sums in order. With q non-NULL the row
+// two numbers, so every lane holds the same sum), then the warps' sums in order. With q non-NULL the row
 // is also quantized (quantize_q8), for the matrices that take it.
 extern "C" __global__ void __launch_bounds__(NORM_THREADS) rms_norm(
     const float* x, const int* __restrict__ rows, const float* __restrict__ w, float* out, int d, float eps,
     signed char* __restrict__ q, float* __restrict__ qd, int* __restrict__ sums) {
     __shared__ double part[NORM_THREADS / 32];
-    int i = blockIdx.x, tid = threadIdx.x;
+    int i = blockIdx.x, tid = threadIdx.x, threads = blockDim.x;
     const float* v = x + (long)(rows ? rows[i] : i) * d;
-    float held[NORM_HELD];
+    float held[NORM_HELD], weights[NORM_HELD];
 #pragma unroll
-    for (int k = 0; k < NORM_HELD; k++) held[k] = tid + k * NORM_THREADS < d ? v[tid + k * NORM_THREADS] : 0.f;
+    for (int k = 0; k < NORM_HELD; k++) {
+        int j = tid + k * threads;
+        held[k] = j < d ? v[j] : 0.f;
+        weights[k] = j < d ? w[j] : 0.f;
+    }
     double s = 0.0;
 #pragma unroll
     for (int k = 0; k < NORM_HELD; k++)
-        if (tid + k * NORM_THREADS < d) s = __dadd_rn(s, __dmul_rn((double)held[k], (double)held[k]));
-    for (int j = tid + NORM_HELD * NORM_THREADS; j < d; j += NORM_THREADS) s = __dadd_rn(s, __dmul_rn((double)v[j], (double)v[j]));
+        if (tid + k * threads < d) s = __dadd_rn(s, __dmul_rn((double)held[k], (double)held[k]));
+    for (int j = tid + NORM_HELD * threads; j < d; j += threads) s = __dadd_rn(s, __dmul_rn((double)v[j], (double)v[j]));
     for (int offset = 16; offset > 0; offset >>= 1) s = __dadd_rn(s, __shfl_xor_sync(0xffffffffu, s, offset));
     if ((tid & 31) == 0) part[tid >> 5] = s;
     __syncthreads();
     double total = part[0];
-    for (int k = 1; k < NORM_THREADS / 32; k++) total = __dadd_rn(total, part[k]);
+    for (int k = 1; k < threads / 32; k++) total = __dadd_rn(total, part[k]);
     float scale = (float)(1.0 / sqrt(total / d + (double)eps));
-    for (int k = 0, j = tid; j < d; k++, j += NORM_THREADS) {  // with q, d is whole blocks: a warp's 32 values are one
-        float o = __fmul_rn(__fmul_rn(k < NORM_HELD ? held[k] : v[j], scale), w[j]);
-        long at = (long)i * d + j;
-        out[at] = o;
-        if (q) quantize_warp(o, q + (at & ~31L), qd + at / 32, sums + at / 32);
+    // with q, d is whole blocks: a warp's 32 values are one
+#pragma unroll
+    for (int k = 0; k < NORM_HELD; k++) {
+        int j = tid + k * threads;
+        if (j < d) norm_out(__fmul_rn(__fmul_rn(held[k], scale), weights[k]), (long)i * d + j, out, q, qd, sums);
     }
+    for (int j = tid + NORM_HELD * threads; j < d; j += threads)
+        norm_out(__fmul_rn(__fmul_rn(v[j], scale), w[j]), (long)i * d + j, out, q, qd, sums);
 }
 
 // In place on q: [n, n_head, head_dim], and k: [n, n_head_kv, head_dim] float32 rotated straight into the f16
