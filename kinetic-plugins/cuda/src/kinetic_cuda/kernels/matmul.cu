@@ -80,15 +80,15 @@ __device__ __forceinline__ void landed() {
     __syncthreads();
 }
 
-// v_c of chunk c of staged row `row`, for the block's nt tokens (xq: [nt, chunks, 32] int8, xd and xs:
+// v_c of chunk c of staged row `row`, for the block's nt <= NT tokens (xq: [nt, chunks, 32] int8, xd and xs:
 // [nt, chunks], in global or shared memory)
-template <class T>
+template <class T, int NT>
 __device__ __forceinline__ void values(const u8* row, int c, int chunks, const signed char* xq, const float* xd,
                                        const int* xs, int nt, float* s, int stride) {
     Chunk ch;
     T::load(row + (long)(c / T::CHUNKS) * T::BYTES, c % T::CHUNKS, ch);
 #pragma unroll
-    for (int t = 0; t < TILE; t++) {
+    for (int t = 0; t < NT; t++) {
         if (t < nt) {
             int at = t * chunks + c;
             const int4* x = (const int4*)(xq + 32L * at);
@@ -99,13 +99,13 @@ __device__ __forceinline__ void values(const u8* row, int c, int chunks, const s
 }
 
 // the float types: x [n, chunks * 32] float32; a chunk's 32 products summed in order
-template <class T>
+template <class T, int NT>
 __device__ __forceinline__ void float_values(const u8* row, int c, int chunks, const float* __restrict__ x, int t0,
                                              int nt, float* s, int stride) {
     float w[32];
     for (int i = 0; i < 32; i++) w[i] = T::at(row, 32L * c + i);
 #pragma unroll
-    for (int t = 0; t < TILE; t++) {
+    for (int t = 0; t < NT; t++) {
         if (t < nt) {
             const float4* xv = (const float4*)(x + (long)(t0 + t) * chunks * 32 + 32L * c);
             float v = 0.f;
@@ -118,6 +118,23 @@ __device__ __forceinline__ void float_values(const u8* row, int c, int chunks, c
             }
             s[t * stride] = v;
         }
+    }
+}
+
+// the values of the staged rows' chunks into s (row r, chunk c at s[r * stride + c], token t's at + t * token_stride),
+// items (row, chunk) handed out in turn to the threads
+template <class T, bool QUANTIZED, int NT>
+__device__ __forceinline__ void all_values(const u8* rows, long row_bytes, int here, int chunks, const signed char* xq,
+                                           const float* xd, const int* xs, const float* x, int t0, int nt, float* s,
+                                           int token_stride) {
+    int stride = chunks | 1, row = threadIdx.x / chunks, c = threadIdx.x % chunks;
+    const int row_step = blockDim.x / chunks, chunk_step = blockDim.x % chunks;
+    while (row < here) {
+        float* out = s + row * stride + c;
+        if constexpr (QUANTIZED) values<T, NT>(rows + row * row_bytes, c, chunks, xq, xd, xs, nt, out, token_stride);
+        else float_values<T, NT>(rows + row * row_bytes, c, chunks, x, t0, nt, out, token_stride);
+        row += row_step, c += chunk_step;
+        if (c >= chunks) row++, c -= chunks;
     }
 }
 
@@ -149,7 +166,7 @@ __device__ void matvec(const Job& job, int r0, int per, long row_bytes, int chun
                        const float* xd, const int* xs, const float* x, int n, int accumulate) {
     extern __shared__ __align__(16) u8 smem[];
     int here = min(per, job.rows - r0), t0 = blockIdx.y * TILE, nt = min(TILE, n - t0), tile = min(n, TILE);
-    int stride = chunks | 1, items = here * chunks;  // an odd stride spreads the rows over the banks
+    int stride = chunks | 1;  // an odd stride spreads the rows over the banks
     float* s = (float*)(smem + ((per * row_bytes + 15) & ~15L));
     copy(smem, job.W + (long)r0 * row_bytes, here * row_bytes);
     if constexpr (QUANTIZED) {
@@ -164,12 +181,8 @@ __device__ void matvec(const Job& job, int r0, int per, long row_bytes, int chun
         }
     }
     landed();
-    for (int item = threadIdx.x; item < items; item += blockDim.x) {
-        int row = item / chunks, c = item % chunks;
-        float* out = s + row * stride + c;
-        if constexpr (QUANTIZED) values<T>(smem + row * row_bytes, c, chunks, xq, xd, xs, nt, out, per * stride);
-        else float_values<T>(smem + row * row_bytes, c, chunks, x, t0, nt, out, per * stride);
-    }
+    if (nt == 1) all_values<T, QUANTIZED, 1>(smem, row_bytes, here, chunks, xq, xd, xs, x, t0, nt, s, per * stride);
+    else all_values<T, QUANTIZED, TILE>(smem, row_bytes, here, chunks, xq, xd, xs, x, t0, nt, s, per * stride);
     __syncthreads();
     sum_rows(s, per, stride, chunks, job, r0, t0, nt, accumulate);
 }

@@ -78,16 +78,14 @@ struct Q5_1 {
     __device__ static void load(const u8* b, int, Chunk& c) { unit_scales(c, half_at(b), half_at(b + 2)); nibbles<8, 4, 0>(b, c); }
 };
 
-// Q4_K, Q5_K: run j's 6-bit scale and min, packed in the 12 bytes at 4
+// Q4_K, Q5_K: run j's 6-bit scale and min, packed in the 12 bytes at 4 (4-byte aligned), without branching:
+// j < 4 takes the low 6 bits of bytes j and j + 4; j >= 4 the nibbles of byte j + 4 and the top bits of j - 4, j
 __device__ __forceinline__ void k4_scale_min(const u8* b, int j, int& scale, int& min) {
-    const u8* s = b + 4;
-    if (j < 4) {
-        scale = s[j] & 63;
-        min = s[j + 4] & 63;
-    } else {
-        scale = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-        min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
+    const u32* s = (const u32*)(b + 4);
+    int shift = 8 * (j & 3);
+    u32 a = (s[0] >> shift) & 0xFF, c = (s[1] >> shift) & 0xFF, e = (s[2] >> shift) & 0xFF;
+    scale = j < 4 ? a & 63 : (e & 0xF) | ((a >> 6) << 4);
+    min = j < 4 ? c & 63 : (e >> 4) | ((c >> 6) << 4);
 }
 
 __device__ __forceinline__ void words8(const u8* p, u32* w) {  // 32 bytes at a 16-byte aligned address
