@@ -5,6 +5,7 @@ Pointers are CuPy arrays (or NULL); scalars are typed numpy values, as the kerne
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Optional
 
@@ -17,9 +18,14 @@ from kinetic_cuda.workspace import Activations, Workspace
 
 NULL = np.uint64(0)
 MV_THREADS = 128  # threads of a matmul.cu matvec thread block, which takes TILE tokens
+MV_RESIDENT = 8  # matvec thread blocks a multiprocessor holds at most (by their registers)
+SM_SHARED = 228 * 1024  # shared memory of a multiprocessor (compute capability 8.0 to 9.0; less elsewhere)
 MMA_THREADS = 256  # threads of a matmul.cu mma thread block
 MMA_FROM = 16  # tokens from which quantized products run on tensor cores
 THREADS = 256
+MAX_GROUP = 8  # query heads an attention thread block takes at most (attention.cu's attention_1 .. attention_8)
+GROUP_FROM = 16  # rows from which attention thread blocks take several query heads, sharing their keys and values
+ATTENTION_KERNELS = tuple(f"attention_{g}" for g in range(1, MAX_GROUP + 1))
 NORM_THREADS = 1024  # norm_rope.cu's rms_norm, at most
 
 
@@ -57,7 +63,19 @@ def matmul(jobs: list[tuple], acts: Activations, x: cupy.ndarray, n: int, accumu
         return
     xs = (acts.xq, acts.xd, acts.xs, NULL) if m.quantized else (NULL, NULL, NULL, x)
     args += (np.int32(per),) + xs + (np.int32(n), np.int32(accumulate))
-    m.matvec((blocks, math.ceil(n / TILE)), (MV_THREADS,), args, shared_mem=m.shared_bytes(n))
+    shared = m.shared_bytes(n)
+    grid = min(blocks, _resident(shared) * _multiprocessors())  # each thread block loops over groups of rows
+    m.matvec((grid, math.ceil(n / TILE)), (MV_THREADS,), args, shared_mem=shared)
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors() -> int:
+    return cupy.cuda.Device().attributes["MultiProcessorCount"]
+
+
+def _resident(shared: int) -> int:
+    """matvec thread blocks that fit on a multiprocessor at once, by their shared memory (1 KiB more each)."""
+    return max(1, min(MV_RESIDENT, SM_SHARED // (shared + 1024)))
 
 
 def embed(m: GpuMatrix, tokens: cupy.ndarray, n: int, out: cupy.ndarray, scale: float) -> None:
@@ -94,7 +112,14 @@ def attention(ws: Workspace, block, positions: cupy.ndarray, n: int, keys: cupy.
     args = (ws.view(ws.q, width), keys, values, positions, ws.scores, ws.view(ws.att, width),
             np.int32(block.n_head), np.int32(block.n_head_kv), np.int32(block.head_dim),
             np.float32(block.scale), np.int32(block.sliding_window or 0), np.int32(ws.context)) + _acts(acts)
-    kernel("attention")((n, block.n_head), (THREADS,), args)
+    group = _heads_together(block.n_head // block.n_head_kv) if n >= GROUP_FROM else 1
+    kernel(f"attention_{group}")((n, block.n_head // group), (THREADS,), args)
+
+
+def _heads_together(per_kv: int) -> int:
+    """Query heads of one KV head an attention thread block takes: the most, up to MAX_GROUP, that divide per_kv.
+    It changes which blocks read the keys and values, never a bit of the output (attention.cu)."""
+    return max(g for g in range(1, MAX_GROUP + 1) if per_kv % g == 0)
 
 
 def gate(g: cupy.ndarray, up: cupy.ndarray, n: int, gelu: bool, acts: Optional[Activations]) -> None:

@@ -24,7 +24,7 @@ GIB = 1 << 30
 STATE_MAGIC = b"KCUDAKV1"
 MIN_CONTEXT = 4096  # shrinking to fit stops here (reference docs, -c)
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
-KERNELS = ("quantize_q8", "gate", "add", "rms_norm", "rope_store", "attention")
+KERNELS = ("quantize_q8", "gate", "add", "rms_norm", "rope_store", *ops.ATTENTION_KERNELS)
 
 
 class CudaSequence:

@@ -16,13 +16,16 @@ X_STAGED = 16384  # bytes of int8 activations a matvec thread block stages, when
 DEFAULT_SHARED = 48 * 1024  # dynamic shared memory a kernel may take without asking
 PAD = 16  # bytes past a matrix's last row: the mma copies a row's bytes in 16-byte units from a 16-byte boundary
 MMA_STEP, MMA_ROWS, MMA_TOKENS = 8, 64, 32  # chunks a step, rows and tokens of a matmul.cu mma thread block
+ALIGNED = {"Q6_K": (210, 224)}  # blocks padded on upload to a multiple of 16 bytes (quants.cuh), and their sizes
 
 
 class GpuMatrix:
-    """A weight matrix [rows, k] as its raw bytes [rows, row_bytes] on the GPU, and its type's kernels."""
+    """A weight matrix [rows, k] as its raw bytes [rows, row_bytes] on the GPU (blocks of ALIGNED's types padded),
+    and its type's kernels."""
 
-    def __init__(self, raw: np.ndarray, type_name: str, k: int):  # raw: [rows, row_bytes] uint8
+    def __init__(self, raw: np.ndarray, type_name: str, k: int):  # raw: [rows, GGUF row bytes] uint8
         self.type = type_name
+        raw = _aligned(raw, type_name)
         self.rows, self.row_bytes = raw.shape
         self.k = k
         self.chunks = k // 32
@@ -40,10 +43,10 @@ class GpuMatrix:
         self.embed = kernel(f"embed_{self.type}")
 
     def shared_bytes(self, n: int) -> int:
-        """Dynamic shared memory of a matvec launch for n tokens (matmul.cu's matvec)."""
+        """Dynamic shared memory of a matvec launch for n tokens (matmul.cu's matvec): two buffers of rows."""
         tile = min(n, TILE)
         x = 40 * tile * self.chunks
-        return _up16(self.per * self.row_bytes) + _up16(4 * tile * self.per * (self.chunks | 1)) + \
+        return 2 * _up16(self.per * self.row_bytes) + _up16(4 * tile * self.per * (self.chunks | 1)) + \
             (x if self.quantized and x <= X_STAGED else 0)
 
     def mma_shared_bytes(self) -> int:
@@ -58,6 +61,15 @@ class GpuMatrix:
         return GpuMatrix(weight.raw(), weight.type.name, weight.shape[-1])
 
 
+def _aligned(raw: np.ndarray, type_name: str) -> np.ndarray:
+    """raw [rows, row bytes] with each block of an ALIGNED type padded with zeros to its aligned size."""
+    if type_name not in ALIGNED:
+        return raw
+    size, aligned = ALIGNED[type_name]
+    blocks = raw.reshape(raw.shape[0], -1, size)
+    return np.pad(blocks, ((0, 0), (0, 0), (0, aligned - size))).reshape(raw.shape[0], -1)
+
+
 def _up16(size: int) -> int:
     return (size + 15) // 16 * 16
 
@@ -69,4 +81,8 @@ def vector(weight: Weight) -> cupy.ndarray:
 
 def upload_bytes(weights: list[Weight]) -> int:
     """GPU bytes the matrices take, before uploading them."""
-    return sum(w.raw().nbytes + PAD for w in {w.name: w for w in weights}.values())
+    def gpu_bytes(w: Weight) -> int:
+        size, aligned = ALIGNED.get(w.type.name, (1, 1))
+        return w.raw().nbytes // size * aligned + PAD
+
+    return sum(gpu_bytes(w) for w in {w.name: w for w in weights}.values())

@@ -8,7 +8,7 @@
 // matvec (up to TILE tokens a thread block) makes the v_c in parallel into shared memory and then sums
 // them; mma (prompts) takes the chunks' exact integer products from int8 tensor cores, its warp g
 // summing p_g. One launch takes up to three matrices of one type and width that multiply the same x
-// (q, k, v; gate, up): the thread blocks of matrix 0 come first, then those of 1, then those of 2.
+// (q, k, v; gate, up): the groups of rows of matrix 0 come first, then those of 1, then those of 2.
 
 #define TILE 8
 #define MV_THREADS 128
@@ -21,9 +21,8 @@ struct Job {
     int rows;
 };
 
-// the matrix of this thread block and its first row; a matrix's rows go `per` to a block
-__device__ __forceinline__ Job pick(const Job& j0, const Job& j1, const Job& j2, int per, int& r0) {
-    int block = blockIdx.x;
+// the matrix of group `block` of rows and its first row; a matrix's rows go `per` to a group
+__device__ __forceinline__ Job pick(const Job& j0, const Job& j1, const Job& j2, int per, int block, int& r0) {
     int blocks0 = (j0.rows + per - 1) / per, blocks1 = (j1.rows + per - 1) / per;
     r0 = block * per;
     if (block < blocks0) return j0;
@@ -46,7 +45,7 @@ __device__ __forceinline__ int dot16(const int* q, int4 x) {
 template <class T>
 __device__ __forceinline__ float chunk_value(float d, float m, int exact, float dx, float sx) {
     float v = __fmul_rn(__fmul_rn(d, dx), (float)exact);
-    if (T::HAS_MIN) v = __fadd_rn(v, __fmul_rn(__fmul_rn(m, dx), sx));
+    if (T::HAS_MIN) v = __fmaf_rn(__fmul_rn(m, dx), sx, v);
     return v;
 }
 
@@ -78,6 +77,18 @@ __device__ void copy(u8* dst, const u8* __restrict__ src, long length) {
 __device__ __forceinline__ void landed() {
     asm volatile("cp.async.wait_all;\n" ::: "memory");
     __syncthreads();
+}
+
+// the copies started since the last commit() form one group; wait_but_last() waits for all groups but the last
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void wait_but_last() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+
+// starts copying group `group`'s rows to dst (per * row_bytes)
+__device__ __forceinline__ void stage_rows(u8* dst, const Job& j0, const Job& j1, const Job& j2, int per, int group,
+                                           long row_bytes) {
+    int r0;
+    Job job = pick(j0, j1, j2, per, group, r0);
+    copy(dst, job.W + (long)r0 * row_bytes, min(per, job.rows - r0) * row_bytes);
 }
 
 // v_c of chunk c of staged row `row`, for the block's nt <= NT tokens (xq: [nt, chunks, 32] int8, xd and xs:
@@ -157,18 +168,18 @@ __device__ void sum_rows(const float* s, int per, int stride, int chunks, const 
     }
 }
 
-// smem: the staged rows (per * row_bytes), the values [tile][per][chunks | 1], each rounded up to 16 bytes, and
-// where they take at most X_STAGED bytes, the tile's int8 activations (xq, xd, xs), tile = min(n, TILE)
-// (GpuMatrix.shared_bytes)
+// smem: two buffers of staged rows (per * row_bytes each), the values [tile][per][chunks | 1], and where they
+// take at most X_STAGED bytes, the tile's int8 activations (xq, xd, xs), tile = min(n, TILE), each rounded up
+// to 16 bytes (GpuMatrix.shared_bytes). A thread block takes groups of `per` rows blockIdx.x, + gridDim.x, ...,
+// copying the next group's rows while it multiplies one.
 #define X_STAGED 16384
 template <class T, bool QUANTIZED>
-__device__ void matvec(const Job& job, int r0, int per, long row_bytes, int chunks, const signed char* xq,
-                       const float* xd, const int* xs, const float* x, int n, int accumulate) {
+__device__ void matvec(const Job& j0, const Job& j1, const Job& j2, int per, long row_bytes, int chunks,
+                       const signed char* xq, const float* xd, const int* xs, const float* x, int n, int accumulate) {
     extern __shared__ __align__(16) u8 smem[];
-    int here = min(per, job.rows - r0), t0 = blockIdx.y * TILE, nt = min(TILE, n - t0), tile = min(n, TILE);
-    int stride = chunks | 1;  // an odd stride spreads the rows over the banks
-    float* s = (float*)(smem + ((per * row_bytes + 15) & ~15L));
-    copy(smem, job.W + (long)r0 * row_bytes, here * row_bytes);
+    int t0 = blockIdx.y * TILE, nt = min(TILE, n - t0), tile = min(n, TILE), stride = chunks | 1;
+    long buffer = (per * row_bytes + 15) & ~15L;
+    float* s = (float*)(smem + 2 * buffer);
     if constexpr (QUANTIZED) {
         xq += 32L * t0 * chunks, xd += (long)t0 * chunks, xs += (long)t0 * chunks;
         if (tile * chunks * 40 <= X_STAGED) {
@@ -180,11 +191,23 @@ __device__ void matvec(const Job& job, int r0, int per, long row_bytes, int chun
             xs = (const int*)(staged + 36 * tile * chunks);
         }
     }
-    landed();
-    if (nt == 1) all_values<T, QUANTIZED, 1>(smem, row_bytes, here, chunks, xq, xd, xs, x, t0, nt, s, per * stride);
-    else all_values<T, QUANTIZED, TILE>(smem, row_bytes, here, chunks, xq, xd, xs, x, t0, nt, s, per * stride);
-    __syncthreads();
-    sum_rows(s, per, stride, chunks, job, r0, t0, nt, accumulate);
+    int groups = (j0.rows + per - 1) / per + (j1.rows + per - 1) / per + (j2.rows + per - 1) / per;
+    stage_rows(smem, j0, j1, j2, per, blockIdx.x, row_bytes);
+    commit();
+    for (int group = blockIdx.x, k = 0; group < groups; group += gridDim.x, k ^= 1) {
+        if (group + gridDim.x < groups) stage_rows(smem + (k ^ 1) * buffer, j0, j1, j2, per, group + gridDim.x, row_bytes);
+        commit();
+        wait_but_last();  // this group's rows (and the activations) are here
+        __syncthreads();
+        int r0;
+        Job job = pick(j0, j1, j2, per, group, r0);
+        int here = min(per, job.rows - r0);
+        const u8* rows = smem + k * buffer;
+        if (nt == 1) all_values<T, QUANTIZED, 1>(rows, row_bytes, here, chunks, xq, xd, xs, x, t0, nt, s, per * stride);
+        else all_values<T, QUANTIZED, TILE>(rows, row_bytes, here, chunks, xq, xd, xs, x, t0, nt, s, per * stride);
+        __syncthreads();
+        sum_rows(s, per, stride, chunks, job, r0, t0, nt, accumulate);
+    }
 }
 
 // ---- mma: a thread block takes MMA_ROWS rows and MMA_TOKENS tokens, in steps of STEP chunks. A step's raw
@@ -213,7 +236,7 @@ struct Stage {
     u8 w[MMA_ROWS * ROW];
     int x[STEP * MMA_TOKENS * 8];  // [chunk][token] swizzled
     float dx[STEP * MMA_TOKENS];
-    int sx[STEP * MMA_TOKENS];
+    float sx[STEP * MMA_TOKENS];  // the integer sums, copied as bits, then made floats by decode_step
 };
 
 // shared memory of a thread block: two stages and the decoded step; later the partial sums [4][ROWS][TOKENS]
@@ -258,15 +281,16 @@ __device__ void stage_step(Stage<T>& s, const Job& job, int r0, long row_bytes, 
             copy_async<4>((u8*)(s.sx + item), (const u8*)(xs + at));
         } else {
             s.dx[item] = 0.f;
-            s.sx[item] = 0;
+            s.sx[item] = 0.f;
         }
     }
 }
 
-// the staged weights of step c0 as int8 words and scales (zeros past the last row and chunk)
+// the staged weights of step c0 as int8 words and scales (zeros past the last row and chunk); the sums as floats
 template <class T>
-__device__ void decode_step(MmaShared<T>& sh, const Stage<T>& s, const Job& job, int r0, long row_bytes, int chunks,
+__device__ void decode_step(MmaShared<T>& sh, Stage<T>& s, const Job& job, int r0, long row_bytes, int chunks,
                             int c0) {
+    for (int item = threadIdx.x; item < STEP * MMA_TOKENS; item += MMA_THREADS) s.sx[item] = (float)__float_as_int(s.sx[item]);
     for (int item = threadIdx.x; item < STEP * MMA_ROWS; item += MMA_THREADS) {
         int row = item % MMA_ROWS, ci = item / MMA_ROWS, length;
         Chunk ch = {};
@@ -302,7 +326,7 @@ __device__ __forceinline__ void mma_chunk(const MmaShared<T>& sh, const Stage<T>
     const int* a = sh.a + ci * MMA_ROWS * 8;
     const int* x = s.x + ci * MMA_TOKENS * 8;
     const float* dx = s.dx + ci * MMA_TOKENS;
-    const int* sx = s.sx + ci * MMA_TOKENS;
+    const float* sx = s.sx + ci * MMA_TOKENS;
 #pragma unroll
     for (int mt = 0; mt < 2; mt++) {
         int ra = row0 + mt * 16 + g, rb = ra + 8;
@@ -325,7 +349,7 @@ __device__ __forceinline__ void mma_chunk(const MmaShared<T>& sh, const Stage<T>
             for (int e = 0; e < 4; e++) {
                 const Scales& sc = e < 2 ? sa : sb;
                 int t = nt * 8 + 2 * q + (e & 1);
-                acc[mt][nt][e] = __fadd_rn(acc[mt][nt][e], chunk_value<T>(sc.d, sc.m, exact[e], dx[t], (float)sx[t]));
+                acc[mt][nt][e] = __fadd_rn(acc[mt][nt][e], chunk_value<T>(sc.d, sc.m, exact[e], dx[t], sx[t]));
             }
         }
     }
@@ -373,20 +397,20 @@ __device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const si
 #define JOBS                                                                                                   \
     const u8 *W0, const float *bias0, float *out0, int rows0, const u8 *W1, const float *bias1, float *out1, int rows1, \
         const u8 *W2, const float *bias2, float *out2, int rows2
-#define PICK(PER)                                                                                              \
-    int r0;                                                                                                    \
-    Job job = pick(Job{W0, bias0, out0, rows0}, Job{W1, bias1, out1, rows1}, Job{W2, bias2, out2, rows2}, PER, r0);
+#define JOB_LIST Job{W0, bias0, out0, rows0}, Job{W1, bias1, out1, rows1}, Job{W2, bias2, out2, rows2}
 #define MATVEC(T, QUANTIZED)                                                                                   \
     extern "C" __global__ void __launch_bounds__(MV_THREADS) matvec_##T(                                       \
         JOBS, long row_bytes, int chunks, int per, const signed char* xq, const float* xd, const int* xs,      \
         const float* x, int n, int accumulate) {                                                              \
-        PICK(per) matvec<T, QUANTIZED>(job, r0, per, row_bytes, chunks, xq, xd, xs, x, n, accumulate);         \
+        matvec<T, QUANTIZED>(JOB_LIST, per, row_bytes, chunks, xq, xd, xs, x, n, accumulate);                     \
     }
 #define MMA(T)                                                                                                 \
     extern "C" __global__ void __launch_bounds__(MMA_THREADS, 2) mma_##T(                                         \
         JOBS, long row_bytes, int chunks, const signed char* xq, const float* xd, const int* xs, int n,        \
         int accumulate) {                                                                                     \
-        PICK(MMA_ROWS) mma<T>(job, r0, row_bytes, chunks, xq, xd, xs, n, accumulate);                         \
+        int r0;                                                                                               \
+        Job job = pick(JOB_LIST, MMA_ROWS, blockIdx.x, r0);                                                      \
+        mma<T>(job, r0, row_bytes, chunks, xq, xd, xs, n, accumulate);                                        \
     }
 #define QUANT(T) MATVEC(T, true) MMA(T)
 

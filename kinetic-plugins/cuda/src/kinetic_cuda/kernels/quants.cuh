@@ -1,7 +1,7 @@
 // Every weight type as 32-weight chunks. A chunk holds its quants as 8 words of 4 signed int8 (weights
 // 0..15 in words 0..3, 16..31 in words 4..7), an integer scale for each half (sa, sb) and floats d and m:
 // against int8 activations x with scale dx and sum sx its value is
-//     (d * dx) * (sa * q[0:16] . x[0:16] + sb * q[16:32] . x[16:32]) + (m * dx) * sx
+//     (d * dx) * (sa * q[0:16] . x[0:16] + sb * q[16:32] . x[16:32]) + (m * dx) * sx   (one fma for "+ (m * dx) * sx")
 // and its weights are d * (s * q) + m. Layouts as in ggml-common.h (and kinetic_formats.types).
 
 typedef unsigned char u8;
@@ -124,16 +124,18 @@ struct Q5_K {
 };
 
 // Q6_K: chunk j = 32 sub + 128 n of the 256: low nibbles in ql[64 n + 32 (sub % 2)], high or low half by
-// sub / 2; two high bits at bit 2 sub of qh[32 n]; int8 scales per 16 weights; q - 32
+// sub / 2; two high bits at bit 2 sub of qh[32 n]; int8 scales per 16 weights; q - 32. Its 210-byte blocks
+// are padded to 224 on upload (weights.ALIGNED), so ql and qh are 16-byte aligned.
 struct Q6_K {  // SPLIT: its halves have their own scales (sa != sb)
-    static const int BYTES = 210, CHUNKS = 8, HAS_MIN = 0, SPLIT = 1;
+    static const int BYTES = 224, CHUNKS = 8, HAS_MIN = 0, SPLIT = 1;
     __device__ static void load(const u8* b, int j, Chunk& c) {
         int n = j >> 2, sub = j & 3;
-        const u8* ql = b + 64 * n + 32 * (sub & 1);
-        const u8* qh = b + 128 + 32 * n;
+        u32 low[8], high[8];
+        words8(b + 64 * n + 32 * (sub & 1), low);
+        words8(b + 128 + 32 * n, high);
         int low_shift = 4 * (sub >> 1), high_shift = 2 * sub;
         for (int i = 0; i < 8; i++) {
-            u32 q = ((ld32(ql + 4 * i) >> low_shift) & 0x0F0F0F0Fu) | (((ld32(qh + 4 * i) >> high_shift) & 0x03030303u) << 4);
+            u32 q = ((low[i] >> low_shift) & 0x0F0F0F0Fu) | (((high[i] >> high_shift) & 0x03030303u) << 4);
             c.q[i] = (int)__vsub4(q, 0x20202020u);
         }
         const signed char* scales = (const signed char*)(b + 192);
