@@ -1,7 +1,8 @@
 """Exact integer dot products of int8 vectors, in IR.
 
-On x86 with AVX2 they use pmaddubsw and pmaddwd directly (LLVM would widen through pmovsx otherwise);
-elsewhere plain IR that any LLVM target lowers. Both give the same integers: no sum can overflow.
+On x86 with AVX2 they use pmaddubsw and pmaddwd directly (LLVM would widen through pmovsx otherwise),
+and vpdpbusd for runs of 4 where the CPU has VNNI (AVX-VNNI or AVX512-VNNI); elsewhere plain IR that any
+LLVM target lowers. All give the same integers: no sum can overflow.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from llvmlite import ir as llvm
 from kinetic_cpu.kernels.ir import I16, I32, const, host_has, indices, vector
 
 AVX2 = host_has("avx2")
+VNNI = AVX2 and (host_has("avxvnni") or (host_has("avx512vnni") and host_has("avx512vl")))
 
 
 def _x86_call(builder, name: str, result: llvm.Type, *operands) -> llvm.Value:
@@ -28,15 +30,24 @@ def _pair_products(builder, q, x, q_signed: bool) -> llvm.Value:
 def _x86_pairs(builder, q, x, q_signed: bool) -> llvm.Value:
     """AVX2: <16 x i16> pair sums by pmaddubsw (unsigned q times signed x; a signed q lends x its sign).
     Exact: |q| <= 128 and |x| <= 127, so no pair reaches the i16 saturation at 32767."""
-    if q_signed:
-        x = _x86_call(builder, "llvm.x86.avx2.psign.b", q.type, x, q)
-        q = _x86_call(builder, "llvm.abs.v32i8", q.type, q, llvm.Constant(llvm.IntType(1), 0))
+    q, x = _sign_to_x(builder, q, x) if q_signed else (q, x)
     return _x86_call(builder, "llvm.x86.avx2.pmadd.ub.sw", vector(I16, 16), q, x)
+
+
+def _sign_to_x(builder, q, x) -> tuple[llvm.Value, llvm.Value]:
+    """(|q|, x * sign(q)): the same products with an unsigned left operand, as x86's byte dots want."""
+    x = _x86_call(builder, "llvm.x86.avx2.psign.b", q.type, x, q)
+    return _x86_call(builder, "llvm.abs.v32i8", q.type, q, llvm.Constant(llvm.IntType(1), 0)), x
 
 
 def quad_sums(builder, q, x, q_signed: bool) -> llvm.Value:
     """<8 x i32>: lane j = sum of q[i] * x[i] over i = 4j .. 4j + 3, for <32 x i8> q (signed or unsigned)
     and signed x, |x| <= 127."""
+    if VNNI:  # vpdpbusd: unsigned q times signed x, 4 at a time, into zero
+        q, x = _sign_to_x(builder, q, x) if q_signed else (q, x)
+        words = vector(I32, 8)
+        return _x86_call(builder, "llvm.x86.avx512.vpdpbusd.256", words, const(words, 0),
+                         builder.bitcast(q, words), builder.bitcast(x, words))
     if AVX2:
         pairs = _x86_pairs(builder, q, x, q_signed)
         return _x86_call(builder, "llvm.x86.avx2.pmadd.wd", vector(I32, 8), pairs, const(vector(I16, 16), 1))
