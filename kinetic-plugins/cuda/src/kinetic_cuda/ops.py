@@ -13,19 +13,19 @@ import cupy
 import numpy as np
 
 from kinetic_cuda.module import kernel
-from kinetic_cuda.weights import MMA_ROWS, MMA_TOKENS, TILE, GpuMatrix
+from kinetic_cuda.weights import MMA_ROWS, MMA_THREADS, MMA_TOKENS, TILE, GpuMatrix
 from kinetic_cuda.workspace import Activations, Workspace
 
 NULL = np.uint64(0)
 MV_THREADS = 128  # threads of a matmul.cu matvec thread block, which takes TILE tokens
 MV_RESIDENT = 8  # matvec thread blocks a multiprocessor holds at most (by their registers)
 SM_SHARED = 228 * 1024  # shared memory of a multiprocessor (compute capability 8.0 to 9.0; less elsewhere)
-MMA_THREADS = 256  # threads of a matmul.cu mma thread block
 MMA_FROM = 16  # tokens from which quantized products run on tensor cores
 THREADS = 256
-MAX_GROUP = 8  # query heads an attention thread block takes at most (attention.cu's attention_1 .. attention_8)
+MAX_GROUP = 8  # query heads an attention thread block takes at most (attention.cu's attention_G_P, G <= 8)
 GROUP_FROM = 16  # rows from which attention thread blocks take several query heads, sharing their keys and values
-ATTENTION_KERNELS = tuple(f"attention_{g}" for g in range(1, MAX_GROUP + 1))
+HEAD_PAIRS = (1, 2, 4)  # pairs of head dims an attention lane holds (attention.cu's P): heads of up to 64, 128, 256
+ATTENTION_KERNELS = tuple(f"attention_{g}_{p}" for g in range(1, MAX_GROUP + 1) for p in HEAD_PAIRS)
 NORM_THREADS = 1024  # norm_rope.cu's rms_norm, at most
 
 
@@ -113,7 +113,8 @@ def attention(ws: Workspace, block, positions: cupy.ndarray, n: int, keys: cupy.
             np.int32(block.n_head), np.int32(block.n_head_kv), np.int32(block.head_dim),
             np.float32(block.scale), np.int32(block.sliding_window or 0), np.int32(ws.context)) + _acts(acts)
     group = _heads_together(block.n_head // block.n_head_kv) if n >= GROUP_FROM else 1
-    kernel(f"attention_{group}")((n, block.n_head // group), (THREADS,), args)
+    pairs = min(p for p in HEAD_PAIRS if 64 * p >= block.head_dim)
+    kernel(f"attention_{group}_{pairs}")((n, block.n_head // group), (THREADS,), args)
 
 
 def _heads_together(per_kv: int) -> int:

@@ -15,7 +15,8 @@ TILE = 8  # tokens a matvec thread block takes
 X_STAGED = 16384  # bytes of int8 activations a matvec thread block stages, when they fit
 DEFAULT_SHARED = 48 * 1024  # dynamic shared memory a kernel may take without asking
 PAD = 16  # bytes past a matrix's last row: the mma copies a row's bytes in 16-byte units from a 16-byte boundary
-MMA_STEP, MMA_ROWS, MMA_TOKENS = 8, 64, 32  # chunks a step, rows and tokens of a matmul.cu mma thread block
+MMA_STEP, MMA_ROWS, MMA_TOKENS = 8, 64, 64  # chunks a step, rows and tokens of a matmul.cu mma thread block
+MMA_THREADS = 4 * (MMA_ROWS // 32) * (MMA_TOKENS // 32) * 32  # a warp for each chunk class and 32 x 32 tile
 ALIGNED = {"Q6_K": (210, 224)}  # blocks padded on upload to a multiple of 16 bytes (quants.cuh), and their sizes
 
 

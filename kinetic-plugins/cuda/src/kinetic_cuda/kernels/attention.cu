@@ -2,7 +2,7 @@
 
 #define ATTENTION_THREADS 256
 #define WARPS (ATTENTION_THREADS / 32)
-#define HEAD_PAIRS 4  // pairs of head dims a lane holds: heads of up to 256 (support.MAX_HEAD_DIM)
+// P: pairs of head dims a lane holds, 1, 2 or 4: heads of up to 64, 128 or 256 (support.MAX_HEAD_DIM)
 #define SHARED_SCORES 4096  // rows whose scores (of all the block's heads) fit keep them in shared memory
 
 // one fixed order over the block: a butterfly in each warp (both lanes of a pair combine the same two numbers,
@@ -20,6 +20,32 @@ __device__ float block_reduce(float v, float* warps, int is_max) {
     return result;
 }
 
+// acc[g] += each of this warp's positions t = warp, warp + WARPS, ... in order: head g's exponential p_g[t] (at
+// sc + g * sc_stride) times the values of t; each value row read once for all G heads
+template <int G, int P>
+__device__ __forceinline__ void weigh_values(const float* sc, long sc_stride, const u16* __restrict__ v0, long stride,
+                                             int length, int head_dim, int warp, int lane, float2 (&acc)[G][P]) {
+#pragma unroll 4
+    for (int t = warp; t < length; t += WARPS) {  // unrolled: the loads of four positions in flight at once
+        const u32* vr = (const u32*)(v0 + t * stride) + lane;
+        float p[G];
+#pragma unroll
+        for (int g = 0; g < G; g++) p[g] = sc[g * sc_stride + t];
+#pragma unroll
+        for (int m = 0; m < P; m++) {
+            if (64 * m + 2 * lane < head_dim) {
+                u32 pair = vr[32 * m];
+                float lo = h2f((u16)(pair & 0xFFFF)), hi = h2f((u16)(pair >> 16));
+#pragma unroll
+                for (int g = 0; g < G; g++) {
+                    acc[g][m].x = __fmaf_rn(p[g], lo, acc[g][m].x);
+                    acc[g][m].y = __fmaf_rn(p[g], hi, acc[g][m].y);
+                }
+            }
+        }
+    }
+}
+
 // Row i, query heads h0 .. h0 + G - 1 of one KV head (a block), attend to cache positions
 // [max(0, p - window + 1), p], p = positions[i] (window 0: no window). q: [n, n_head, head_dim] float32, rounded
 // to f16 as it meets the f16 keys; keys, values: [ctx, n_head_kv, head_dim] f16; scores: [n, n_head, ctx]
@@ -30,7 +56,7 @@ __device__ float block_reduce(float v, float* warps, int is_max) {
 // warp w's sum of positions w, w + WARPS, ... in order, then the warps' sums in order. So a row's output
 // depends only on its position and the cache: not on the batch, nor on G, which only shares the keys and
 // values a block reads among its heads.
-template <int G>
+template <int G, int P>
 __device__ void attend(const float* __restrict__ q, const u16* __restrict__ keys, const u16* __restrict__ values,
                        const int* __restrict__ positions, float* __restrict__ scores, float* __restrict__ out,
                        int n_head, int n_head_kv, int head_dim, float scale, int window, int ctx,
@@ -38,7 +64,7 @@ __device__ void attend(const float* __restrict__ q, const u16* __restrict__ keys
     __shared__ float qs[G * 256];
     __shared__ float warps[WARPS];
     __shared__ float kept[SHARED_SCORES];
-    __shared__ float2 sums[WARPS][32 * HEAD_PAIRS];
+    __shared__ float2 sums[WARPS][32 * P];
     int i = blockIdx.x, h0 = blockIdx.y * G, tid = threadIdx.x;
     int kv = h0 / (n_head / n_head_kv);
     long head0 = (long)i * n_head + h0;
@@ -89,29 +115,17 @@ __device__ void attend(const float* __restrict__ q, const u16* __restrict__ keys
 #pragma unroll
     for (int g = 0; g < G; g++) total[g] = block_reduce(total[g], warps, 0);  // its barriers also publish sc
     int warp = tid >> 5, lane = tid & 31;
+    float2 acc[G][P] = {};  // head g, lane l: dims 2 l, 2 l + 1, 2 l + 64, ...
+    weigh_values<G, P>(sc, sc_stride, v0, stride, length, head_dim, warp, lane, acc);
 #pragma unroll
     for (int g = 0; g < G; g++) {
-        float2 acc[HEAD_PAIRS] = {};  // lane l: dims 2 l, 2 l + 1, 2 l + 64, ...
-        const float* p = sc + g * sc_stride;
-#pragma unroll 8
-        for (int t = warp; t < length; t += WARPS) {  // unrolled: the loads of eight positions in flight at once
-            const u32* vr = (const u32*)(v0 + t * stride) + lane;
 #pragma unroll
-            for (int m = 0; m < HEAD_PAIRS; m++) {
-                if (64 * m + 2 * lane < head_dim) {
-                    u32 pair = vr[32 * m];
-                    acc[m].x = __fmaf_rn(p[t], h2f((u16)(pair & 0xFFFF)), acc[m].x);
-                    acc[m].y = __fmaf_rn(p[t], h2f((u16)(pair >> 16)), acc[m].y);
-                }
-            }
-        }
-#pragma unroll
-        for (int m = 0; m < HEAD_PAIRS; m++) sums[warp][32 * m + lane] = acc[m];
+        for (int m = 0; m < P; m++) sums[warp][32 * m + lane] = acc[g][m];
         __syncthreads();
         if (tid < head_dim) {
             const float* column = (const float*)&sums[0][0] + tid;  // dim tid of each warp's sums
             float o = column[0];
-            for (int w = 1; w < WARPS; w++) o = __fadd_rn(o, column[w * 64 * HEAD_PAIRS]);
+            for (int w = 1; w < WARPS; w++) o = __fadd_rn(o, column[w * 64 * P]);
             long at = (head0 + g) * head_dim + tid;
             o = __fdiv_rn(o, total[g]);
             out[at] = o;
@@ -121,20 +135,21 @@ __device__ void attend(const float* __restrict__ q, const u16* __restrict__ keys
     }
 }
 
-#define ATTENTION(G)                                                                                           \
-    extern "C" __global__ void __launch_bounds__(ATTENTION_THREADS) attention_##G(                             \
+#define ATTENTION(G, P)                                                                                        \
+    extern "C" __global__ void __launch_bounds__(ATTENTION_THREADS) attention_##G##_##P(                       \
         const float* q, const u16* keys, const u16* values, const int* positions, float* scores, float* out,   \
         int n_head, int n_head_kv, int head_dim, float scale, int window, int ctx, signed char* xq, float* xd, \
         int* xs) {                                                                                            \
-        attend<G>(q, keys, values, positions, scores, out, n_head, n_head_kv, head_dim, scale, window, ctx,   \
-                  xq, xd, xs);                                                                                \
+        attend<G, P>(q, keys, values, positions, scores, out, n_head, n_head_kv, head_dim, scale, window, ctx, \
+                     xq, xd, xs);                                                                             \
     }
+#define ATTENTION_PAIRS(G) ATTENTION(G, 1) ATTENTION(G, 2) ATTENTION(G, 4)
 
-ATTENTION(1)
-ATTENTION(2)
-ATTENTION(3)
-ATTENTION(4)
-ATTENTION(5)
-ATTENTION(6)
-ATTENTION(7)
-ATTENTION(8)
+ATTENTION_PAIRS(1)
+ATTENTION_PAIRS(2)
+ATTENTION_PAIRS(3)
+ATTENTION_PAIRS(4)
+ATTENTION_PAIRS(5)
+ATTENTION_PAIRS(6)
+ATTENTION_PAIRS(7)
+ATTENTION_PAIRS(8)

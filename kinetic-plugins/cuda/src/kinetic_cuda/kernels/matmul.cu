@@ -212,12 +212,14 @@ __device__ void matvec(const Job& j0, const Job& j1, const Job& j2, int per, lon
 
 // ---- mma: a thread block takes MMA_ROWS rows and MMA_TOKENS tokens, in steps of STEP chunks. A step's raw
 // weight bytes and int8 activations are copied (cp.async) while the step before it is decoded into int8 words
-// in shared memory and multiplied. Warp w multiplies rows 32 (w / 4) .. 32 (w / 4) + 31
-// of the step's chunks w % 4 and w % 4 + 4, so the warps of class g = w % 4 sum p_g.
+// in shared memory and multiplied. Warp w multiplies a tile of 32 rows by 32 tokens, number w / 4 of the
+// block's (rows first), of the step's chunks w % 4 and w % 4 + 4, so the warps of class g = w % 4 sum p_g.
 
 #define MMA_ROWS 64
-#define MMA_TOKENS 32
-#define MMA_THREADS 256
+#define MMA_TOKENS 64
+#define ROW_TILES (MMA_ROWS / 32)
+#define MMA_THREADS (4 * ROW_TILES * (MMA_TOKENS / 32) * 32)  // weights.MMA_THREADS
+#define MMA_BLOCKS (512 / MMA_THREADS)  // thread blocks a multiprocessor holds: 128 registers a thread
 #define STEP 8
 
 struct Scales {
@@ -319,8 +321,9 @@ __device__ __forceinline__ void mma16(int* d, int a0, int a1, int b0) {  // the 
 }
 
 // acc[m][t][e] += v_c of the step's chunk ci: this warp's 2 row tiles of 16 (from row0) by 4 token tiles of 8
+// (from token0)
 template <class T>
-__device__ __forceinline__ void mma_chunk(const MmaShared<T>& sh, const Stage<T>& s, int ci, int row0,
+__device__ __forceinline__ void mma_chunk(const MmaShared<T>& sh, const Stage<T>& s, int ci, int row0, int token0,
                                           float (&acc)[2][4][4]) {
     int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
     const int* a = sh.a + ci * MMA_ROWS * 8;
@@ -334,7 +337,7 @@ __device__ __forceinline__ void mma_chunk(const MmaShared<T>& sh, const Stage<T>
         Scales sa = sh.scales[ci * MMA_ROWS + ra], sb = sh.scales[ci * MMA_ROWS + rb];
 #pragma unroll
         for (int nt = 0; nt < 4; nt++) {
-            int token = nt * 8 + g, b0 = x[swz(token, q)], b1 = x[swz(token, 4 + q)];
+            int token = token0 + nt * 8 + g, b0 = x[swz(token, q)], b1 = x[swz(token, 4 + q)];
             int exact[4];
             if (T::SPLIT) {  // the halves have their own scales
                 int lo[4], hi[4];
@@ -348,22 +351,28 @@ __device__ __forceinline__ void mma_chunk(const MmaShared<T>& sh, const Stage<T>
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const Scales& sc = e < 2 ? sa : sb;
-                int t = nt * 8 + 2 * q + (e & 1);
+                int t = token0 + nt * 8 + 2 * q + (e & 1);
                 acc[mt][nt][e] = __fadd_rn(acc[mt][nt][e], chunk_value<T>(sc.d, sc.m, exact[e], dx[t], sx[t]));
             }
         }
     }
 }
 
-// the partial sums p_g through shared memory, then out = (p0 + p1) + (p2 + p3)
+// warp w's class (w % 4) and the first row and token of its tile
+__device__ __forceinline__ void warp_tile(int& cls, int& row0, int& token0) {
+    int warp = threadIdx.x >> 5, tile = warp >> 2;
+    cls = warp & 3, row0 = 32 * (tile % ROW_TILES), token0 = 32 * (tile / ROW_TILES);
+}
+
+// the partial sums p_g through shared memory ([4][MMA_ROWS][MMA_TOKENS]), then out = (p0 + p1) + (p2 + p3)
 __device__ void mma_finish(float* part, float (&acc)[2][4][4], const Job& job, int r0, int t0, int n, int accumulate) {
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-    int cls = warp & 3, row0 = 32 * (warp >> 2);
+    int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3, cls, row0, token0;
+    warp_tile(cls, row0, token0);
     __syncthreads();
     for (int mt = 0; mt < 2; mt++)
         for (int nt = 0; nt < 4; nt++)
             for (int e = 0; e < 4; e++) {
-                int row = row0 + mt * 16 + g + (e >= 2 ? 8 : 0), token = nt * 8 + 2 * q + (e & 1);
+                int row = row0 + mt * 16 + g + (e >= 2 ? 8 : 0), token = token0 + nt * 8 + 2 * q + (e & 1);
                 part[(cls * MMA_ROWS + row) * MMA_TOKENS + token] = acc[mt][nt][e];
             }
     __syncthreads();
@@ -379,8 +388,10 @@ template <class T>
 __device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const signed char* xq, const float* xd,
                     const int* xs, int n, int accumulate) {
     extern __shared__ __align__(16) u8 smem[];
+    static_assert(sizeof(MmaShared<T>) >= 4 * MMA_ROWS * MMA_TOKENS * sizeof(float), "mma_finish's partial sums fit");
     MmaShared<T>& sh = *(MmaShared<T>*)smem;
-    int warp = threadIdx.x >> 5, cls = warp & 3, row0 = 32 * (warp >> 2), t0 = blockIdx.y * MMA_TOKENS;
+    int t0 = blockIdx.y * MMA_TOKENS, cls, row0, token0;
+    warp_tile(cls, row0, token0);
     float acc[2][4][4];
     for (int i = 0; i < 32; i++) (&acc[0][0][0])[i] = 0.f;
     stage_step<T>(sh.stage[0], job, r0, row_bytes, chunks, 0, xq, xd, xs, t0, n);
@@ -389,7 +400,7 @@ __device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const si
         if (c0 + STEP < chunks) stage_step<T>(sh.stage[s ^ 1], job, r0, row_bytes, chunks, c0 + STEP, xq, xd, xs, t0, n);
         decode_step<T>(sh, sh.stage[s], job, r0, row_bytes, chunks, c0);
         __syncthreads();
-        for (int ci = cls; ci < STEP && c0 + ci < chunks; ci += 4) mma_chunk<T>(sh, sh.stage[s], ci, row0, acc);
+        for (int ci = cls; ci < STEP && c0 + ci < chunks; ci += 4) mma_chunk<T>(sh, sh.stage[s], ci, row0, token0, acc);
     }
     mma_finish((float*)smem, acc, job, r0, t0, n, accumulate);
 }
@@ -405,7 +416,7 @@ __device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const si
         matvec<T, QUANTIZED>(JOB_LIST, per, row_bytes, chunks, xq, xd, xs, x, n, accumulate);                     \
     }
 #define MMA(T)                                                                                                 \
-    extern "C" __global__ void __launch_bounds__(MMA_THREADS, 2) mma_##T(                                         \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_BLOCKS) mma_##T(                              \
         JOBS, long row_bytes, int chunks, const signed char* xq, const float* xd, const int* xs, int n,        \
         int accumulate) {                                                                                     \
         int r0;                                                                                               \
