@@ -1,5 +1,5 @@
-"""The CUDA device: usable where CuPy imports and finds a GPU of compute capability 7.5 or newer (dp4a
-and the int8 kernels here need 6.1; 7.5 is where CuPy's own CUDA 12 and 13 wheels start)."""
+"""The CUDA device: usable where CuPy imports and finds a GPU of compute capability 8.0 or newer (the prompt
+products stage tiles with cp.async and multiply with the m16n8k32 int8 mma, both sm_80 and later)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from kinetic.model.blocks import Stack
 from kinetic.spec import Device
 from kinetic.spec.device import UploadOptions
 
-MIN_CAPABILITY = (7, 5)
+MIN_CAPABILITY = (8, 0)
 
 
 def probe() -> Optional[str]:
@@ -27,7 +27,7 @@ def probe() -> Optional[str]:
     major, minor = divmod(int(cupy.cuda.Device(0).compute_capability), 10)
     if (major, minor) < MIN_CAPABILITY:
         name = gpu_name()
-        return f"{name} has compute capability {major}.{minor}; the CUDA device needs 7.5 or newer"
+        return f"{name} has compute capability {major}.{minor}; the CUDA device needs 8.0 or newer"
     return None
 
 
