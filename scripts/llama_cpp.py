@@ -10,6 +10,7 @@ Everything lives under the user cache (kinetic/llama.cpp-VERSION); it is fetched
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -50,12 +51,14 @@ def source() -> Path:
     return src
 
 
-# AMX tiles off: sandboxed VMs (gVisor here) report AMX in cpuid and accept the permission request, yet
-# tilezero then dies with SIGILL, so -march=native would build a llama.cpp that cannot run. Kinetic's
+# AMX tiles off on x86: sandboxed VMs (gVisor here) report AMX in cpuid and accept the permission request,
+# yet tilezero then dies with SIGILL, so -march=native would build a llama.cpp that cannot run. Kinetic's
 # kernels use no AMX either; AVX-512 and VNNI stay on.
+NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 CONFIGURE = ("-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DGGML_NATIVE=ON", "-DLLAMA_BUILD_TESTS=OFF",
-             "-DLLAMA_BUILD_EXAMPLES=OFF", "-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
-             "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
+             "-DLLAMA_BUILD_EXAMPLES=OFF",
+             *((f"-DCMAKE_C_FLAGS={NO_AMX}", f"-DCMAKE_CXX_FLAGS={NO_AMX}")
+               if platform.machine().lower() in ("x86_64", "amd64") else ()))
 
 
 def build(targets: tuple[str, ...] = DEFAULT_TARGETS) -> Path:
