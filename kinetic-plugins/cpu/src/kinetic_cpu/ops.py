@@ -14,9 +14,10 @@ import numba
 import numpy as np
 from numba import prange
 
+from kinetic_cpu.kernels.exponential import exp
 from kinetic_cpu.kernels.intrinsics import fetch_add
 
-_JIT = dict(cache=True, nogil=True)
+_JIT = dict(cache=True, nogil=True, error_model="numpy")  # a division by zero gives inf or NaN, unchecked: loops vectorize
 
 
 def to_half(x: np.ndarray) -> np.ndarray:
@@ -82,59 +83,113 @@ def attend(q, k_cache, v_cache, positions, scale, window):
     positions lie side by side and vectorize), v_cache: [ctx, n_head_kv, hd], all float32; positions: [n]
     int64; window: 0 for none. -> [n, n_head * hd] float32. Each score sums over the head dimension in
     order, softmax and the weighted sum go in position order, all in float64, whatever the thread count.
+    A job is one row and one KV head with its query heads, so each key and value is read once for them.
     """
-    out = np.empty((q.shape[0], q.shape[1] * q.shape[2]), dtype=np.float32)
-    if q.shape[0] * q.shape[1] * (int(positions[-1]) + 1) < SERIAL_SCORES:
-        _attend_serial(q, k_cache, v_cache, positions, scale, window, out)
+    n, n_head, hd = q.shape
+    out = np.empty((n, n_head * hd), dtype=np.float32)
+    span = int(positions[-1]) + 1
+    workers = 1 if n * n_head * span < SERIAL_SCORES else numba.get_num_threads()
+    group = n_head // k_cache.shape[0]  # query heads per KV head: a job takes them together
+    scores, sums = np.empty((workers, group, span)), np.empty((workers, group, hd))
+    if workers == 1:
+        _attend_serial(q, k_cache, v_cache, positions, scale, window, out, scores[0], sums[0])
     else:
-        _attend_parallel(q, k_cache, v_cache, positions, scale, window, out, numba.get_num_threads())
+        _attend_parallel(q, k_cache, v_cache, positions, scale, window, out, scores, sums)
     return out
 
 
 @numba.njit(**_JIT)
-def _attend_head(q, k_cache, v_cache, positions, scale, window, job, out):
-    """Row i = job // n_head, head h = job % n_head of attend's output."""
-    n_head, hd = q.shape[1], q.shape[2]
-    i, h = job // n_head, job % n_head
-    kv = h // (n_head // k_cache.shape[0])
-    last = positions[i]
-    first = max(0, last - window + 1) if window > 0 else 0
-    scores = np.zeros(last - first + 1, dtype=np.float64)
-    for j in range(hd):  # every score gains its term j: each still sums j = 0, 1, ... in order
-        qj = np.float64(q[i, h, j])
-        keys = k_cache[kv, j]
-        for t in range(scores.size):
-            scores[t] += qj * np.float64(keys[first + t])
-    for t in range(scores.size):
-        scores[t] *= scale
-    peak = scores.max()
-    total = 0.0
-    for t in range(scores.size):
-        scores[t] = math.exp(scores[t] - peak)
-        total += scores[t]
-    acc = np.zeros(hd, dtype=np.float64)
-    for t in range(scores.size):  # each acc[j] sums over t in order
-        for j in range(hd):
-            acc[j] += scores[t] * np.float64(v_cache[first + t, kv, j])
-    for j in range(hd):
-        out[i, h * hd + j] = np.float32(acc[j] / total)
+def _scores(q, keys, first, n, scores):  # q: [G, hd] float32; keys: [hd, ctx] float32; scores: [G, >= n]
+    """scores[g, t < n] = sum over j in order of q[g, j] * keys[j, first + t]. Four terms per pass over the
+    scores, for each of the G heads while those four rows of keys are in L1. q and keys hold float16
+    values, so each product is exact in float32."""
+    hd = q.shape[1]
+    scores[:] = 0.0  # rows are taken whole (scores[g]): a contiguous row's loops vectorize
+    j = 0
+    while j + 4 <= hd:
+        k0, k1, k2, k3 = keys[j, first:], keys[j + 1, first:], keys[j + 2, first:], keys[j + 3, first:]
+        for g in range(q.shape[0]):
+            q0, q1, q2, q3, row = q[g, j], q[g, j + 1], q[g, j + 2], q[g, j + 3], scores[g]
+            for t in range(n):
+                s = (row[t] + np.float64(q0 * k0[t])) + np.float64(q1 * k1[t])
+                row[t] = (s + np.float64(q2 * k2[t])) + np.float64(q3 * k3[t])
+        j += 4
+    for j in range(j, hd):
+        for g in range(q.shape[0]):
+            for t in range(n):
+                scores[g, t] += np.float64(q[g, j] * keys[j, first + t])
 
 
 @numba.njit(**_JIT)
-def _attend_serial(q, k_cache, v_cache, positions, scale, window, out):
-    for job in range(q.shape[0] * q.shape[1]):
-        _attend_head(q, k_cache, v_cache, positions, scale, window, job, out)
+def _weighted_values(weights, n, v_cache, kv, first, sums):  # weights: [G, >= n] float64; sums: [G, hd]
+    """sums[g, j] = sum over t < n in order of weights[g, t] * v_cache[first + t, kv, j], four positions per
+    pass, for each of the G heads while those four rows of values are in L1."""
+    hd = sums.shape[1]
+    sums[:] = 0.0
+    t = 0
+    while t + 4 <= n:
+        v0, v1, v2, v3 = v_cache[first + t, kv], v_cache[first + t + 1, kv], v_cache[first + t + 2, kv], v_cache[first + t + 3, kv]
+        for g in range(weights.shape[0]):
+            w, row = weights[g], sums[g]
+            w0, w1, w2, w3 = w[t], w[t + 1], w[t + 2], w[t + 3]
+            for j in range(hd):
+                s = (row[j] + w0 * np.float64(v0[j])) + w1 * np.float64(v1[j])
+                row[j] = (s + w2 * np.float64(v2[j])) + w3 * np.float64(v3[j])
+        t += 4
+    for t in range(t, n):
+        for g in range(weights.shape[0]):
+            for j in range(hd):
+                sums[g, j] += weights[g, t] * np.float64(v_cache[first + t, kv, j])
+
+
+@numba.njit(**_JIT)
+def _softmax(scores, scale):  # scores: [n] float64, in place -> the sum of the exps (in order)
+    peak = -np.inf
+    for t in range(scores.size):
+        scores[t] *= scale
+        peak = max(peak, scores[t])
+    for t in range(scores.size):  # apart from the sum, so the exps vectorize
+        scores[t] = exp(scores[t] - peak)
+    total = 0.0
+    for t in range(scores.size):
+        total += scores[t]
+    return total
+
+
+@numba.njit(**_JIT)
+def _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, scores, sums):
+    """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv; scores: [G, >= span], sums: [G, hd]."""
+    n_kv, hd, group = k_cache.shape[0], q.shape[2], scores.shape[0]
+    i, kv = job // n_kv, job % n_kv
+    last = positions[i]
+    first = max(0, last - window + 1) if window > 0 else 0
+    n = last - first + 1
+    _scores(q[i, kv * group : (kv + 1) * group], k_cache[kv], first, n, scores)
+    totals = np.empty(group)
+    for g in range(group):
+        totals[g] = _softmax(scores[g][:n], scale)
+    _weighted_values(scores, n, v_cache, kv, first, sums)
+    for g in range(group):
+        h = kv * group + g
+        for j in range(hd):
+            out[i, h * hd + j] = np.float32(sums[g, j] / totals[g])
+
+
+@numba.njit(**_JIT)
+def _attend_serial(q, k_cache, v_cache, positions, scale, window, out, scores, sums):
+    for job in range(q.shape[0] * k_cache.shape[0]):
+        _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, scores, sums)
 
 
 @numba.njit(parallel=True, **_JIT)
-def _attend_parallel(q, k_cache, v_cache, positions, scale, window, out, threads):
-    """Heads handed out one at a time from a shared counter, so a slow thread takes fewer."""
+def _attend_parallel(q, k_cache, v_cache, positions, scale, window, out, scores, sums):
+    """Jobs handed out one at a time from a shared counter, so a slow thread takes fewer."""
     counter = np.zeros(1, np.int64)
-    n_jobs = q.shape[0] * q.shape[1]
-    for _ in prange(max(1, min(threads, n_jobs))):
+    n_jobs = q.shape[0] * k_cache.shape[0]
+    for worker in prange(scores.shape[0]):
         job = fetch_add(counter)
         while job < n_jobs:
-            _attend_head(q, k_cache, v_cache, positions, scale, window, job, out)
+            _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, scores[worker], sums[worker])
             job = fetch_add(counter)
 
 
@@ -153,13 +208,16 @@ def _gate_chunk(g, u, gelu, job, out):
     """Outputs GATE_CHUNK * job .. of the flattened [n, ff] out."""
     chunks = (g.shape[1] + GATE_CHUNK - 1) // GATE_CHUNK
     i, start = job // chunks, job % chunks * GATE_CHUNK
-    for j in range(start, min(g.shape[1], start + GATE_CHUNK)):
-        x = np.float64(g[i, j])
-        if gelu:
-            a = 0.5 * x * (1.0 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
-        else:
-            a = x / (1.0 + math.exp(-x))
-        out[i, j] = np.float32(a * u[i, j])
+    end = min(g.shape[1], start + GATE_CHUNK)
+    g_row, u_row, out_row = g[i, start:end], u[i, start:end], out[i, start:end]  # 1-d views vectorize
+    if gelu:  # 0.5 x (1 + tanh y) = x / (1 + e^-2y): the tanh-approximated GELU as a sigmoid, one exp
+        for j in range(end - start):
+            x = np.float64(g_row[j])
+            out_row[j] = np.float32(x / (1.0 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))) * u_row[j])
+    else:
+        for j in range(end - start):
+            x = np.float64(g_row[j])
+            out_row[j] = np.float32(x / (1.0 + exp(-x)) * u_row[j])
 
 
 @numba.njit(**_JIT)

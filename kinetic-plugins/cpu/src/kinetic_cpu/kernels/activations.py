@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from kinetic_cpu.kernels.intrinsics import bits_float, float_bits
 
@@ -32,46 +32,92 @@ def f16_round(value):
     return np.float32(math.copysign(np.rint(abs(value) * np.float32(2.0**24)) * 2.0**-24, value))
 
 
-@njit(cache=True, nogil=True)
-def quantize_q8_0(x):  # x: [n, k] float32, k % 32 == 0
+SERIAL_VALUES = 1 << 15  # below this many activations one thread beats waking the others
+Q8_0, Q8_K = 0, 1
+
+
+def quantize_q8_0(x: np.ndarray) -> tuple:  # x: [n, k] float32, k % 32 == 0
     """-> q [n, k] int8, d [n, k/32] float32, sums [n, k/32] int32."""
     n, k = x.shape
-    q = np.empty((n, k), np.int8)
-    d = np.empty((n, k // 32), np.float32)
-    sums = np.empty((n, k // 32), np.int32)
-    for t in range(n):
-        for b in range(k // 32):
-            amax = np.float32(0.0)
-            for j in range(32 * b, 32 * b + 32):
-                amax = max(amax, abs(x[t, j]))
-            inverse = np.float32(127.0) / amax if amax != 0 else np.float32(0.0)
-            total = 0
-            for j in range(32 * b, 32 * b + 32):
-                q[t, j] = np.rint(x[t, j] * inverse)
-                total += q[t, j]
-            d[t, b] = f16_round(amax / np.float32(127.0))
-            sums[t, b] = total
-    return q, d, sums
+    out = np.empty((n, k), np.int8), np.empty((n, k // 32), np.float32), np.empty((n, k // 32), np.int32)
+    _quantize(Q8_0, x, *out)
+    return out
+
+
+def quantize_q8_k(x: np.ndarray) -> tuple:  # x: [n, k] float32, k % 256 == 0
+    """-> q [n, k] int8, d [n, k/256] float32, sums [n, k/16] int32 (one per 16 q)."""
+    n, k = x.shape
+    out = np.zeros((n, k), np.int8), np.zeros((n, k // 256), np.float32), np.zeros((n, k // 16), np.int32)
+    _quantize(Q8_K, x, *out)
+    return out
+
+
+def _quantize(kind: int, x, q, d, sums) -> None:
+    bits = x.view(np.int32)  # |x| compared as integers: a max that vectorizes
+    if x.size < SERIAL_VALUES:
+        _rows_serial(kind, x, bits, q, d, sums)
+    else:
+        _rows_parallel(kind, x, bits, q, d, sums)
 
 
 @njit(cache=True, nogil=True)
-def quantize_q8_k(x):  # x: [n, k] float32, k % 256 == 0
-    """-> q [n, k] int8, d [n, k/256] float32, sums [n, k/16] int32 (one per 16 q)."""
-    n, k = x.shape
-    q = np.zeros((n, k), np.int8)
-    d = np.zeros((n, k // 256), np.float32)
-    sums = np.zeros((n, k // 16), np.int32)
-    for t in range(n):
-        for b in range(k // 256):
-            amax, peak = np.float32(0.0), np.float32(0.0)
-            for j in range(256 * b, 256 * b + 256):
-                if abs(x[t, j]) > amax:
-                    amax, peak = abs(x[t, j]), x[t, j]
-            if amax == 0:
-                continue
-            inverse = np.float32(-127.0) / peak
-            for j in range(256 * b, 256 * b + 256):
-                q[t, j] = min(127, np.rint(inverse * x[t, j]))
-                sums[t, j // 16] += q[t, j]
-            d[t, b] = np.float32(1.0) / inverse
-    return q, d, sums
+def _row(kind, x, bits, q, d, sums):  # one token's x, bits, q: [k]; d, sums: its blocks
+    if kind == Q8_0:
+        _q8_0_row(x, bits, q, d, sums)
+    else:
+        _q8_k_row(x, bits, q, d, sums)
+
+
+@njit(cache=True, nogil=True)
+def _rows_serial(kind, x, bits, q, d, sums):
+    for t in range(x.shape[0]):
+        _row(kind, x[t], bits[t], q[t], d[t], sums[t])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _rows_parallel(kind, x, bits, q, d, sums):
+    for t in prange(x.shape[0]):
+        _row(kind, x[t], bits[t], q[t], d[t], sums[t])
+
+
+@njit(cache=True, nogil=True)
+def _largest_bits(bits, start, size):
+    """The largest |x| bits (sign cleared) of bits[start : start + size]."""
+    top = 0
+    for j in range(size):  # a constant trip count: the loop vectorizes whole
+        top = max(top, bits[start + j] & 0x7FFFFFFF)
+    return top
+
+
+@njit(cache=True, nogil=True)
+def _q8_0_row(x, bits, q, d, sums):
+    for b in range(x.shape[0] // 32):
+        amax = bits_float(_largest_bits(bits, 32 * b, 32))
+        inverse = np.float32(127.0) / amax if amax != 0 else np.float32(0.0)
+        total = 0
+        for j in range(32):
+            value = np.int8(np.rint(x[32 * b + j] * inverse))
+            q[32 * b + j] = value
+            total += value
+        d[b] = f16_round(amax / np.float32(127.0))
+        sums[b] = total
+
+
+@njit(cache=True, nogil=True)
+def _q8_k_row(x, bits, q, d, sums):
+    for b in range(x.shape[0] // 256):
+        top = _largest_bits(bits, 256 * b, 256)
+        if top == 0:
+            continue
+        peak = 256 * b
+        while bits[peak] & 0x7FFFFFFF != top:  # the first value of that magnitude, as ggml takes it
+            peak += 1
+        inverse = np.float32(-127.0) / x[peak]
+        for j in range(256):
+            q[256 * b + j] = np.int8(min(np.float32(127.0), np.rint(inverse * x[256 * b + j])))
+        for g in range(16 * b, 16 * b + 16):
+            total = 0
+            for j in range(16):
+                total += q[16 * g + j]
+            sums[g] = total
+        d[b] = np.float32(1.0) / inverse

@@ -5,6 +5,8 @@ from __future__ import annotations
 from numba import types
 from numba.extending import intrinsic
 
+from llvmlite import ir as llvm
+
 from kinetic_cpu.kernels.ir import F32, I32, I64, const
 
 
@@ -26,6 +28,16 @@ def bits_float(typingctx, bits):
         return builder.bitcast(builder.trunc(args[0], I32), F32)
 
     return types.float32(types.int64), codegen
+
+
+@intrinsic
+def bits_double(typingctx, bits):
+    """bits_double(int64) -> float64: the double whose IEEE bits these are."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm.DoubleType())
+
+    return types.float64(types.int64), codegen
 
 
 @intrinsic
