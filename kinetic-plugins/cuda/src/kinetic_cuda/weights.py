@@ -51,11 +51,11 @@ class GpuMatrix:
             (x if self.quantized and x <= X_STAGED else 0)
 
     def mma_shared_bytes(self) -> int:
-        """Dynamic shared memory of an mma launch (matmul.cu's MmaShared): two stages, each of a step's raw bytes
-        of every row (from the 16-byte boundary below them) and the int8 activations, and the decoded step."""
+        """Dynamic shared memory of an mma launch (matmul.cu's MmaShared): three stages, each of a step's raw bytes
+        of every row (from the 16-byte boundary below them) and the int8 activations, and two decoded steps."""
         row = ((MMA_STEP * self.row_bytes // self.chunks + 15) // 16 + 1) * 16
         stage = MMA_ROWS * row + MMA_STEP * MMA_TOKENS * (32 + 4 + 4)
-        return 2 * stage + MMA_STEP * MMA_ROWS * (32 + 16)
+        return 3 * stage + 2 * MMA_STEP * MMA_ROWS * (32 + 16)
 
     @staticmethod
     def of(weight: Weight) -> "GpuMatrix":

@@ -42,9 +42,10 @@ __device__ __forceinline__ int dot16(const int* q, int4 x) {
 }
 
 // a chunk of weights (d, m) against int8 activations (scale dx, sum sx, an integer) whose integer product is exact
+// (|exact| < 2^24, so its float is too)
 template <class T>
-__device__ __forceinline__ float chunk_value(float d, float m, int exact, float dx, float sx) {
-    float v = __fmul_rn(__fmul_rn(d, dx), (float)exact);
+__device__ __forceinline__ float chunk_value(float d, float m, float exact, float dx, float sx) {
+    float v = __fmul_rn(__fmul_rn(d, dx), exact);
     if (T::HAS_MIN) v = __fmaf_rn(__fmul_rn(m, dx), sx, v);
     return v;
 }
@@ -104,7 +105,7 @@ __device__ __forceinline__ void values(const u8* row, int c, int chunks, const s
             int at = t * chunks + c;
             const int4* x = (const int4*)(xq + 32L * at);
             int exact = ch.sa * dot16(ch.q, x[0]) + ch.sb * dot16(ch.q + 4, x[1]);
-            s[t * stride] = chunk_value<T>(ch.d, ch.m, exact, xd[at], (float)xs[at]);
+            s[t * stride] = chunk_value<T>(ch.d, ch.m, (float)exact, xd[at], (float)xs[at]);
         }
     }
 }
@@ -210,10 +211,11 @@ __device__ void matvec(const Job& j0, const Job& j1, const Job& j2, int per, lon
     }
 }
 
-// ---- mma: a thread block takes MMA_ROWS rows and MMA_TOKENS tokens, in steps of STEP chunks. A step's raw
-// weight bytes and int8 activations are copied (cp.async) while the step before it is decoded into int8 words
-// in shared memory and multiplied. Warp w multiplies a tile of 32 rows by 32 tokens, number w / 4 of the
-// block's (rows first), of the step's chunks w % 4 and w % 4 + 4, so the warps of class g = w % 4 sum p_g.
+// ---- mma: a thread block takes MMA_ROWS rows and MMA_TOKENS tokens, in steps of STEP chunks. Between two
+// barriers, a step's raw weight bytes and int8 activations are copied (cp.async) while the step before it is
+// decoded into int8 words in shared memory and the one before that is multiplied. Warp w multiplies a tile of
+// 32 rows by 32 tokens, number w / 4 of the block's (rows first), of the step's chunks w % 4 and w % 4 + 4, so
+// the warps of class g = w % 4 sum p_g.
 
 #define MMA_ROWS 64
 #define MMA_TOKENS 64
@@ -223,7 +225,7 @@ __device__ void matvec(const Job& j0, const Job& j1, const Job& j2, int per, lon
 #define STEP 8
 
 struct Scales {
-    int sa, sb;
+    float sa, sb;  // the integer scales, as floats
     float d, m;
 };
 
@@ -241,12 +243,18 @@ struct Stage {
     float sx[STEP * MMA_TOKENS];  // the integer sums, copied as bits, then made floats by decode_step
 };
 
-// shared memory of a thread block: two stages and the decoded step; later the partial sums [4][ROWS][TOKENS]
+// a step's weights as int8 words, [chunk][row] swizzled, and their scales
+struct Decoded {
+    int a[STEP * MMA_ROWS * 8];
+    Scales scales[STEP * MMA_ROWS];
+};
+
+// shared memory of a thread block: step k's copies in stage[k % 3], its words in decoded[k % 2]; later the
+// partial sums (mma_finish)
 template <class T>
 struct MmaShared {
-    Stage<T> stage[2];
-    int a[STEP * MMA_ROWS * 8];  // weights as int8 words, [chunk][row] swizzled
-    Scales scales[STEP * MMA_ROWS];
+    Stage<T> stage[3];
+    Decoded decoded[2];
 };
 
 // the first byte of step c0 in row r, and the step's length in bytes
@@ -290,8 +298,7 @@ __device__ void stage_step(Stage<T>& s, const Job& job, int r0, long row_bytes, 
 
 // the staged weights of step c0 as int8 words and scales (zeros past the last row and chunk); the sums as floats
 template <class T>
-__device__ void decode_step(MmaShared<T>& sh, Stage<T>& s, const Job& job, int r0, long row_bytes, int chunks,
-                            int c0) {
+__device__ void decode_step(Decoded& out, Stage<T>& s, const Job& job, int r0, long row_bytes, int chunks, int c0) {
     for (int item = threadIdx.x; item < STEP * MMA_TOKENS; item += MMA_THREADS) s.sx[item] = (float)__float_as_int(s.sx[item]);
     for (int item = threadIdx.x; item < STEP * MMA_ROWS; item += MMA_THREADS) {
         int row = item % MMA_ROWS, ci = item / MMA_ROWS, length;
@@ -300,33 +307,43 @@ __device__ void decode_step(MmaShared<T>& sh, Stage<T>& s, const Job& job, int r
             size_t skew = (size_t)step_bytes<T>(job, r0 + row, row_bytes, chunks, c0, length) & 15;
             T::load(s.w + row * Stage<T>::ROW + skew + (ci / T::CHUNKS) * T::BYTES, ci % T::CHUNKS, ch);
         }
-        int4* a = (int4*)(sh.a + ci * MMA_ROWS * 8);
+        int4* a = (int4*)(out.a + ci * MMA_ROWS * 8);
         a[swz(row, 0) / 4] = int4{ch.q[0], ch.q[1], ch.q[2], ch.q[3]};
         a[swz(row, 4) / 4] = int4{ch.q[4], ch.q[5], ch.q[6], ch.q[7]};
-        sh.scales[ci * MMA_ROWS + row] = Scales{ch.sa, ch.sb, ch.d, ch.m};
+        out.scales[ci * MMA_ROWS + row] = Scales{(float)ch.sa, (float)ch.sb, ch.d, ch.m};
     }
 }
 
-// d[0..3] = rows (g, g, g + 8, g + 8) x tokens (2q, 2q + 1, 2q, 2q + 1) of A [16 x 32] . B [32 x 8], exact
+// The mma's sums start from the bits of the float B = 1.5 * 2^23: a sum p of products of int8 words, |p| <= 32 * 128
+// * 128 < 2^22, leaves the bits of the float B + p. An integer scale s times p is then one fma of exact numbers,
+// s (B + p) + (-s B), rounded once to s p, which is exact (an integer below 2^24): no conversion instruction (an
+// eighth of the rate of float arithmetic) and no integer multiply.
+#define BIAS_BITS 0x4B400000
+#define BIAS 12582912.f
+__device__ __forceinline__ float scaled(int sum, float s, float minus_sb) {
+    return __fmaf_rn(s, __int_as_float(sum), minus_sb);
+}
+
+// d[0..3] = BIAS_BITS + rows (g, g, g + 8, g + 8) x tokens (2q, 2q + 1, 2q, 2q + 1) of A [16 x 32] . B [32 x 8], exact
 __device__ __forceinline__ void mma32(int* d, int a0, int a1, int a2, int a3, int b0, int b1) {
     asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
         : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(BIAS_BITS));
 }
 
 __device__ __forceinline__ void mma16(int* d, int a0, int a1, int b0) {  // the same for 16 weights
     asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
         : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-        : "r"(a0), "r"(a1), "r"(b0), "r"(0));
+        : "r"(a0), "r"(a1), "r"(b0), "r"(BIAS_BITS));
 }
 
 // acc[m][t][e] += v_c of the step's chunk ci: this warp's 2 row tiles of 16 (from row0) by 4 token tiles of 8
 // (from token0)
 template <class T>
-__device__ __forceinline__ void mma_chunk(const MmaShared<T>& sh, const Stage<T>& s, int ci, int row0, int token0,
+__device__ __forceinline__ void mma_chunk(const Decoded& dec, const Stage<T>& s, int ci, int row0, int token0,
                                           float (&acc)[2][4][4]) {
     int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-    const int* a = sh.a + ci * MMA_ROWS * 8;
+    const int* a = dec.a + ci * MMA_ROWS * 8;
     const int* x = s.x + ci * MMA_TOKENS * 8;
     const float* dx = s.dx + ci * MMA_TOKENS;
     const float* sx = s.sx + ci * MMA_TOKENS;
@@ -334,25 +351,35 @@ __device__ __forceinline__ void mma_chunk(const MmaShared<T>& sh, const Stage<T>
     for (int mt = 0; mt < 2; mt++) {
         int ra = row0 + mt * 16 + g, rb = ra + 8;
         int a0 = a[swz(ra, q)], a1 = a[swz(rb, q)], a2 = a[swz(ra, 4 + q)], a3 = a[swz(rb, 4 + q)];
-        Scales sa = sh.scales[ci * MMA_ROWS + ra], sb = sh.scales[ci * MMA_ROWS + rb];
+        Scales sa = dec.scales[ci * MMA_ROWS + ra], sb = dec.scales[ci * MMA_ROWS + rb];
+        float lo_bias[2] = {__fmul_rn(sa.sa, -BIAS), __fmul_rn(sb.sa, -BIAS)};  // rows ra, rb
+        float hi_bias[2] = {__fmul_rn(sa.sb, -BIAS), __fmul_rn(sb.sb, -BIAS)};
 #pragma unroll
         for (int nt = 0; nt < 4; nt++) {
             int token = token0 + nt * 8 + g, b0 = x[swz(token, q)], b1 = x[swz(token, 4 + q)];
-            int exact[4];
-            if (T::SPLIT) {  // the halves have their own scales
+            float exact[4];  // the chunk's exact integer products, as floats
+            if (T::SPLIT) {  // the halves have their own scales; each scaled half, and their sum, below 2^24
                 int lo[4], hi[4];
                 mma16(lo, a0, a1, b0);
                 mma16(hi, a2, a3, b1);
-                for (int e = 0; e < 4; e++) exact[e] = e < 2 ? sa.sa * lo[e] + sa.sb * hi[e] : sb.sa * lo[e] + sb.sb * hi[e];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const Scales& sc = e < 2 ? sa : sb;
+                    exact[e] = __fadd_rn(scaled(lo[e], sc.sa, lo_bias[e >> 1]), scaled(hi[e], sc.sb, hi_bias[e >> 1]));
+                }
             } else {
-                mma32(exact, a0, a1, a2, a3, b0, b1);
-                for (int e = 0; e < 4; e++) exact[e] *= e < 2 ? sa.sa : sb.sa;
+                int sums[4];
+                mma32(sums, a0, a1, a2, a3, b0, b1);
+#pragma unroll
+                for (int e = 0; e < 4; e++) exact[e] = scaled(sums[e], e < 2 ? sa.sa : sb.sa, lo_bias[e >> 1]);
             }
+            int t = token0 + nt * 8 + 2 * q;  // and t + 1
+            float2 dxt = *(const float2*)(dx + t), sxt = *(const float2*)(sx + t);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const Scales& sc = e < 2 ? sa : sb;
-                int t = token0 + nt * 8 + 2 * q + (e & 1);
-                acc[mt][nt][e] = __fadd_rn(acc[mt][nt][e], chunk_value<T>(sc.d, sc.m, exact[e], dx[t], sx[t]));
+                float v = chunk_value<T>(sc.d, sc.m, exact[e], e & 1 ? dxt.y : dxt.x, e & 1 ? sxt.y : sxt.x);
+                acc[mt][nt][e] = __fadd_rn(acc[mt][nt][e], v);
             }
         }
     }
@@ -364,7 +391,10 @@ __device__ __forceinline__ void warp_tile(int& cls, int& row0, int& token0) {
     cls = warp & 3, row0 = 32 * (tile % ROW_TILES), token0 = 32 * (tile / ROW_TILES);
 }
 
-// the partial sums p_g through shared memory ([4][MMA_ROWS][MMA_TOKENS]), then out = (p0 + p1) + (p2 + p3)
+// the partial sums p_g through shared memory, [4][MMA_TOKENS][PART_ROWS] (PART_ROWS: the rows padded, so that the
+// lanes of a warp store to distinct banks), then out = (p0 + p1) + (p2 + p3), consecutive threads taking
+// consecutive rows of a token, so that a warp's loads and stores of out are coalesced
+#define PART_ROWS (MMA_ROWS + 4)
 __device__ void mma_finish(float* part, float (&acc)[2][4][4], const Job& job, int r0, int t0, int n, int accumulate) {
     int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3, cls, row0, token0;
     warp_tile(cls, row0, token0);
@@ -373,13 +403,13 @@ __device__ void mma_finish(float* part, float (&acc)[2][4][4], const Job& job, i
         for (int nt = 0; nt < 4; nt++)
             for (int e = 0; e < 4; e++) {
                 int row = row0 + mt * 16 + g + (e >= 2 ? 8 : 0), token = token0 + nt * 8 + 2 * q + (e & 1);
-                part[(cls * MMA_ROWS + row) * MMA_TOKENS + token] = acc[mt][nt][e];
+                part[(cls * MMA_TOKENS + token) * PART_ROWS + row] = acc[mt][nt][e];
             }
     __syncthreads();
-    const int size = MMA_ROWS * MMA_TOKENS;
-    for (int o = threadIdx.x; o < size; o += MMA_THREADS) {
-        int r = r0 + o / MMA_TOKENS, t = t0 + o % MMA_TOKENS;
-        float v = __fadd_rn(__fadd_rn(part[o], part[size + o]), __fadd_rn(part[2 * size + o], part[3 * size + o]));
+    const int size = MMA_TOKENS * PART_ROWS;
+    for (int o = threadIdx.x; o < MMA_ROWS * MMA_TOKENS; o += MMA_THREADS) {
+        int row = o % MMA_ROWS, token = o / MMA_ROWS, at = token * PART_ROWS + row, r = r0 + row, t = t0 + token;
+        float v = __fadd_rn(__fadd_rn(part[at], part[size + at]), __fadd_rn(part[2 * size + at], part[3 * size + at]));
         if (r < job.rows && t < n) store(job, r, t, v, accumulate);
     }
 }
@@ -388,19 +418,26 @@ template <class T>
 __device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const signed char* xq, const float* xd,
                     const int* xs, int n, int accumulate) {
     extern __shared__ __align__(16) u8 smem[];
-    static_assert(sizeof(MmaShared<T>) >= 4 * MMA_ROWS * MMA_TOKENS * sizeof(float), "mma_finish's partial sums fit");
+    static_assert(sizeof(MmaShared<T>) >= 4 * MMA_TOKENS * PART_ROWS * sizeof(float), "mma_finish's partial sums fit");
     MmaShared<T>& sh = *(MmaShared<T>*)smem;
     int t0 = blockIdx.y * MMA_TOKENS, cls, row0, token0;
     warp_tile(cls, row0, token0);
     float acc[2][4][4];
     for (int i = 0; i < 32; i++) (&acc[0][0][0])[i] = 0.f;
+    int steps = (chunks + STEP - 1) / STEP;
     stage_step<T>(sh.stage[0], job, r0, row_bytes, chunks, 0, xq, xd, xs, t0, n);
-    for (int c0 = 0, s = 0; c0 < chunks; c0 += STEP, s ^= 1) {
-        landed();  // step c0 is here, and every warp is done with the step before (its stage and words)
-        if (c0 + STEP < chunks) stage_step<T>(sh.stage[s ^ 1], job, r0, row_bytes, chunks, c0 + STEP, xq, xd, xs, t0, n);
-        decode_step<T>(sh, sh.stage[s], job, r0, row_bytes, chunks, c0);
-        __syncthreads();
-        for (int ci = cls; ci < STEP && c0 + ci < chunks; ci += 4) mma_chunk<T>(sh, sh.stage[s], ci, row0, token0, acc);
+    landed();
+    if (steps > 1) stage_step<T>(sh.stage[1], job, r0, row_bytes, chunks, STEP, xq, xd, xs, t0, n);
+    decode_step<T>(sh.decoded[0], sh.stage[0], job, r0, row_bytes, chunks, 0);
+    for (int k = 0; k < steps; k++) {
+        landed();  // step k + 1's copies are here; every warp has decoded step k and multiplied step k - 1
+        int c0 = k * STEP;
+        if (k + 2 < steps)
+            stage_step<T>(sh.stage[(k + 2) % 3], job, r0, row_bytes, chunks, c0 + 2 * STEP, xq, xd, xs, t0, n);
+        if (k + 1 < steps)
+            decode_step<T>(sh.decoded[(k + 1) % 2], sh.stage[(k + 1) % 3], job, r0, row_bytes, chunks, c0 + STEP);
+        for (int ci = cls; ci < STEP && c0 + ci < chunks; ci += 4)
+            mma_chunk<T>(sh.decoded[k % 2], sh.stage[k % 3], ci, row0, token0, acc);
     }
     mma_finish((float*)smem, acc, job, r0, t0, n, accumulate);
 }
