@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build llama.cpp's llama-bench and llama-server with CUDA for Hopper (sm_90), to compare with Kinetic's
-# CUDA device on the same files (scripts/bench_cuda.py --llama-bench).
+# Build llama.cpp's llama-bench, llama-server and llama-quantize with CUDA for Hopper (sm_90), to compare with
+# Kinetic's CUDA device on the same files (scripts/bench_cuda.py --llama-bench, scripts/conformance.py --device cuda).
 #
 #   scripts/build_llamacpp_cuda.sh SOURCE BUILD_DIR [JOBS]
 #
@@ -28,5 +28,5 @@ if ! ls /usr/local/cuda/lib64/libcublas.so* >/dev/null 2>&1; then
 fi
 generator=$(command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")
 cmake -S "$source" -B "$build/build" -G "$generator" "${options[@]}" >"$build/cmake.log"
-cmake --build "$build/build" -j "$jobs" --target llama-bench llama-server >"$build/build.log"
-echo "built $build/build/bin/llama-bench and llama-server"
+cmake --build "$build/build" -j "$jobs" --target llama-bench llama-server llama-quantize >"$build/build.log"
+echo "built $build/build/bin/llama-bench, llama-server and llama-quantize"

@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
 """Greedy conformance with llama.cpp: the same file, the same raw prompts, token for token.
 
-    python scripts/conformance.py MODEL --llama DIR [--device cpu] [-n 64] [--near-tie 0.1]
+    python scripts/conformance.py MODEL... --llama DIR [--device cpu] [-n 64] [--near-tie 0.1]
+    python scripts/conformance.py --random DIR --llama DIR --device cuda
 
-Runs llama-server (from DIR) and Kinetic on MODEL for fixed raw prompts (token ids from llama.cpp's
+Runs llama-server (from DIR) and Kinetic on each MODEL for fixed raw prompts (token ids from llama.cpp's
 tokenizer, so only the model is compared), n greedy tokens each. A divergence is forgiven when it falls
 on a near-tie: a step where llama.cpp's own top two tokens are less than 0.1 nats apart, since the two
 engines round differently. Prints one line per prompt; exits 1 on any divergence that is not a near-tie.
 Some models amplify last-bit rounding past that bound: on Gemma 3 270M, llama.cpp with and without its
 repacked Q4_K kernels (--no-repack) parts at gaps of 0.116 and 0.228, so --near-tie 0.25 for it.
+--random DIR first writes small random-weight files of every family into DIR (random_files) and checks them
+too. Random weights amplify rounding: on an H200 with llama.cpp built with CUDA, the F16 files agree up to
+near-ties, while the Q8_0 and Q4_K_M files part at gaps of 0.1 to 1.9 nats, as llama.cpp parts from itself
+with flash attention on and off (first-step log-probabilities of its top 5 differ by 0.06 to 0.49 nats on
+average between Kinetic and llama.cpp, by 0.08 to 0.31 between llama.cpp's two attention kernels).
+With --device cuda, llama-server puts every layer on the GPU (LLAMA_ARG_N_GPU_LAYERS), and the cuBLAS folder
+that scripts/build_llamacpp_cuda.sh recorded goes on LD_LIBRARY_PATH.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +39,7 @@ PROMPTS = [
     "import numpy as np\n\n# multiply two matrices\n",
     "The three laws of thermodynamics are",
 ]
+FAMILIES = ("llama", "qwen2", "qwen3", "gemma3")
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,7 @@ class Agreement:
     matched: int  # tokens equal before the first divergence
     total: int
     near_tie: bool  # the divergence (if any) fell on a near-tie
+    gap: float = 0.0  # llama.cpp's top-2 gap in nats where they part
 
     @property
     def ok(self) -> bool:
@@ -45,7 +57,7 @@ class Agreement:
         if self.matched == self.total:
             return f"identical, {self.total} of {self.total} tokens"
         kind = "near-tie" if self.near_tie else "DIVERGED"
-        return f"{kind} at token {self.matched + 1} of {self.total}"
+        return f"{kind} at token {self.matched + 1} of {self.total} (llama.cpp's top two {self.gap:.3f} nats apart)"
 
 
 def agreement(ours: list[int], theirs: list[int], margins: list[float], near_tie: float = NEAR_TIE_NATS) -> Agreement:
@@ -53,7 +65,7 @@ def agreement(ours: list[int], theirs: list[int], margins: list[float], near_tie
     total = min(len(ours), len(theirs))
     for i in range(total):
         if ours[i] != theirs[i]:
-            return Agreement(i, total, margins[i] < near_tie)
+            return Agreement(i, total, margins[i] < near_tie, margins[i])
     return Agreement(total, total, False)
 
 
@@ -71,21 +83,82 @@ def kinetic_greedy(runner, prompt: list[int], n: int) -> list[int]:
     return out
 
 
+def random_files(folder: Path, tools: Path) -> list[Path]:
+    """One small random-weight model per family as F16 and Q8_0 (written by gguf-py) and, where tools has
+    llama-quantize, Q4_K_M quantized from its F32 file: the same weights in each type."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for family in FAMILIES:
+        for weights in ("F16", "Q8_0"):
+            files.append(random_model(folder / f"{family}-{weights}.gguf", family, weights))
+        if (tools / "llama-quantize").exists():
+            f32 = random_model(folder / f"{family}-F32.gguf", family, "F32")
+            files.append(folder / f"{family}-Q4_K_M.gguf")
+            subprocess.run([str(tools / "llama-quantize"), str(f32), str(files[-1]), "Q4_K_M"], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return files
+
+
+def random_model(path: Path, family: str, weights: str) -> Path:
+    """tests/gguf_factory.py's random model with two changes. A vocabulary of whole characters, without byte
+    tokens: llama-server leaves out the probabilities of a step whose token ends in part of a UTF-8 character,
+    which would misalign the steps. Norm weights near 1 and the output norm's near 4: the factory's are near 0,
+    which leaves the layers' outputs small and the logits flat, so that most greedy steps would be near-ties."""
+    import gguf
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from gguf_factory import Dims, write_random_model
+
+    dims = Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512)  # rows of whole 256-weight K-quant blocks
+    tokens = ["<unk>", "<s>", "</s>", "\u2581", "\n"] + [chr(c) for c in range(33, 127)]
+    tokens += [f"tok{i}" for i in range(dims.n_vocab - len(tokens))]
+    vocab = {"tokenizer.ggml.tokens": tokens, "tokenizer.ggml.scores": [0.0] * len(tokens),
+             "tokenizer.ggml.token_type": [3, 3, 3] + [1] * (len(tokens) - 3)}
+    write_random_model(path, family, dims, weights, seed=1, metadata=vocab)
+    rng = np.random.default_rng(2)
+    norms = {t.name: rng.normal(1.0, 0.1, int(t.shape[0])).astype(np.float32) * (4 if t.name == "output_norm.weight"
+                                                                                 else 1)
+             for t in gguf.GGUFReader(path).tensors if t.name.endswith("norm.weight")}
+    return write_random_model(path, family, dims, weights, seed=1, metadata=vocab, extra_tensors=norms)
+
+
+def llama_environment(tools: Path, device: str) -> None:
+    recorded = tools.resolve().parent.parent / "ld_library_path"
+    if recorded.exists():
+        os.environ["LD_LIBRARY_PATH"] = recorded.read_text().strip() + ":" + os.environ.get("LD_LIBRARY_PATH", "")
+    if device == "cuda":
+        os.environ["LLAMA_ARG_N_GPU_LAYERS"] = "99"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", type=Path)
+    parser.add_argument("models", type=Path, nargs="*")
+    parser.add_argument("--random", type=Path, help="folder to write random-weight files of every family into")
     parser.add_argument("--llama", type=Path, required=True, help="folder with llama-server")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("-n", type=int, default=64, help="greedy tokens per prompt")
     parser.add_argument("--near-tie", type=float, default=NEAR_TIE_NATS, help="nats (default 0.1)")
     args = parser.parse_args(argv)
 
+    import make_greedy_golden
+
+    make_greedy_golden.N_PREDICT = args.n
+    llama_environment(args.llama, args.device)
+    models = args.models + (random_files(args.random, args.llama) if args.random else [])
+    if not models:
+        parser.error("give a MODEL or --random DIR")
+    failed = [model.name for model in models if not conforms(model, args)]
+    if len(models) > 1:
+        print("conformance: " + (f"FAILED on {', '.join(failed)}" if failed else f"passed on {len(models)} files"))
+    return 1 if failed else 0
+
+
+def conforms(model: Path, args) -> bool:
+    """Prints a line per prompt and one for the file; whether every prompt agreed (up to near-ties)."""
     import make_greedy_golden as llama
     from kinetic.engine.devices import choose_device
     from kinetic.model.load import load_stack
     from kinetic.spec.device import UploadOptions
-
-    llama.N_PREDICT = args.n
 
     def llama_greedy(port: int) -> list[dict]:
         answers = []
@@ -94,16 +167,16 @@ def main(argv: list[str]) -> int:
             answers.append({"prompt_ids": ids, **llama.greedy(port, ids)})
         return answers
 
-    reference = llama.run_server(args.llama, args.model, llama_greedy)
-    runner = choose_device(args.device, print).upload(load_stack(args.model), UploadOptions(context_length=1024))
+    reference = llama.run_server(args.llama, model, llama_greedy)
+    runner = choose_device(args.device, print).upload(load_stack(model), UploadOptions(context_length=1024))
     failures = 0
     for text, theirs in zip(PROMPTS, reference):
         result = agreement(kinetic_greedy(runner, theirs["prompt_ids"], args.n), theirs["tokens"], theirs["margins"],
                            args.near_tie)
         failures += not result.ok
         print(f"{text[:40]!r:44} {result.describe()}")
-    print("conformance: " + ("FAILED" if failures else "passed") + f" on {args.model.name}")
-    return 1 if failures else 0
+    print("conformance: " + ("FAILED" if failures else "passed") + f" on {model.name}", flush=True)
+    return failures == 0
 
 
 if __name__ == "__main__":
