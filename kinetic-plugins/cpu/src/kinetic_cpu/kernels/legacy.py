@@ -40,23 +40,23 @@ def _blocks(spec: _Spec, n: int):
         def lane(v, j):  # <8 x float>, lane j of v in every lane
             return ir.splat(b, b.extract_element(v, ir.const(I32, j)), 8)
 
-        def d_w(j):  # block j's d alone, in every lane
-            return lane(halves.gather_f16(b, step.weights, j * spec.size, 0, 1), 0)
-
         m_w = halves.gather_f16(b, step.weights, 2, spec.size, n) if spec.has_min else None
 
-        def token(t, quants, scales):
+        def token(t, quants, d_w):
             d_x_at = step.activation(1, t, step.s)
+            d_x = ir.load(b, d_x_at, 0, vector)
+            scales = b.fmul(d_w, d_x)  # each block's d_w * d_x, one product for the call's blocks
             if spec.has_min:
                 sum_x = ir.load(b, step.activation(2, t, step.s), 0, ir.vector(I32, n))
-                minimums = b.fmul(m_w, b.fmul(ir.load(b, d_x_at, 0, vector), b.sitofp(sum_x, vector)))
+                minimums = b.fmul(m_w, b.fmul(d_x, b.sitofp(sum_x, vector)))
             x = step.activation(0, t, step.times_s(32))
+
+            def quad_sums(j):  # <8 x i32>: block j's (q - offset) . x_q, 4 products a lane
+                return dots.quad_sums(b, quants(j), ir.load_bytes(b, x, 32 * j, 32), signed)
 
             def update(total):
                 for j in range(n):
-                    sums = b.sitofp(dots.quad_sums(b, quants(j), ir.load_bytes(b, x, 32 * j, 32), signed), lanes)
-                    scale = b.fmul(scales(j), ir.splat(b, ir.load(b, d_x_at, 4 * j, F32), 8))  # d_w * d_x
-                    total = ir.fma(b, scale, sums, total)
+                    total = ir.fma(b, lane(scales, j), b.sitofp(quad_sums(j), lanes), total)
                 if not spec.has_min:
                     return total
                 call = b.extract_element(minimums, ir.const(I32, 0))
@@ -68,12 +68,11 @@ def _blocks(spec: _Spec, n: int):
             step.accumulate(t, update)
 
         def several():  # decode every block once, then each token
-            gathered = halves.gather_f16(b, step.weights, 0, spec.size, n)
-            quants, scales = [quant(j) for j in range(n)], [lane(gathered, j) for j in range(n)]
+            quants, d_w = [quant(j) for j in range(n)], halves.gather_f16(b, step.weights, 0, spec.size, n)
             with step.tokens() as t:
-                token(t, quants.__getitem__, scales.__getitem__)
+                token(t, quants.__getitem__, d_w)
 
-        step.by_batch_size(lambda t: token(t, quant, d_w), several)
+        step.by_batch_size(lambda t: token(t, quant, halves.gather_f16(b, step.weights, 0, spec.size, n)), several)
 
     return step_intrinsic(body)
 
