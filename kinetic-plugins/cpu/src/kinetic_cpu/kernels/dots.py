@@ -54,6 +54,24 @@ def quad_sums(builder, q, x, q_signed: bool) -> llvm.Value:
     return fold_pairs(builder, _pair_products(builder, q, x, q_signed))
 
 
+def bias_correction(builder, q) -> llvm.Value:
+    """<8 x i32>: -128 times each run of 4 of signed <32 x i8> q, where biased_quad_sums starts (VNNI only)."""
+    words = vector(I32, 8)
+    times_128 = _x86_call(builder, "llvm.x86.avx512.vpdpbusd.256", words, const(words, 0),
+                          builder.bitcast(const(q.type, -128), words), builder.bitcast(q, words))
+    return builder.sub(const(words, 0), times_128)
+
+
+def biased_quad_sums(builder, correction, q, x) -> llvm.Value:
+    """quad_sums of signed q and x as (x + 128) . q + correction (bias_correction(q)), VNNI only: the same
+    integers (no sum nears 2^31) without giving x the sign of q token by token, which pays when q serves
+    many tokens. x + 128 as a byte is x with its top bit flipped."""
+    words = vector(I32, 8)
+    biased = builder.xor(x, const(x.type, -128))
+    return _x86_call(builder, "llvm.x86.avx512.vpdpbusd.256", words, correction, builder.bitcast(biased, words),
+                     builder.bitcast(q, words))
+
+
 def scaled_quad_sums(builder, q, x, pair_scales) -> llvm.Value:
     """quad_sums of unsigned q (<= 63) with each adjacent pair's sum times its <16 x i16> pair_scales lane."""
     if AVX2:

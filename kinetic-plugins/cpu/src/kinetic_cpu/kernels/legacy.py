@@ -42,7 +42,7 @@ def _blocks(spec: _Spec, n: int):
 
         m_w = halves.gather_f16(b, step.weights, 2, spec.size, n) if spec.has_min else None
 
-        def token(t, quants, d_w):
+        def token(t, dot, d_w):  # dot(j, x_j): <8 x i32>, block j's (q - offset) . x_q, 4 products a lane
             d_x_at = step.activation(1, t, step.s)
             d_x = ir.load(b, d_x_at, 0, vector)
             scales = b.fmul(d_w, d_x)  # each block's d_w * d_x, one product for the call's blocks
@@ -51,12 +51,10 @@ def _blocks(spec: _Spec, n: int):
                 minimums = b.fmul(m_w, b.fmul(d_x, b.sitofp(sum_x, vector)))
             x = step.activation(0, t, step.times_s(32))
 
-            def quad_sums(j):  # <8 x i32>: block j's (q - offset) . x_q, 4 products a lane
-                return dots.quad_sums(b, quants(j), ir.load_bytes(b, x, 32 * j, 32), signed)
-
             def update(total):
                 for j in range(n):
-                    total = ir.fma(b, lane(scales, j), b.sitofp(quad_sums(j), lanes), total)
+                    sums = dot(j, ir.load_bytes(b, x, 32 * j, 32))
+                    total = ir.fma(b, lane(scales, j), b.sitofp(sums, lanes), total)
                 if not spec.has_min:
                     return total
                 call = b.extract_element(minimums, ir.const(I32, 0))
@@ -67,12 +65,24 @@ def _blocks(spec: _Spec, n: int):
 
             step.accumulate(t, update)
 
-        def several():  # decode every block once, then each token
-            quants, d_w = [quant(j) for j in range(n)], halves.gather_f16(b, step.weights, 0, spec.size, n)
-            with step.tokens() as t:
-                token(t, quants.__getitem__, d_w)
+        def one(t):
+            token(t, lambda j, x_j: dots.quad_sums(b, quant(j), x_j, signed),
+                  halves.gather_f16(b, step.weights, 0, spec.size, n))
 
-        step.by_batch_size(lambda t: token(t, quant, halves.gather_f16(b, step.weights, 0, spec.size, n)), several)
+        def several():  # decode every block once (with its bias correction, see dots), then each token
+            quants, d_w = [quant(j) for j in range(n)], halves.gather_f16(b, step.weights, 0, spec.size, n)
+            biased = signed and dots.VNNI
+            corrections = [dots.bias_correction(b, q) for q in quants] if biased else None
+
+            def dot(j, x_j):
+                if biased:
+                    return dots.biased_quad_sums(b, corrections[j], quants[j], x_j)
+                return dots.quad_sums(b, quants[j], x_j, signed)
+
+            with step.tokens() as t:
+                token(t, dot, d_w)
+
+        step.by_batch_size(one, several)
 
     return step_intrinsic(body)
 
