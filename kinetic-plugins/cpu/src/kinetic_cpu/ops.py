@@ -71,7 +71,7 @@ def rope(x, cos, sin, neox):  # x: [n, heads, head_dim] float32, in place; cos, 
                 x[i, h, b] = np.float32(x0 * s + x1 * c)
 
 
-SERIAL_SCORES = 1 << 15  # below this many scores one thread beats waking the others
+SERIAL_TERMS = 1 << 21  # below this many score terms (scores times head size) one thread beats two
 SERIAL_GATES = 1 << 14  # below this many gate outputs likewise (a one-token pass stays on one thread)
 GATE_CHUNK = 1024  # gate outputs per parallel job
 
@@ -88,7 +88,7 @@ def attend(q, k_cache, v_cache, positions, scale, window):
     n, n_head, hd = q.shape
     out = np.empty((n, n_head * hd), dtype=np.float32)
     span = int(positions[-1]) + 1
-    workers = 1 if n * n_head * span < SERIAL_SCORES else numba.get_num_threads()
+    workers = 1 if n * n_head * span * hd < SERIAL_TERMS else numba.get_num_threads()
     group = n_head // k_cache.shape[0]  # query heads per KV head: a job takes them together
     scores, sums = np.empty((workers, group, span)), np.empty((workers, group, hd))
     if workers == 1:
