@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
-"""Kinetic against llama.cpp through their servers: the same file, the same threads, one server at a time.
+"""Kinetic against llama.cpp on the CPU, as the reference docs' Benchmarks chapter describes.
 
-    python scripts/bench_vs_llamacpp.py MODEL --llama DIR [-t THREADS] [-r 3]
+    python scripts/bench_vs_llamacpp.py MODEL --llama-dir DIR [-t THREADS] [-r 3] [--max-tokens 512]
+        [--llama-spec ngram-mod] [--kinetic BIN] [--skip-edit]
 
-Each server (kinetic serve; llama-server plain; llama-server with its speculative mode --spec-type
-ngram-simple) gets, on 127.0.0.1: a 512-token raw prompt for one token (prompt speed), and the editing
-request of `kinetic bench`'s edit256 (a short Rust file, then the start of its rewrite with one name
-changed; up to 256 greedy tokens). Times are wall times of the whole request, best of -r; the edit speed
-is the answer's tokens (tokens_predicted) over that time. Prints a markdown table and whether every engine's edit answer matches.
-For llama-bench's pp512/tg128 beside Kinetic's own, use `kinetic bench MODEL --compare`.
+Same file, same threads. pp512 and tg128: `kinetic bench --compare DIR/llama-bench` (llama-bench -ngl 0,
+flash attention on), best of -r, speculative decoding off on both sides. The edit test: one greedy, streamed
+chat request that renames a variable in a short Python file and asks for the whole file back, sent to
+`kinetic serve --device cpu` and to llama-server with its own speculative decoding (--spec-type), one server
+at a time on 127.0.0.1, a fresh server for each of -r runs (so no run drafts from an earlier answer).
+Speed is the answer's tokens after the first over the time from the first to the last token, timed on this
+client the same way for both. Prints a markdown table and whether the two edit answers are identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -23,66 +27,125 @@ from pathlib import Path
 
 from make_greedy_golden import free_port, wait_ready
 
-from kinetic.engine.bench import EDIT_TEXT, EDIT_TOKENS
+EDIT_FILE = '''import sys
+from collections import Counter
 
 
-def post(port: int, body: dict, path: str = "/completion") -> dict:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
+def read_words(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read().lower().split()
+
+
+def count_words(words):
+    counts = Counter()
+    for word in words:
+        word = word.strip(".,;:!?\\"'()")
+        if word:
+            counts[word] += 1
+    return counts
+
+
+def report(counts, limit=10):
+    total = sum(counts.values())
+    print(f"{total} words, {len(counts)} different")
+    for word, n in counts.most_common(limit):
+        share = 100.0 * n / total
+        print(f"{word:>20} {n:6d} {share:5.1f}%")
+
+
+if __name__ == "__main__":
+    counts = count_words(read_words(sys.argv[1]))
+    report(counts)
+'''
+EDIT_REQUEST = ("Rename the variable `counts` to `tally` everywhere in this file. Answer with the whole file and "
+                f"nothing else.\n\n```python\n{EDIT_FILE}```")
+
+
+def edit_once(port: int, max_tokens: int) -> tuple[float, str]:
+    """(tokens after the first per second between the first and the last token, the answer) of one request."""
+    body = {"messages": [{"role": "user", "content": EDIT_REQUEST}], "temperature": 0, "max_tokens": max_tokens,
+            "stream": True, "stream_options": {"include_usage": True}}
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
+    first = last = None
+    text, tokens = [], 0
     with urllib.request.urlopen(request, timeout=1800) as response:
-        return json.load(response)
+        for line in response:
+            if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            content = "".join((choice.get("delta") or {}).get("content") or "" for choice in chunk["choices"])
+            if content:
+                last = time.perf_counter()
+                first = first or last
+                text.append(content)
+            if chunk.get("usage"):
+                tokens = chunk["usage"]["completion_tokens"]
+    if not tokens or first is None or last == first:
+        raise RuntimeError(f"the edit answer on port {port} was too short to time ({tokens} tokens)")
+    return (tokens - 1) / (last - first), "".join(text)
 
 
-def timed(port: int, body: dict, repetitions: int) -> tuple[float, dict]:
-    """(best wall seconds, the last answer) of the same request, repeated; the prompt cache is off, so
-    every repetition does the whole work."""
-    best, answer = float("inf"), {}
+def edit_speed(command: list[str], repetitions: int, max_tokens: int) -> tuple[float, str]:
+    """Best edit speed of `repetitions` fresh servers started by command (without --port), and the answer."""
+    best, answer = 0.0, ""
     for _ in range(repetitions):
-        start = time.perf_counter()
-        answer = post(port, {**body, "cache_prompt": False})
-        best = min(best, time.perf_counter() - start)
+        port = free_port()
+        server = subprocess.Popen([*command, "--port", str(port)], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+        try:
+            wait_ready(port, server)
+            speed, answer = edit_once(port, max_tokens)
+            best = max(best, speed)
+        finally:
+            server.terminate()
+            server.wait()
     return best, answer
 
 
-def measure(command: list[str], port: int, repetitions: int) -> dict:
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_ready(port, server)
-        filler = " ".join(f"item{i}" for i in range(2000))
-        tokens = post(port, {"content": filler}, "/tokenize")["tokens"][:512]
-        prompt_seconds, _ = timed(port, {"prompt": tokens, "n_predict": 1, "temperature": 0}, repetitions)
-        edit_seconds, edit = timed(port, {"prompt": EDIT_TEXT, "n_predict": EDIT_TOKENS, "temperature": 0}, repetitions)
-        return {"pp512": len(tokens) / prompt_seconds, "edit": edit["tokens_predicted"] / edit_seconds,
-                "text": edit["content"]}
-    finally:
-        server.terminate()
-        server.wait()
+def plain_tests(kinetic: list[str], model: Path, llama_dir: Path, threads: int, repetitions: int) -> dict:
+    """kinetic bench --compare llama-bench: {test: (Kinetic t/s, llama.cpp t/s)} for pp512 and tg128."""
+    command = [*kinetic, "bench", str(model), "--device", "cpu", "-t", str(threads), "-r", str(repetitions),
+               "--off", "rad1", "--json", "--compare", str(llama_dir / "llama-bench")]
+    report = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    llama = report["llama_cpp"]
+    return {"pp512": (report["prefill_tokens_per_second"], llama["pp512"]),
+            "tg128": (report["decode_tokens_per_second"], llama["tg128"])}
+
+
+def kinetic_command(given: str | None) -> list[str]:
+    if given:
+        return [given]
+    found = shutil.which("kinetic")
+    return [found] if found else [sys.executable, "-m", "kinetic"]
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
-    parser.add_argument("--llama", type=Path, required=True, help="folder with llama-server")
-    parser.add_argument("-t", "--threads", type=int, default=2)
+    parser.add_argument("--llama-dir", type=Path, required=True, help="folder with llama-bench and llama-server")
+    parser.add_argument("--kinetic", help="the kinetic binary [default: kinetic on PATH]")
+    parser.add_argument("-t", "--threads", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     parser.add_argument("-r", "--repetitions", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=512, help="limit for the edit answer")
+    parser.add_argument("--llama-spec", default="ngram-mod", help="llama-server --spec-type")
+    parser.add_argument("--skip-edit", action="store_true", help="only the two plain tests")
     args = parser.parse_args(argv)
-    common = ["-m", str(args.model), "-c", "2048", "-t", str(args.threads), "--host", "127.0.0.1"]
-    engines = {
-        "Kinetic (RAD-1)": [sys.executable, "-m", "kinetic", "serve", *common, "--device", "cpu", "--no-prompt-cache"],
-        "llama-server": [str(args.llama / "llama-server"), *common, "-np", "1", "--no-webui"],
-        "llama-server ngram-simple": [str(args.llama / "llama-server"), *common, "-np", "1", "--no-webui",
-                                      "--spec-type", "ngram-simple"],
-    }
-    results = {}
-    for name, command in engines.items():
-        port = free_port()
-        results[name] = measure([*command, "--port", str(port)], port, args.repetitions)
-    print(f"| engine | pp512 t/s | edit {EDIT_TOKENS} t/s |\n| --- | ---: | ---: |")
-    for name, result in results.items():
-        print(f"| {name} | {result['pp512']:.1f} | {result['edit']:.1f} |")
-    texts = {result["text"] for result in results.values()}
-    print(f"\n{args.model.name}, {args.threads} threads, best of {args.repetitions}, wall time per request; "
-          f"edit answers identical across engines: {'yes' if len(texts) == 1 else 'no (rounding differs)'}")
+    kinetic = kinetic_command(args.kinetic)
+    rows = plain_tests(kinetic, args.model, args.llama_dir, args.threads, args.repetitions)
+    if not args.skip_edit:
+        common = ["-m", str(args.model), "-c", "4096", "-t", str(args.threads), "--host", "127.0.0.1"]
+        ours, our_text = edit_speed([*kinetic, "serve", *common, "--device", "cpu", "--no-prompt-cache"],
+                                    args.repetitions, args.max_tokens)
+        theirs, their_text = edit_speed([str(args.llama_dir / "llama-server"), *common, "-np", "1", "--no-webui",
+                                         "--spec-type", args.llama_spec], args.repetitions, args.max_tokens)
+        rows[f"edit ({args.llama_spec} for llama.cpp)"] = (ours, theirs)
+    print("| test | llama.cpp | Kinetic | ratio |\n| --- | ---: | ---: | ---: |")
+    for test, (ours, theirs) in rows.items():
+        print(f"| {test} | {theirs:.1f} | {ours:.1f} | {ours / theirs:.2f}x |")
+    print(f"\n{args.model.name}, {args.threads} threads, best of {args.repetitions}, t/s.")
+    if not args.skip_edit:
+        print(f"edit answers identical: {'yes' if our_text == their_text else 'no'}")
     return 0
 
 
