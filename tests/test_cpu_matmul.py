@@ -23,7 +23,7 @@ import pytest
 from random_weights import random_weights
 
 from kinetic.plugins import plugins
-from kinetic_cpu.kernels import Matrix, activations, compile_kernels, matmul
+from kinetic_cpu.kernels import Matrix, activations, compile_kernels, dots, matmul
 from kinetic_cpu.kernels.activations import f16_round
 from kinetic_formats.types._common import fields
 
@@ -38,9 +38,9 @@ BATCH = 64
 
 
 def k_of(name: str) -> int:
-    """9 super-blocks for the 256-weight types; else 73 blocks of 32: 9 full groups of 8 and a tail of 1,
-    and for the float types 36 steps of 64 and a tail of 32."""
-    return 256 * 9 if plugins().tensor_types[name].block_size == 256 else 32 * 73
+    """9 super-blocks for the 256-weight types; else 77 blocks of 32: 9 full groups of 8, a group of 4 and a
+    single block, and for the float types 38 steps of 64 and a tail of 32."""
+    return 256 * 9 if plugins().tensor_types[name].block_size == 256 else 32 * 77
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +124,17 @@ def test_kernels_compile_up_front():
     assert named == ["Q8_0", "IQ4_NL"]
 
 
-def test_the_portable_kernels_give_the_same_bits(cases, tmp_path):
-    """NUMBA_CPU_NAME=generic compiles the plain-IR path (no AVX2 products, no F16C), as on other CPUs."""
+PATHS = {
+    "generic": ({"NUMBA_CPU_NAME": "generic"}, "assert not dots.AVX2 and not halves.NATIVE_HALF"),
+    "avx2 without vnni": ({}, "assert dots.AVX2; dots.VNNI = False"),
+}  # NUMBA_CPU_NAME=generic: the plain-IR path (no AVX2 products, no F16C), as on other CPUs
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_portable_kernels_give_the_same_bits(cases, tmp_path, path):
+    if path == "avx2 without vnni" and not dots.VNNI:
+        pytest.skip("this CPU has no VNNI: its kernels are the AVX2 ones")
+    environment, setup = PATHS[path]
     for name in PORTABLE:
         weight, x = cases(name)
         np.savez(tmp_path / f"{name}.npz", weight=weight, x=x[:7])
@@ -136,14 +145,14 @@ def test_the_portable_kernels_give_the_same_bits(cases, tmp_path):
         import numpy as np
         from kinetic.plugins import plugins
         from kinetic_cpu.kernels import dots, halves, matmul
-        assert not dots.AVX2 and not halves.NATIVE_HALF
+        SETUP
         numba.set_num_threads(1)  # threads change no bit (tested above); one compiles less
         for path in Path(sys.argv[1]).glob("*.npz"):
             case = np.load(path)
             out = matmul(case["weight"], plugins().tensor_types[path.stem].id, case["x"])
             np.save(path.with_suffix(".out.npy"), out)
-    """)
-    environment = {**os.environ, "NUMBA_CPU_NAME": "generic"}
+    """).replace("SETUP", setup)
+    environment = {**os.environ, **environment, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}  # compiled afresh
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=environment, check=True)
     for name in PORTABLE:
         weight, x = cases(name)
@@ -215,14 +224,27 @@ def fma32(a, b, c):  # float32 a * b + c rounded once, as IEEE fusedMultiplyAdd
     return total.astype(np.float32)
 
 
-def legacy_values(blocks, quants, acts):  # per block, 8 runs of 4: acc = fma(d_w d_x, q . x_q, acc) lane-wise
+def legacy_values(blocks, quants, acts):  # block b: lane b % 8 = fma(d_w d_x, q . x_q, lane)
     xq, d, _ = acts
-    runs = run_dots(quants, xq, 4).astype(np.float32)  # [n, rows, nb, 8]
+    sums = run_dots(quants, xq, 32)[..., 0].astype(np.float32)  # [n, rows, nb]
     scale = f16(blocks, 0)[None] * d[:, None]
-    lanes = np.zeros(runs.shape[:2] + (8,), np.float32)
-    for b in range(runs.shape[2]):
-        lanes = fma32(scale[..., b, None], runs[..., b, :], lanes)
+    lanes = np.zeros(sums.shape[:2] + (8,), np.float32)
+    for b in range(sums.shape[2]):
+        lanes[..., b % 8] = fma32(scale[..., b], sums[..., b], lanes[..., b % 8])
     return lanes_tree(lanes)
+
+
+def in_kernel_order(q):  # [n, k] int8 Q8_0 quants in weight order -> as the activations store them
+    """Groups of 8 blocks, then one of 4 where 4 or more remain, each stored run of 4 bytes by run: run i of
+    every block of the group, then run i + 1; single blocks as they are."""
+    n, n_blocks = len(q), q.shape[1] // 32
+    widths = [8] * (n_blocks // 8) + ([4] if n_blocks % 8 >= 4 else [])
+    parts, first = [], 0
+    for width in widths:
+        group = q[:, 32 * first : 32 * (first + width)].reshape(n, width, 8, 4)
+        parts.append(group.transpose(0, 2, 1, 3).reshape(n, -1))
+        first += width
+    return np.concatenate(parts + [q[:, 32 * first :]], axis=1)
 
 
 def q8_0_values(blocks, acts):
@@ -281,10 +303,13 @@ NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q5_0": (q5_0_values, "q8_0"), "Q4
 
 @pytest.mark.parametrize("kind, reference", [("q8_0", q8_0_reference), ("q8_k", q8_k_reference)])
 def test_activations_quantize_as_ggml(kind, reference):
-    x = np.random.default_rng(7).standard_normal((5, 2304), np.float32) * np.float32(3)
+    x = np.random.default_rng(7).standard_normal((5, 2304 if kind == "q8_k" else 2464), np.float32) * np.float32(3)
     x[1, :256] = 0  # an all-zero block
     x[2, :5] = [127, 2.5, -3.5, 0.5, -0.5]  # a block scaled by exactly 1: halves go to even, not away
-    for ours, theirs in zip(activations(kind, x), reference(x)):
+    expected = list(reference(x))
+    if kind == "q8_0":
+        expected[0] = in_kernel_order(expected[0])
+    for ours, theirs in zip(activations(kind, x), expected):
         assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
 
 

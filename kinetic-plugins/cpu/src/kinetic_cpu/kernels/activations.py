@@ -3,8 +3,9 @@ with AVX2, quantize_row_q8_K_ref), so the quantized kernels take integer dot pro
 
 Q8_0: blocks of 32, scale d = amax / 127 rounded to f16, q = x * (127 / amax) rounded half to even, as
 ggml's AVX2 quantize_row_q8_0 does (the reference quantizer's roundf(x / d) parts from it on ties and in
-the last bit of the inverse, and llama.cpp on x86 runs the AVX2 one); the block sums of q serve
-the types with a minimum (Q4_1, Q5_1), as ggml's Q8_1 does. Q8_K: blocks of 256, scale d = max / -127
+the last bit of the inverse, and llama.cpp on x86 runs the AVX2 one); the block sums of q take off the offsets and serve the
+types with a minimum (Q4_1, Q5_1), as ggml's Q8_1 does; q is stored in the legacy kernels' order (see
+q8_0_group). Q8_K: blocks of 256, scale d = max / -127
 (max: the value of largest magnitude), q = nearest int of x / d, and the sum of every 16 q.
 """
 
@@ -37,7 +38,7 @@ Q8_0, Q8_K = 0, 1
 
 
 def quantize_q8_0(x: np.ndarray) -> tuple:  # x: [n, k] float32, k % 32 == 0
-    """-> q [n, k] int8, d [n, k/32] float32, sums [n, k/32] int32."""
+    """-> q [n, k] int8 in groups of blocks (q8_0_group), d [n, k/32] float32, sums [n, k/32] int32."""
     n, k = x.shape
     out = np.empty((n, k), np.int8), np.empty((n, k // 32), np.float32), np.empty((n, k // 32), np.int32)
     _quantize(Q8_0, x, *out)
@@ -90,14 +91,30 @@ def _largest_bits(bits, start, size):
 
 
 @njit(cache=True, nogil=True)
+def q8_0_group(b, n_blocks):
+    """(first block, width) of block b's group in the Q8_0 layout: whole groups of 8, then one of 4 where
+    4 or more blocks remain, then single blocks. A group stores run i (4 bytes) of its blocks side by
+    side, run i of block first + l at byte 32 * first + 4 * width * i + 4 * l: the legacy kernels' order."""
+    whole = n_blocks // 8 * 8
+    if b < whole:
+        return b - b % 8, 8
+    if b < whole + 4 and n_blocks - whole >= 4:
+        return whole, 4
+    return b, 1
+
+
+@njit(cache=True, nogil=True)
 def _q8_0_row(x, bits, q, d, sums):
-    for b in range(x.shape[0] // 32):
+    n_blocks = x.shape[0] // 32
+    for b in range(n_blocks):
         amax = bits_float(_largest_bits(bits, 32 * b, 32))
         inverse = np.float32(127.0) / amax if amax != 0 else np.float32(0.0)
+        first, width = q8_0_group(b, n_blocks)
+        at = 32 * first + 4 * (b - first)
         total = 0
         for j in range(32):
             value = np.int8(np.rint(x[32 * b + j] * inverse))
-            q[32 * b + j] = value
+            q[at + 4 * width * (j // 4) + j % 4] = value
             total += value
         d[b] = f16_round(amax / np.float32(127.0))
         sums[b] = total

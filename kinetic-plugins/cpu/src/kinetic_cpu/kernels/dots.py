@@ -21,55 +21,44 @@ def _x86_call(builder, name: str, result: llvm.Type, *operands) -> llvm.Value:
 
 
 def _pair_products(builder, q, x, q_signed: bool) -> llvm.Value:
-    """Generic IR: <16 x i32> sums of adjacent products of <32 x i8> q and signed x."""
-    half, wide = vector(I16, 32), vector(I32, 32)
+    """Generic IR: <n/2 x i32> sums of adjacent products of <n x i8> q and signed x."""
+    n = q.type.count
+    half, wide = vector(I16, n), vector(I32, n)
     q16 = builder.sext(q, half) if q_signed else builder.zext(q, half)
     return fold_pairs(builder, builder.mul(builder.sext(q16, wide), builder.sext(builder.sext(x, half), wide)))
 
 
 def _x86_pairs(builder, q, x, q_signed: bool) -> llvm.Value:
-    """AVX2: <16 x i16> pair sums by pmaddubsw (unsigned q times signed x; a signed q lends x its sign).
-    Exact: |q| <= 128 and |x| <= 127, so no pair reaches the i16 saturation at 32767."""
+    """AVX2: <n/2 x i16> pair sums by pmaddubsw (unsigned q times signed x; a signed q lends x its sign).
+    Exact: |q| <= 128 and |x| <= 127, or q <= 63, so no pair reaches the i16 saturation at 32767."""
     q, x = _sign_to_x(builder, q, x) if q_signed else (q, x)
-    return _x86_call(builder, "llvm.x86.avx2.pmadd.ub.sw", vector(I16, 16), q, x)
+    name = "llvm.x86.avx2.pmadd.ub.sw" if q.type.count == 32 else "llvm.x86.ssse3.pmadd.ub.sw.128"
+    return _x86_call(builder, name, vector(I16, q.type.count // 2), q, x)
 
 
 def _sign_to_x(builder, q, x) -> tuple[llvm.Value, llvm.Value]:
     """(|q|, x * sign(q)): the same products with an unsigned left operand, as x86's byte dots want."""
-    x = _x86_call(builder, "llvm.x86.avx2.psign.b", q.type, x, q)
-    return _x86_call(builder, "llvm.abs.v32i8", q.type, q, llvm.Constant(llvm.IntType(1), 0)), x
+    n = q.type.count
+    x = _x86_call(builder, "llvm.x86.avx2.psign.b" if n == 32 else "llvm.x86.ssse3.psign.b.128", q.type, x, q)
+    return _x86_call(builder, f"llvm.abs.v{n}i8", q.type, q, llvm.Constant(llvm.IntType(1), 0)), x
 
 
-def quad_sums(builder, q, x, q_signed: bool) -> llvm.Value:
-    """<8 x i32>: lane j = sum of q[i] * x[i] over i = 4j .. 4j + 3, for <32 x i8> q (signed or unsigned)
-    and signed x, |x| <= 127."""
-    if VNNI:  # vpdpbusd: unsigned q times signed x, 4 at a time, into zero
+def quad_sums(builder, q, x, q_signed: bool, into=None) -> llvm.Value:
+    """<n/4 x i32>: lane j = sum of q[i] * x[i] over i = 4j .. 4j + 3 (plus lane j of `into`, if given),
+    for <n x i8> q (signed, or unsigned <= 63 without VNNI) and signed x, |x| <= 127; n is 16 or 32."""
+    words = vector(I32, q.type.count // 4)
+    if VNNI:  # vpdpbusd: unsigned q times signed x, 4 at a time, into the sums
         q, x = _sign_to_x(builder, q, x) if q_signed else (q, x)
-        words = vector(I32, 8)
-        return _x86_call(builder, "llvm.x86.avx512.vpdpbusd.256", words, const(words, 0),
-                         builder.bitcast(q, words), builder.bitcast(x, words))
+        name = f"llvm.x86.avx512.vpdpbusd.{32 * q.type.count // 4}"
+        start = const(words, 0) if into is None else into
+        return _x86_call(builder, name, words, start, builder.bitcast(q, words), builder.bitcast(x, words))
     if AVX2:
         pairs = _x86_pairs(builder, q, x, q_signed)
-        return _x86_call(builder, "llvm.x86.avx2.pmadd.wd", vector(I32, 8), pairs, const(vector(I16, 16), 1))
-    return fold_pairs(builder, _pair_products(builder, q, x, q_signed))
-
-
-def bias_correction(builder, q) -> llvm.Value:
-    """<8 x i32>: -128 times each run of 4 of signed <32 x i8> q, where biased_quad_sums starts (VNNI only)."""
-    words = vector(I32, 8)
-    times_128 = _x86_call(builder, "llvm.x86.avx512.vpdpbusd.256", words, const(words, 0),
-                          builder.bitcast(const(q.type, -128), words), builder.bitcast(q, words))
-    return builder.sub(const(words, 0), times_128)
-
-
-def biased_quad_sums(builder, correction, q, x) -> llvm.Value:
-    """quad_sums of signed q and x as (x + 128) . q + correction (bias_correction(q)), VNNI only: the same
-    integers (no sum nears 2^31) without giving x the sign of q token by token, which pays when q serves
-    many tokens. x + 128 as a byte is x with its top bit flipped."""
-    words = vector(I32, 8)
-    biased = builder.xor(x, const(x.type, -128))
-    return _x86_call(builder, "llvm.x86.avx512.vpdpbusd.256", words, correction, builder.bitcast(biased, words),
-                     builder.bitcast(q, words))
+        name = "llvm.x86.avx2.pmadd.wd" if q.type.count == 32 else "llvm.x86.sse2.pmadd.wd"
+        sums = _x86_call(builder, name, words, pairs, const(vector(I16, words.count * 2), 1))
+    else:
+        sums = fold_pairs(builder, _pair_products(builder, q, x, q_signed))
+    return sums if into is None else builder.add(into, sums)
 
 
 def scaled_quad_sums(builder, q, x, pair_scales) -> llvm.Value:
@@ -93,17 +82,3 @@ def int_sum(builder, v) -> llvm.Value:
     fn_type = llvm.FunctionType(v.type.element, [v.type])
     fn = builder.module.declare_intrinsic(f"llvm.vector.reduce.add.v{v.type.count}i32", fnty=fn_type)
     return builder.call(fn, [v])
-
-
-def block_sums(builder, parts) -> llvm.Value:
-    """<n x i32> whose lane j is the sum of the n lanes of parts[j] (n = len(parts), a power of two)."""
-    while len(parts) > 1:
-        n = parts[0].type.count
-        parts = [
-            builder.add(
-                builder.shuffle_vector(a, b, indices(range(0, 2 * n, 2))),
-                builder.shuffle_vector(a, b, indices(range(1, 2 * n, 2))),
-            )
-            for a, b in zip(parts[0::2], parts[1::2])
-        ]
-    return parts[0]

@@ -36,6 +36,14 @@ def full(w, at, s, acts, acc):
     raise NotImplementedError
 
 
+def half_steps(w):
+    raise NotImplementedError
+
+
+def half(w, at, s, acts, acc):
+    raise NotImplementedError
+
+
 def one(w, at, s, acts, acc):
     raise NotImplementedError
 
@@ -49,6 +57,20 @@ def _full_steps(w):
 @overload(full, inline="always")
 def _full(w, at, s, acts, acc):
     impl = kernel_of(w).full
+    return lambda w, at, s, acts, acc: impl(w, at, s, acts, acc)
+
+
+@overload(half_steps, inline="always")
+def _half_steps(w):
+    n = kernel_of(w).full_steps // 2 if kernel_of(w).half is not None else 0
+    return lambda w: n
+
+
+@overload(half, inline="always")
+def _half(w, at, s, acts, acc):
+    impl = kernel_of(w).half
+    if impl is None:
+        return lambda w, at, s, acts, acc: None
     return lambda w, at, s, acts, acc: impl(w, at, s, acts, acc)
 
 
@@ -78,6 +100,9 @@ def rows(w, r0, r1, acts, acc, out):  # acc: [n + PAD, 8] float32 scratch; out: 
         while s + step <= steps:
             full(w, at + s * size, s, acts, acc)
             s += step
+        if half_steps(w) > 0 and s + half_steps(w) <= steps:  # at most one: fewer than a full call remain
+            half(w, at + s * size, s, acts, acc)
+            s += half_steps(w)
         while s < steps:
             one(w, at + s * size, s, acts, acc)
             s += 1

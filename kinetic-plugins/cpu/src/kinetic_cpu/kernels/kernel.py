@@ -4,6 +4,8 @@ A weight row is walked in steps (a block; a float weight), step s stored at byte
 (w: the raw matrix viewed as [rows, steps] records, see blocks.py). Two numba intrinsics take steps:
 
     full(w, at, s, acts, acc)   steps s .. s + full_steps - 1, s a multiple of full_steps
+    half(w, at, s, acts, acc)   steps s .. s + full_steps / 2 - 1 after the last full call, where a kernel
+                                has it (else None) and that many steps remain
     one(w, at, s, acts, acc)    step s alone
 
 at: the byte offset of step s in w; acts: the activations (activations.py) as a tuple of [n_tokens, ...]
@@ -29,6 +31,7 @@ class Kernel(NamedTuple):
     one: Callable
     full_steps: int
     activations: str  # "q8_0", "q8_k" or "float": what acts holds (see activations.py)
+    half: Callable | None = None
 
 
 class Step:
@@ -65,10 +68,12 @@ class Step:
             with many:
                 several()
 
-    def accumulate(self, t, update: Callable) -> None:
-        """acc[t, 0:8] = update(acc[t, 0:8]), update building IR from and to an <8 x float>."""
-        pointer = ir.row_pointer(self.context, self.builder, self._acc_type, self._acc, t, ir.const(ir.I64, 0))
-        ir.store(self.builder, update(ir.load(self.builder, pointer, 0, ir.vector(ir.F32, 8))), pointer, 0)
+    def accumulate(self, t, n_lanes: int, update: Callable) -> None:
+        """acc[t, lanes] = update(acc[t, lanes]), update building IR from and to an <n_lanes x float>: lanes
+        s % 8 .. s % 8 + n_lanes - 1."""
+        lane = ir.const(ir.I64, 0) if n_lanes == 8 else self.builder.urem(self.s, ir.const(ir.I64, 8))
+        pointer = ir.row_pointer(self.context, self.builder, self._acc_type, self._acc, t, lane)
+        ir.store(self.builder, update(ir.load(self.builder, pointer, 0, ir.vector(ir.F32, n_lanes))), pointer, 0)
 
     def add(self, t, n_lanes: int, value) -> None:
         """acc[t, lanes] += value: lanes 0..7 for a full call of 8 (s a multiple of 8), else lane s % 8."""

@@ -118,7 +118,7 @@ def _super_block(spec: _Spec):
                 m = b.sitofp(_eight(b, b.mul(run_sums, mins)), lanes)
                 return ir.fma(b, _across(b, b.fneg(b.fmul(dmin_w, d_x))), m, total)
 
-            step.accumulate(t, update)
+            step.accumulate(t, 8, update)
 
         def several():  # decode the chunks once, then each token
             chunks = [spec.decode(b, step.weights, c) for c in range(8)]
