@@ -23,7 +23,7 @@ import pytest
 from random_weights import random_weights
 
 from kinetic.plugins import plugins
-from kinetic_cpu.kernels import Matrix, activations, compile_kernels, dots, matmul
+from kinetic_cpu.kernels import Matrix, activations, amx, compile_kernels, dots, matmul
 from kinetic_cpu.kernels.activations import f16_round
 from kinetic_formats.types._common import fields
 
@@ -85,15 +85,27 @@ def test_a_batch_row_is_its_token_alone(cases, name):
         assert same_bits(matmul(weight, type_id(name), x[t : t + 1])[0], whole[t])
 
 
+@pytest.mark.skipif(not amx.AVAILABLE, reason="no AMX-INT8 tiles here (or Linux did not lend them)")
+@pytest.mark.parametrize("name", amx.SPECS)
+def test_amx_tiles_give_the_step_kernels_bits(cases, name):
+    """A batch of at least MIN_TOKENS goes to the tiles; 40 rows end in a part tile, 67 tokens likewise."""
+    weight, _ = cases(name)
+    x = np.random.default_rng(5).standard_normal((amx.MIN_TOKENS + 3, k_of(name)), np.float32)
+    whole = matmul(weight[:40], type_id(name), x)
+    for t in (0, 15, 16, len(x) - 1):
+        assert same_bits(matmul(weight[:40], type_id(name), x[t : t + 1])[0], whole[t])
+
+
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
 @pytest.mark.parametrize("name", INT8 + FLOATS)
 def test_threads_change_no_bit(cases, name, threads, monkeypatch):
     monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)  # the threaded driver even for this small matrix
     weight, x = cases(name)
-    threads(1)
-    alone = matmul(weight, type_id(name), x[:7])
-    threads(2)
-    assert same_bits(matmul(weight, type_id(name), x[:7]), alone)
+    for batch in (x[:7], x):  # 64 tokens: AMX tiles for their types, where the CPU has them
+        threads(1)
+        alone = matmul(weight, type_id(name), batch)
+        threads(2)
+        assert same_bits(matmul(weight, type_id(name), batch), alone)
 
 
 @pytest.mark.parametrize("name", INT8 + FLOATS + DEQUANTIZED)

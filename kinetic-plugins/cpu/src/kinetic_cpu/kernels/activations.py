@@ -3,10 +3,10 @@ with AVX2, quantize_row_q8_K_ref), so the quantized kernels take integer dot pro
 
 Q8_0: blocks of 32, scale d = amax / 127 rounded to f16, q = x * (127 / amax) rounded half to even, as
 ggml's AVX2 quantize_row_q8_0 does (the reference quantizer's roundf(x / d) parts from it on ties and in
-the last bit of the inverse, and llama.cpp on x86 runs the AVX2 one); the block sums of q take off the offsets and serve the
-types with a minimum (Q4_1, Q5_1), as ggml's Q8_1 does; q is stored in the legacy kernels' order (see
-q8_0_group). Q8_K: blocks of 256, scale d = max / -127
-(max: the value of largest magnitude), q = nearest int of x / d, and the sum of every 16 q.
+the last bit of the inverse, and llama.cpp on x86 runs the AVX2 one); the block sums of q take off the
+offsets and serve the types with a minimum (Q4_1, Q5_1), as ggml's Q8_1 does; q is stored in the legacy
+kernels' order (see q8_0_group). Q8_K: blocks of 256, scale d = max / -127 (max: the value of largest
+magnitude), q = nearest int of x / d, and the sum of every 16 q.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
-from kinetic_cpu.kernels import floats, kquants, legacy
+from kinetic_cpu.kernels import amx, floats, kquants, legacy
 from kinetic_cpu.kernels.intrinsics import fetch_add
+from kinetic_cpu.kernels.kernel import lanes_sum
 
 KERNELS = {**legacy.KERNELS, **kquants.KERNELS, **floats.KERNELS}
 ROWS = 16  # rows per chunk: small enough for an even split over threads of unequal speed
@@ -80,15 +81,27 @@ def _one(w, at, s, acts, acc):
     return lambda w, at, s, acts, acc: impl(w, at, s, acts, acc)
 
 
-@njit(cache=True, nogil=True)
-def lanes_sum(acc, t):  # acc: [n, 8] float32
-    """The fixed tree over token t's 8 lanes: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))."""
-    return ((acc[t, 0] + acc[t, 4]) + (acc[t, 2] + acc[t, 6])) + ((acc[t, 1] + acc[t, 5]) + (acc[t, 3] + acc[t, 7]))
+def rows_of(w, r0, r1, acts, acc, out):
+    raise NotImplementedError
+
+
+@overload(rows_of, inline="always")
+def _rows_of(w, r0, r1, acts, acc, out):
+    """AMX tiles for activations laid out as tiles (amx.tiles), else the type's step kernels."""
+    if acts[0].ndim == 5:
+        return lambda w, r0, r1, acts, acc, out: amx.row_tiles(w, r0, r1, acts, out)
+    return lambda w, r0, r1, acts, acc, out: step_rows(w, r0, r1, acts, acc, out)
 
 
 @njit(cache=True, nogil=True)
-def rows(w, r0, r1, acts, acc, out):  # acc: [n + PAD, 8] float32 scratch; out: [n, rows] float32
+def rows(w, r0, r1, acts, acc, out):  # acc: [n + PAD, 8] float32 scratch (step kernels); out: [n, rows] float32
     """Rows r0 .. r1 - 1 of out, on this thread."""
+    rows_of(w, r0, r1, acts, acc, out)
+
+
+@njit(cache=True, nogil=True)
+def step_rows(w, r0, r1, acts, acc, out):
+    """Rows r0 .. r1 - 1 of out by the type's step kernels."""
     n, steps, size = out.shape[0], w.shape[1], w.itemsize
     step = full_steps(w)
     for r in range(r0, r1):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Callable, NamedTuple
 
-from numba import types
+from numba import njit, types
 from numba.extending import intrinsic
 
 from kinetic_cpu.kernels import ir
@@ -93,3 +93,9 @@ def step_intrinsic(body: Callable[[Step], None]):
         return types.none(w, types.intp, types.intp, acts, acc), codegen
 
     return step
+
+
+@njit(cache=True, nogil=True)
+def lanes_sum(acc, t):  # acc: [n, 8] float32
+    """The fixed tree over token t's 8 lanes: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))."""
+    return ((acc[t, 0] + acc[t, 4]) + (acc[t, 2] + acc[t, 6])) + ((acc[t, 1] + acc[t, 5]) + (acc[t, 3] + acc[t, 7]))

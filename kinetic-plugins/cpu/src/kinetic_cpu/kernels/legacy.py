@@ -105,10 +105,11 @@ def _q8_0(builder, block):
     return ir.load_bytes(builder, block, 2, 32)
 
 
-KERNELS = {
-    "Q8_0": _kernel(_Spec(_q8_0, 34, signed=True)),
-    "Q4_0": _kernel(_Spec(decoders.nibble_block(2), 18, offset=8)),
-    "Q4_1": _kernel(_Spec(decoders.nibble_block(4), 20, has_min=True)),
-    "Q5_0": _kernel(_Spec(decoders.nibble_block(6, 2), 22, offset=16)),
-    "Q5_1": _kernel(_Spec(decoders.nibble_block(8, 4), 24, has_min=True)),
+SPECS = {
+    "Q8_0": _Spec(_q8_0, 34, signed=True),
+    "Q4_0": _Spec(decoders.nibble_block(2), 18, offset=8),
+    "Q4_1": _Spec(decoders.nibble_block(4), 20, has_min=True),
+    "Q5_0": _Spec(decoders.nibble_block(6, 2), 22, offset=16),
+    "Q5_1": _Spec(decoders.nibble_block(8, 4), 24, has_min=True),
 }
+KERNELS = {name: _kernel(spec) for name, spec in SPECS.items()}

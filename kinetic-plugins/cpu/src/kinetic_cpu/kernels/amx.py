@@ -1,0 +1,235 @@
+"""Batch products of Q8_0, Q4_0 and Q5_0 weights on Intel AMX tiles (Intel SDM vol. 1, ch. 18), with the
+legacy kernels' values bit for bit.
+
+One tile product gives a block's exact integer dots for 16 weight rows and 16 tokens (tdpbssd for Q8_0's
+signed quants, tdpbusd for the unsigned ones); then, as in legacy.py, lane (block % 8) of each (row, token)
+accumulator takes fma(d_w * d_x, S - offset * sum x_q, lane), and kernel.lanes_sum's tree sums the 8 lanes. Only
+the integer sums move to the tiles, and they are exact, so a batch here gives each token what the one-token
+kernels give it.
+
+Tiles: C (tmm0) 16 rows x 16 int32; A (tmm1) 16 weight rows x a block's 32 quants, decoded into a buffer;
+B (tmm2) 8 runs of 4 bytes x 16 tokens, a block's activations as tiles() lays them out. Linux lends the
+tile state to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM); without AMX-INT8 or that permission,
+AVAILABLE is False and the legacy kernels take every batch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+import sys
+
+import numpy as np
+from llvmlite import ir as llvm
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+
+from kinetic_cpu.kernels import halves, ir, legacy
+from kinetic_cpu.kernels.activations import q8_0_group
+
+TILE = 16  # rows and tokens per tile
+SPECS = {name: legacy.SPECS[name] for name in ("Q8_0", "Q4_0", "Q5_0")}
+MIN_TOKENS = 64  # fewer: the legacy kernels were as fast (one Xeon thread, 4864x896 Q8_0: 17 tokens 1.27 ms
+# both ways; 512 tokens 20 ms here, 31 there)
+
+
+def _permitted() -> bool:
+    """Whether this process may use AMX tiles: the CPU has them and Linux grants the tile data state."""
+    if not (ir.host_has("amx-int8") and sys.platform == "linux" and platform.machine() == "x86_64"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(158, 0x1023, 18) == 0  # SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
+
+
+AVAILABLE = _permitted()
+
+
+def _config() -> np.ndarray:
+    """The 64-byte tile configuration (palette 1): C, A and B as the module's docstring gives them."""
+    config = np.zeros(64, np.uint8)
+    config[0] = 1
+    columns, rows = config[16:48].view(np.uint16), config[48:64]
+    for tile, (n_rows, n_bytes) in enumerate([(TILE, 4 * TILE), (TILE, 32), (8, 4 * TILE)]):
+        columns[tile], rows[tile] = n_bytes, n_rows
+    return config
+
+
+CONFIG = _config()
+
+
+def _void(builder, name: str, *operands) -> None:
+    fn_type = llvm.FunctionType(llvm.VoidType(), [v.type for v in operands])
+    builder.call(builder.module.declare_intrinsic(name, fnty=fn_type), list(operands))
+
+
+def _data(context, builder, array_type, array, offset=None):
+    return ir.byte_pointer(context, builder, array_type, array, offset or ir.const(ir.I64, 0))
+
+
+@intrinsic
+def configure(typingctx, config):
+    """Load the tile configuration (CONFIG) on this thread."""
+
+    def codegen(context, builder, signature, args):
+        _void(builder, "llvm.x86.ldtilecfg", _data(context, builder, signature.args[0], args[0]))
+        return context.get_dummy_value()
+
+    return types.none(config), codegen
+
+
+@intrinsic
+def release(typingctx):
+    """Give the tile state back (tilerelease)."""
+
+    def codegen(context, builder, signature, args):
+        _void(builder, "llvm.x86.tilerelease")
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
+@intrinsic
+def load_weights(typingctx, a):
+    """Tile A from a [16, 32] buffer of decoded quants."""
+
+    def codegen(context, builder, signature, args):
+        pointer = _data(context, builder, signature.args[0], args[0])
+        _void(builder, "llvm.x86.tileloadd64", ir.const(ir.I8, 1), pointer, ir.const(ir.I64, 32))
+        return context.get_dummy_value()
+
+    return types.none(a), codegen
+
+
+@intrinsic
+def block_dots(typingctx, a, b, at, c):
+    """c [16 rows, 16 tokens] int32 = tile A . the B tile at byte `at` of b: int8 A (a's dtype) times int8
+    activations, or uint8 A times them."""
+    name = "llvm.x86.tdpbssd" if a.dtype == types.int8 else "llvm.x86.tdpbusd"
+
+    def codegen(context, builder, signature, args):
+        tile = [ir.const(ir.I8, i) for i in range(3)]
+        _void(builder, "llvm.x86.tilezero", tile[0])
+        b_at = _data(context, builder, signature.args[1], args[1], args[2])
+        _void(builder, "llvm.x86.tileloadd64", tile[2], b_at, ir.const(ir.I64, 4 * TILE))
+        _void(builder, name, *tile)
+        c_at = _data(context, builder, signature.args[3], args[3])
+        _void(builder, "llvm.x86.tilestored64", tile[0], c_at, ir.const(ir.I64, 4 * TILE))
+        return context.get_dummy_value()
+
+    return types.none(a, b, types.intp, c), codegen
+
+
+@intrinsic
+def decode_rows(typingctx, w, row, n_rows, block, a, d_w):
+    """Block `block` of rows row .. row + n_rows - 1 of w: its quants into a's rows, its d into d_w."""
+    spec = SPECS[next(iter(w.dtype.fields))]
+
+    def codegen(context, builder, signature, args):
+        w_type, _, _, _, a_type, d_type = signature.args
+        w_value, first, count, index, a_value, d_value = args
+        with cgutils.for_range(builder, count) as loop:
+            r = loop.index
+            block_at = ir.row_pointer(context, builder, w_type, w_value, builder.add(first, r), index)
+            quants = spec.decode(builder, block_at)
+            ir.store(builder, quants, ir.row_pointer(context, builder, a_type, a_value, r, ir.const(ir.I64, 0)), 0)
+            d = halves.gather_f16(builder, block_at, 0, 0, 1)
+            ir.store(builder, d, _data(context, builder, d_type, d_value, builder.mul(r, ir.const(ir.I64, 4))), 0)
+        return context.get_dummy_value()
+
+    return types.none(w, types.intp, types.intp, types.intp, a, d_w), codegen
+
+
+def quants_buffer(w, n_blocks):
+    raise NotImplementedError
+
+
+@overload(quants_buffer, inline="always")
+def _quants_buffer(w, n_blocks):
+    """[n_blocks, 16, 32] buffers for tile A, of the type's quant signedness."""
+    dtype = np.int8 if SPECS[next(iter(w.dtype.fields))].signed else np.uint8
+    return lambda w, n_blocks: np.zeros((n_blocks, TILE, 32), dtype)
+
+
+def offset_of(w):
+    raise NotImplementedError
+
+
+@overload(offset_of, inline="always")
+def _offset_of(w):
+    offset = SPECS[next(iter(w.dtype.fields))].offset
+    return lambda w: offset
+
+
+@njit(cache=True, nogil=True)
+def tiles(q, d, sums):  # q: [n, k] int8 in the legacy kernels' order; d, sums: [n, k / 32]
+    """The activations as tiles take them: (b [token tiles, blocks, 8 runs, 16 tokens, 4] int8, d_x and
+    sums [token tiles, blocks, 16]), tokens past n zero."""
+    n, n_blocks = q.shape[0], q.shape[1] // 32
+    n_tiles = (n + TILE - 1) // TILE
+    b = np.zeros((n_tiles, n_blocks, 8, TILE, 4), np.int8)
+    d_x, sums_x = np.zeros((n_tiles, n_blocks, TILE), np.float32), np.zeros((n_tiles, n_blocks, TILE), np.int32)
+    for t in range(n):
+        tile, lane = t // TILE, t % TILE
+        for block in range(n_blocks):
+            first, width = q8_0_group(block, n_blocks)
+            at = 32 * first + 4 * (block - first)
+            for run in range(8):
+                for j in range(4):
+                    b[tile, block, run, lane, j] = q[t, at + 4 * width * run + j]
+            d_x[tile, block, lane], sums_x[tile, block, lane] = d[t, block], sums[t, block]
+    return b, d_x, sums_x
+
+
+@intrinsic
+def accumulate(typingctx, c, d_w, d_x, sums, offset, acc, at):
+    """For each row r of c ([16 rows, 16 tokens] int32 sums): the 16 floats at byte `at` + 512 r of acc take
+    fma(d_w[r] * d_x, c[r] - offset * sums, them), as the legacy kernels' lanes do, 16 tokens a vector."""
+
+    def codegen(context, builder, signature, args):
+        c_type, w_type, x_type, s_type, _, acc_type, _ = signature.args
+        c_value, w_value, x_value, s_value, offset_value, acc_value, at_value = args
+        words, floats = ir.vector(ir.I32, TILE), ir.vector(ir.F32, TILE)
+        d_x = ir.load(builder, _data(context, builder, x_type, x_value), 0, floats)
+        sums_x = ir.load(builder, _data(context, builder, s_type, s_value), 0, words)
+        offsets = builder.mul(sums_x, ir.splat(builder, builder.trunc(offset_value, ir.I32), TILE))
+        c_at, w_at = _data(context, builder, c_type, c_value), _data(context, builder, w_type, w_value)
+        for r in range(TILE):
+            value = builder.sitofp(builder.sub(ir.load(builder, c_at, 4 * TILE * r, words), offsets), floats)
+            scale = builder.fmul(ir.splat(builder, ir.load(builder, w_at, 4 * r, ir.F32), TILE), d_x)
+            lanes = _data(context, builder, acc_type, acc_value, builder.add(at_value, ir.const(ir.I64, 512 * r)))
+            ir.store(builder, ir.fma(builder, scale, value, ir.load(builder, lanes, 0, floats)), lanes, 0)
+        return context.get_dummy_value()
+
+    return types.none(c, d_w, d_x, sums, types.intp, acc, types.intp), codegen
+
+
+@njit(cache=True, nogil=True)
+def row_tiles(w, r0, r1, acts, out):  # acts: tiles(); out: [n, rows] float32
+    """Rows r0 .. r1 - 1 of out, 16 at a time, on this thread: each tile of rows decoded once, then taken
+    against each tile of tokens, whose accumulators stay in L1."""
+    b, d_x, sums = acts
+    n, n_blocks, offset = out.shape[0], w.shape[1], offset_of(w)
+    a, d_w = quants_buffer(w, n_blocks), np.empty((n_blocks, TILE), np.float32)
+    c, acc = np.empty((TILE, TILE), np.int32), np.empty((TILE, 8, TILE), np.float32)  # acc: row, lane, token
+    sums_out = np.empty((TILE, TILE), np.float32)  # row, token
+    configure(CONFIG)
+    for r in range(r0, r1, TILE):
+        n_rows = min(TILE, r1 - r)
+        for block in range(n_blocks):
+            decode_rows(w, r, n_rows, block, a[block], d_w[block])
+        for tile in range(b.shape[0]):
+            acc[:] = 0.0
+            for block in range(n_blocks):
+                load_weights(a[block])
+                block_dots(a, b, (tile * n_blocks + block) * 8 * TILE * 4, c)
+                accumulate(c, d_w[block], d_x[tile, block], sums[tile, block], offset, acc, block % 8 * TILE * 4)
+            for i in range(n_rows):  # kernel.lanes_sum's tree, 16 tokens a vector
+                lanes, total = acc[i], sums_out[i]
+                for t in range(TILE):
+                    total[t] = ((lanes[0, t] + lanes[4, t]) + (lanes[2, t] + lanes[6, t])) + (
+                        (lanes[1, t] + lanes[5, t]) + (lanes[3, t] + lanes[7, t]))
+            for t in range(tile * TILE, min(n, tile * TILE + TILE)):
+                for i in range(n_rows):
+                    out[t, r + i] = sums_out[i, t % TILE]
+    release()
