@@ -2,7 +2,7 @@
 """Kinetic against llama.cpp on the CPU, as the reference docs' Benchmarks chapter describes.
 
     python scripts/bench_vs_llamacpp.py MODEL --llama-dir DIR [-t THREADS] [-r 3] [--max-tokens 512]
-        [--llama-spec ngram-mod] [--kinetic BIN] [--skip-edit]
+        [--llama-spec ngram-mod] [--kinetic BIN] [--skip-edit] [--chat-template-file FILE]
 
 Same file, same threads. pp512 and tg128: `kinetic bench --compare DIR/llama-bench` (llama-bench -ngl 0,
 flash attention on), best of -r, speculative decoding off on both sides. The edit test: one greedy, streamed
@@ -130,11 +130,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--max-tokens", type=int, default=512, help="limit for the edit answer")
     parser.add_argument("--llama-spec", default="ngram-mod", help="llama-server --spec-type")
     parser.add_argument("--skip-edit", action="store_true", help="only the two plain tests")
+    parser.add_argument("--chat-template-file", type=Path,
+                        help="Jinja chat template both servers use, for a file without one (Gemma 3 270M: "
+                             "llama.cpp's models/templates/google-gemma-2-2b-it.jinja, the same turns)")
     args = parser.parse_args(argv)
     kinetic = kinetic_command(args.kinetic)
     rows = plain_tests(kinetic, args.model, args.llama_dir, args.threads, args.repetitions)
     if not args.skip_edit:
         common = ["-m", str(args.model), "-c", "4096", "-t", str(args.threads), "--host", "127.0.0.1"]
+        if args.chat_template_file:
+            common += ["--chat-template-file", str(args.chat_template_file)]
         ours, our_text = edit_speed([*kinetic, "serve", *common, "--device", "cpu", "--no-prompt-cache"],
                                     args.repetitions, args.max_tokens)
         theirs, their_text = edit_speed([str(args.llama_dir / "llama-server"), *common, "-np", "1", "--no-webui",
