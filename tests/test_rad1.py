@@ -153,11 +153,13 @@ def test_token_log_drafts_across_requests_and_stays_bounded():
 
 def test_drafter_lengthens_on_success_and_pauses_longer_after_misses():
     drafter = Rad1Drafter(TokenLog())
-    history = [1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4] * 3
+    history = [1, 2, 3, 4] * 30
     drafter.begin(history)
-    assert len(drafter.propose(history, 100)) == FIRST_LENGTH
-    drafter.feedback(FIRST_LENGTH, FIRST_LENGTH)
-    assert len(drafter.propose(history, 100)) == min(MAX_LENGTH, FIRST_LENGTH * 2)
+    lengths = []
+    for _ in range(5):
+        lengths.append(len(drafter.propose(history, 100)))
+        drafter.feedback(lengths[-1], lengths[-1])
+    assert lengths == [FIRST_LENGTH, 7, 15, 31, 31] and MAX_LENGTH == 31  # passes of 4, 8, 16 and 32 rows
     pauses = []
     for _ in range(3):
         drafter.feedback(4, 0)

@@ -8,7 +8,8 @@ the integer sums move to the tiles, and they are exact, so a batch here gives ea
 kernels give it.
 
 Tiles: C (tmm0) 16 rows x 16 int32; A (tmm1) 16 weight rows x a block's 32 quants, decoded into a buffer;
-B (tmm2) 8 runs of 4 bytes x 16 tokens, a block's activations as tiles() lays them out. Linux lends the
+B (tmm2) 8 runs of 4 bytes x 16 tokens, a block's activations as tiles() lays them out; odd blocks use
+tmm3..5 the same way, so a block's product need not wait for the one before to be stored. Linux lends the
 tile state to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM); without AMX-INT8 or that permission,
 AVAILABLE is False and the legacy kernels take every batch.
 """
@@ -22,7 +23,6 @@ import sys
 import numpy as np
 from llvmlite import ir as llvm
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from kinetic_cpu.kernels import halves, ir, legacy
@@ -30,8 +30,7 @@ from kinetic_cpu.kernels.activations import q8_0_group
 
 TILE = 16  # rows and tokens per tile
 SPECS = {name: legacy.SPECS[name] for name in ("Q8_0", "Q4_0", "Q5_0")}
-MIN_TOKENS = 64  # fewer: the legacy kernels were as fast (one Xeon thread, 4864x896 Q8_0: 17 tokens 1.27 ms
-# both ways; 512 tokens 20 ms here, 31 there)
+MIN_TOKENS = 16  # fewer: the legacy kernels are as fast (a tile of 16 tokens costs the same however full)
 
 
 def _permitted() -> bool:
@@ -46,11 +45,11 @@ AVAILABLE = _permitted()
 
 
 def _config() -> np.ndarray:
-    """The 64-byte tile configuration (palette 1): C, A and B as the module's docstring gives them."""
+    """The 64-byte tile configuration (palette 1): C, A and B as the module's docstring gives them, twice."""
     config = np.zeros(64, np.uint8)
     config[0] = 1
     columns, rows = config[16:48].view(np.uint16), config[48:64]
-    for tile, (n_rows, n_bytes) in enumerate([(TILE, 4 * TILE), (TILE, 32), (8, 4 * TILE)]):
+    for tile, (n_rows, n_bytes) in enumerate([(TILE, 4 * TILE), (TILE, 32), (8, 4 * TILE)] * 2):
         columns[tile], rows[tile] = n_bytes, n_rows
     return config
 
@@ -89,52 +88,51 @@ def release(typingctx):
     return types.none(), codegen
 
 
-@intrinsic
-def load_weights(typingctx, a):
-    """Tile A from a [16, 32] buffer of decoded quants."""
+def _block_dots(first: int):
+    """The intrinsic block_dots(a, b, at, c) on tiles first .. first + 2 (C, A, B): c [16 rows, 16 tokens]
+    int32 = the quants in a ([16, 32], int8 or uint8 by the type) . the B tile at byte `at` of b."""
 
-    def codegen(context, builder, signature, args):
-        pointer = _data(context, builder, signature.args[0], args[0])
-        _void(builder, "llvm.x86.tileloadd64", ir.const(ir.I8, 1), pointer, ir.const(ir.I64, 32))
-        return context.get_dummy_value()
+    @intrinsic
+    def block_dots(typingctx, a, b, at, c):
+        name = "llvm.x86.tdpbssd" if a.dtype == types.int8 else "llvm.x86.tdpbusd"
 
-    return types.none(a), codegen
+        def codegen(context, builder, signature, args):
+            c_tile, a_tile, b_tile = (ir.const(ir.I8, first + i) for i in range(3))
+            a_at = _data(context, builder, signature.args[0], args[0])
+            b_at = _data(context, builder, signature.args[1], args[1], args[2])
+            _void(builder, "llvm.x86.tilezero", c_tile)
+            _void(builder, "llvm.x86.tileloadd64", a_tile, a_at, ir.const(ir.I64, 32))
+            _void(builder, "llvm.x86.tileloadd64", b_tile, b_at, ir.const(ir.I64, 4 * TILE))
+            _void(builder, name, c_tile, a_tile, b_tile)
+            c_at = _data(context, builder, signature.args[3], args[3])
+            _void(builder, "llvm.x86.tilestored64", c_tile, c_at, ir.const(ir.I64, 4 * TILE))
+            return context.get_dummy_value()
+
+        return types.none(a, b, types.intp, c), codegen
+
+    return block_dots
 
 
-@intrinsic
-def block_dots(typingctx, a, b, at, c):
-    """c [16 rows, 16 tokens] int32 = tile A . the B tile at byte `at` of b: int8 A (a's dtype) times int8
-    activations, or uint8 A times them."""
-    name = "llvm.x86.tdpbssd" if a.dtype == types.int8 else "llvm.x86.tdpbusd"
-
-    def codegen(context, builder, signature, args):
-        tile = [ir.const(ir.I8, i) for i in range(3)]
-        _void(builder, "llvm.x86.tilezero", tile[0])
-        b_at = _data(context, builder, signature.args[1], args[1], args[2])
-        _void(builder, "llvm.x86.tileloadd64", tile[2], b_at, ir.const(ir.I64, 4 * TILE))
-        _void(builder, name, *tile)
-        c_at = _data(context, builder, signature.args[3], args[3])
-        _void(builder, "llvm.x86.tilestored64", tile[0], c_at, ir.const(ir.I64, 4 * TILE))
-        return context.get_dummy_value()
-
-    return types.none(a, b, types.intp, c), codegen
+# even and odd blocks on their own tiles: a block's product needs no tile the one before still holds
+block_dots_even, block_dots_odd = _block_dots(0), _block_dots(3)
 
 
 @intrinsic
 def decode_rows(typingctx, w, row, n_rows, block, a, d_w):
-    """Block `block` of rows row .. row + n_rows - 1 of w: its quants into a's rows, its d into d_w."""
+    """Block `block` of rows row .. row + 15 of w: its quants into a's rows, its d into d_w; rows from n_rows
+    on repeat the last row that exists, so a part tile reads nothing past the matrix."""
     spec = SPECS[next(iter(w.dtype.fields))]
 
     def codegen(context, builder, signature, args):
         w_type, _, _, _, a_type, d_type = signature.args
         w_value, first, count, index, a_value, d_value = args
-        with cgutils.for_range(builder, count) as loop:
-            r = loop.index
-            block_at = ir.row_pointer(context, builder, w_type, w_value, builder.add(first, r), index)
-            quants = spec.decode(builder, block_at)
-            ir.store(builder, quants, ir.row_pointer(context, builder, a_type, a_value, r, ir.const(ir.I64, 0)), 0)
-            d = halves.gather_f16(builder, block_at, 0, 0, 1)
-            ir.store(builder, d, _data(context, builder, d_type, d_value, builder.mul(r, ir.const(ir.I64, 4))), 0)
+        a_at, d_at = _data(context, builder, a_type, a_value), _data(context, builder, d_type, d_value)
+        last = builder.sub(count, ir.const(ir.I64, 1))
+        for r in range(TILE):  # unrolled: straight-line code schedules the 16 decodes together
+            existing = builder.select(builder.icmp_signed("<", ir.const(ir.I64, r), count), ir.const(ir.I64, r), last)
+            block_at = ir.row_pointer(context, builder, w_type, w_value, builder.add(first, existing), index)
+            ir.store(builder, spec.decode(builder, block_at), a_at, 32 * r)
+            ir.store(builder, halves.gather_f16(builder, block_at, 0, 0, 1), d_at, 4 * r)
         return context.get_dummy_value()
 
     return types.none(w, types.intp, types.intp, types.intp, a, d_w), codegen
@@ -211,8 +209,8 @@ def row_tiles(w, r0, r1, acts, out):  # acts: tiles(); out: [n, rows] float32
     b, d_x, sums = acts
     n, n_blocks, offset = out.shape[0], w.shape[1], offset_of(w)
     a, d_w = quants_buffer(w, n_blocks), np.empty((n_blocks, TILE), np.float32)
-    c, acc = np.empty((TILE, TILE), np.int32), np.empty((TILE, 8, TILE), np.float32)  # acc: row, lane, token
-    sums_out = np.empty((TILE, TILE), np.float32)  # row, token
+    c, acc = np.empty((2, TILE, TILE), np.int32), np.empty((TILE, 8, TILE), np.float32)  # acc: row, lane, token
+    totals = np.empty((TILE, TILE), np.float32)  # row, token
     configure(CONFIG)
     for r in range(r0, r1, TILE):
         n_rows = min(TILE, r1 - r)
@@ -221,15 +219,19 @@ def row_tiles(w, r0, r1, acts, out):  # acts: tiles(); out: [n, rows] float32
         for tile in range(b.shape[0]):
             acc[:] = 0.0
             for block in range(n_blocks):
-                load_weights(a[block])
-                block_dots(a, b, (tile * n_blocks + block) * 8 * TILE * 4, c)
-                accumulate(c, d_w[block], d_x[tile, block], sums[tile, block], offset, acc, block % 8 * TILE * 4)
+                at = (tile * n_blocks + block) * 8 * TILE * 4
+                if block % 2 == 0:
+                    block_dots_even(a[block], b, at, c[0])
+                else:
+                    block_dots_odd(a[block], b, at, c[1])
+                accumulate(c[block % 2], d_w[block], d_x[tile, block], sums[tile, block], offset, acc,
+                           block % 8 * TILE * 4)
             for i in range(n_rows):  # kernel.lanes_sum's tree, 16 tokens a vector
-                lanes, total = acc[i], sums_out[i]
+                lanes, total = acc[i], totals[i]
                 for t in range(TILE):
                     total[t] = ((lanes[0, t] + lanes[4, t]) + (lanes[2, t] + lanes[6, t])) + (
                         (lanes[1, t] + lanes[5, t]) + (lanes[3, t] + lanes[7, t]))
             for t in range(tile * TILE, min(n, tile * TILE + TILE)):
                 for i in range(n_rows):
-                    out[t, r + i] = sums_out[i, t % TILE]
+                    out[t, r + i] = totals[i, t % TILE]
     release()

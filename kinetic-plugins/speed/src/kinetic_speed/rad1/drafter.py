@@ -7,8 +7,8 @@ from typing import Sequence
 
 from kinetic_speed.rad1.lookup import ContextSource, TokenLog
 
-FIRST_LENGTH = 4
-MAX_LENGTH = 16
+FIRST_LENGTH = 3
+MAX_LENGTH = 31  # drafts of 3, 7, 15, 31: with the last token, passes of 4 to 32 rows, whole tiles of 16 (AMX)
 MAX_PAUSE = 64  # plain passes after a run of outright misses, at most
 TRUST_DECAY = 0.8  # weight of a source's earlier record against its latest draft
 
@@ -43,7 +43,7 @@ class Rad1Drafter:
         self.trust[self._last_source] = TRUST_DECAY * self.trust[self._last_source] + (1 - TRUST_DECAY) * (
             accepted / proposed)
         if accepted == proposed:
-            self.length = min(MAX_LENGTH, self.length * 2)
+            self.length = min(MAX_LENGTH, self.length * 2 + 1)
         else:
             self.length = max(2, accepted + 1)
         if accepted == 0:
