@@ -20,7 +20,7 @@ from kinetic_cpu.kernels.intrinsics import fetch_add
 from kinetic_cpu.kernels.kernel import lanes_sum
 
 KERNELS = {**legacy.KERNELS, **kquants.KERNELS, **floats.KERNELS}
-ROWS = 16  # rows per chunk: small enough for an even split over threads of unequal speed
+ROWS = 64  # rows per chunk: 4 AMX tiles, and still small enough for an even split over threads of unequal speed
 PAD = 2  # spare acc rows (of 8 float32) after each worker's, so workers never write one cache line
 
 
