@@ -33,6 +33,11 @@ SPECS = {name: legacy.SPECS[name] for name in ("Q8_0", "Q4_0", "Q5_0")}
 MIN_TOKENS = 16  # fewer: the legacy kernels are as fast (a tile of 16 tokens costs the same however full)
 
 
+def _spec_of(w_type):
+    """The spec of a numba array type of block records (the record's one field is named by the type)."""
+    return SPECS[next(iter(w_type.dtype.fields))]
+
+
 def _permitted() -> bool:
     """Whether this process may use AMX tiles: the CPU has them and Linux grants the tile data state."""
     if not (ir.host_has("amx-int8") and sys.platform == "linux" and platform.machine() == "x86_64"):
@@ -58,8 +63,7 @@ CONFIG = _config()
 
 
 def _void(builder, name: str, *operands) -> None:
-    fn_type = llvm.FunctionType(llvm.VoidType(), [v.type for v in operands])
-    builder.call(builder.module.declare_intrinsic(name, fnty=fn_type), list(operands))
+    ir.call_intrinsic(builder, name, llvm.VoidType(), *operands)
 
 
 def _data(context, builder, array_type, array, offset=None):
@@ -121,7 +125,7 @@ block_dots_even, block_dots_odd = _block_dots(0), _block_dots(3)
 def decode_rows(typingctx, w, row, n_rows, block, a, d_w):
     """Block `block` of rows row .. row + 15 of w: its quants into a's rows, its d into d_w; rows from n_rows
     on repeat the last row that exists, so a part tile reads nothing past the matrix."""
-    spec = SPECS[next(iter(w.dtype.fields))]
+    spec = _spec_of(w)
 
     def codegen(context, builder, signature, args):
         w_type, _, _, _, a_type, d_type = signature.args
@@ -145,7 +149,7 @@ def quants_buffer(w, n_blocks):
 @overload(quants_buffer, inline="always")
 def _quants_buffer(w, n_blocks):
     """[n_blocks, 16, 32] buffers for tile A, of the type's quant signedness."""
-    dtype = np.int8 if SPECS[next(iter(w.dtype.fields))].signed else np.uint8
+    dtype = np.int8 if _spec_of(w).signed else np.uint8
     return lambda w, n_blocks: np.zeros((n_blocks, TILE, 32), dtype)
 
 
@@ -155,7 +159,7 @@ def offset_of(w):
 
 @overload(offset_of, inline="always")
 def _offset_of(w):
-    offset = SPECS[next(iter(w.dtype.fields))].offset
+    offset = _spec_of(w).offset
     return lambda w: offset
 
 

@@ -9,15 +9,10 @@ from __future__ import annotations
 
 from llvmlite import ir as llvm
 
-from kinetic_cpu.kernels.ir import I16, I32, const, host_has, indices, vector
+from kinetic_cpu.kernels.ir import I16, I32, call_intrinsic, const, host_has, indices, vector
 
 AVX2 = host_has("avx2")
 VNNI = AVX2 and (host_has("avxvnni") or (host_has("avx512vnni") and host_has("avx512vl")))
-
-
-def _x86_call(builder, name: str, result: llvm.Type, *operands) -> llvm.Value:
-    fn_type = llvm.FunctionType(result, [v.type for v in operands])
-    return builder.call(builder.module.declare_intrinsic(name, fnty=fn_type), list(operands))
 
 
 def _pair_products(builder, q, x, q_signed: bool) -> llvm.Value:
@@ -33,14 +28,14 @@ def _x86_pairs(builder, q, x, q_signed: bool) -> llvm.Value:
     Exact: |q| <= 128 and |x| <= 127, or q <= 63, so no pair reaches the i16 saturation at 32767."""
     q, x = _sign_to_x(builder, q, x) if q_signed else (q, x)
     name = "llvm.x86.avx2.pmadd.ub.sw" if q.type.count == 32 else "llvm.x86.ssse3.pmadd.ub.sw.128"
-    return _x86_call(builder, name, vector(I16, q.type.count // 2), q, x)
+    return call_intrinsic(builder, name, vector(I16, q.type.count // 2), q, x)
 
 
 def _sign_to_x(builder, q, x) -> tuple[llvm.Value, llvm.Value]:
     """(|q|, x * sign(q)): the same products with an unsigned left operand, as x86's byte dots want."""
     n = q.type.count
-    x = _x86_call(builder, "llvm.x86.avx2.psign.b" if n == 32 else "llvm.x86.ssse3.psign.b.128", q.type, x, q)
-    return _x86_call(builder, f"llvm.abs.v{n}i8", q.type, q, llvm.Constant(llvm.IntType(1), 0)), x
+    x = call_intrinsic(builder, "llvm.x86.avx2.psign.b" if n == 32 else "llvm.x86.ssse3.psign.b.128", q.type, x, q)
+    return call_intrinsic(builder, f"llvm.abs.v{n}i8", q.type, q, llvm.Constant(llvm.IntType(1), 0)), x
 
 
 def quad_sums(builder, q, x, q_signed: bool, into=None) -> llvm.Value:
@@ -51,11 +46,11 @@ def quad_sums(builder, q, x, q_signed: bool, into=None) -> llvm.Value:
         q, x = _sign_to_x(builder, q, x) if q_signed else (q, x)
         name = f"llvm.x86.avx512.vpdpbusd.{32 * q.type.count // 4}"
         start = const(words, 0) if into is None else into
-        return _x86_call(builder, name, words, start, builder.bitcast(q, words), builder.bitcast(x, words))
+        return call_intrinsic(builder, name, words, start, builder.bitcast(q, words), builder.bitcast(x, words))
     if AVX2:
         pairs = _x86_pairs(builder, q, x, q_signed)
         name = "llvm.x86.avx2.pmadd.wd" if q.type.count == 32 else "llvm.x86.sse2.pmadd.wd"
-        sums = _x86_call(builder, name, words, pairs, const(vector(I16, words.count * 2), 1))
+        sums = call_intrinsic(builder, name, words, pairs, const(vector(I16, words.count * 2), 1))
     else:
         sums = fold_pairs(builder, _pair_products(builder, q, x, q_signed))
     return sums if into is None else builder.add(into, sums)
@@ -65,7 +60,7 @@ def scaled_quad_sums(builder, q, x, pair_scales) -> llvm.Value:
     """quad_sums of unsigned q (<= 63) with each adjacent pair's sum times its <16 x i16> pair_scales lane."""
     if AVX2:
         pairs = _x86_pairs(builder, q, x, False)
-        return _x86_call(builder, "llvm.x86.avx2.pmadd.wd", vector(I32, 8), pairs, pair_scales)
+        return call_intrinsic(builder, "llvm.x86.avx2.pmadd.wd", vector(I32, 8), pairs, pair_scales)
     pairs = _pair_products(builder, q, x, False)
     return fold_pairs(builder, builder.mul(pairs, builder.sext(pair_scales, vector(I32, 16))))
 
@@ -79,6 +74,4 @@ def fold_pairs(builder, v) -> llvm.Value:
 
 
 def int_sum(builder, v) -> llvm.Value:
-    fn_type = llvm.FunctionType(v.type.element, [v.type])
-    fn = builder.module.declare_intrinsic(f"llvm.vector.reduce.add.v{v.type.count}i32", fnty=fn_type)
-    return builder.call(fn, [v])
+    return call_intrinsic(builder, f"llvm.vector.reduce.add.v{v.type.count}i32", v.type.element, v)

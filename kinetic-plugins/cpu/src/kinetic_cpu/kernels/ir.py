@@ -85,11 +85,16 @@ def load_bytes(builder, pointer, offset: int, n: int) -> ir.Value:
     return load(builder, pointer, offset, vector(I8, n))
 
 
+def call_intrinsic(builder, name: str, result: ir.Type, *operands) -> ir.Value:
+    """A call of the LLVM intrinsic `name` (declared on first use) returning `result`."""
+    fn_type = ir.FunctionType(result, [v.type for v in operands])
+    return builder.call(builder.module.declare_intrinsic(name, fnty=fn_type), list(operands))
+
+
 def fma(builder, a, b, c) -> ir.Value:
     """a * b + c rounded once (IEEE fusedMultiplyAdd), lane by lane."""
     name = f"llvm.fma.v{a.type.count}f32" if isinstance(a.type, ir.VectorType) else "llvm.fma.f32"
-    fn = builder.module.declare_intrinsic(name, fnty=ir.FunctionType(a.type, [a.type] * 3))
-    return builder.call(fn, [a, b, c])
+    return call_intrinsic(builder, name, a.type, a, b, c)
 
 
 def splat(builder, scalar, n: int) -> ir.Value:

@@ -1,7 +1,7 @@
 """What one weight type's kernel is, as the row driver sees it.
 
 A weight row is walked in steps (a block; a float weight), step s stored at byte s * itemsize of the row
-(w: the raw matrix viewed as [rows, steps] records, see blocks.py). Two numba intrinsics take steps:
+(w: the raw matrix viewed as [rows, steps] records, see blocks.py). Numba intrinsics take steps:
 
     full(w, at, s, acts, acc)   steps s .. s + full_steps - 1, s a multiple of full_steps
     half(w, at, s, acts, acc)   steps s .. s + full_steps / 2 - 1 after the last full call, where a kernel
