@@ -14,6 +14,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from kinetic_cpu.kernels import attention
 from kinetic_cpu.kernels.exponential import exp
 from kinetic_cpu.kernels.intrinsics import fetch_add
 
@@ -80,11 +81,13 @@ def attend(q, k_cache, v_cache, positions, scale, window):
     """Causal grouped-query attention of each row over cache positions [max(0, p - window + 1), p].
 
     q: [n, n_head, hd], k_cache: [n_head_kv, hd, ctx] (keys transposed, so a score's terms for consecutive
-    positions lie side by side and vectorize), v_cache: [ctx, n_head_kv, hd], all float32; positions: [n]
-    int64; window: 0 for none. -> [n, n_head * hd] float32. Each score sums over the head dimension in
-    order, softmax and the weighted sum go in position order, all in float64, whatever the thread count.
-    A job is one row and one KV head with its query heads, so each key and value is read once for them.
+    positions lie side by side), v_cache: [ctx, n_head_kv, hd], all float32 holding float16 values;
+    positions: [n] int64; window: 0 for none. -> [n, n_head * hd] float32. Each score sums over the head
+    dimension in order, softmax and the weighted sum go in position order, all in float64, whatever the
+    thread count (kernels/attention.py). A job is one row and one KV head with its query heads, so each
+    key and value is read once for them.
     """
+    q = q.astype(np.float64)  # exact: the kernels take q in float64
     n, n_head, hd = q.shape
     out = np.empty((n, n_head * hd), dtype=np.float32)
     span = int(positions[-1]) + 1
@@ -96,50 +99,6 @@ def attend(q, k_cache, v_cache, positions, scale, window):
     else:
         _attend_parallel(q, k_cache, v_cache, positions, scale, window, out, scores, sums)
     return out
-
-
-@numba.njit(**_JIT)
-def _scores(q, keys, first, n, scores):  # q: [G, hd] float32; keys: [hd, ctx] float32; scores: [G, >= n]
-    """scores[g, t < n] = sum over j in order of q[g, j] * keys[j, first + t]. Four terms per pass over the
-    scores, for each of the G heads while those four rows of keys are in L1. q and keys hold float16
-    values, so each product is exact in float32."""
-    hd = q.shape[1]
-    scores[:] = 0.0  # rows are taken whole (scores[g]): a contiguous row's loops vectorize
-    j = 0
-    while j + 4 <= hd:
-        k0, k1, k2, k3 = keys[j, first:], keys[j + 1, first:], keys[j + 2, first:], keys[j + 3, first:]
-        for g in range(q.shape[0]):
-            q0, q1, q2, q3, row = q[g, j], q[g, j + 1], q[g, j + 2], q[g, j + 3], scores[g]
-            for t in range(n):
-                s = (row[t] + np.float64(q0 * k0[t])) + np.float64(q1 * k1[t])
-                row[t] = (s + np.float64(q2 * k2[t])) + np.float64(q3 * k3[t])
-        j += 4
-    for j in range(j, hd):
-        for g in range(q.shape[0]):
-            for t in range(n):
-                scores[g, t] += np.float64(q[g, j] * keys[j, first + t])
-
-
-@numba.njit(**_JIT)
-def _weighted_values(weights, n, v_cache, kv, first, sums):  # weights: [G, >= n] float64; sums: [G, hd]
-    """sums[g, j] = sum over t < n in order of weights[g, t] * v_cache[first + t, kv, j], four positions per
-    pass, for each of the G heads while those four rows of values are in L1."""
-    hd = sums.shape[1]
-    sums[:] = 0.0
-    t = 0
-    while t + 4 <= n:
-        v0, v1, v2, v3 = v_cache[first + t, kv], v_cache[first + t + 1, kv], v_cache[first + t + 2, kv], v_cache[first + t + 3, kv]
-        for g in range(weights.shape[0]):
-            w, row = weights[g], sums[g]
-            w0, w1, w2, w3 = w[t], w[t + 1], w[t + 2], w[t + 3]
-            for j in range(hd):
-                s = (row[j] + w0 * np.float64(v0[j])) + w1 * np.float64(v1[j])
-                row[j] = (s + w2 * np.float64(v2[j])) + w3 * np.float64(v3[j])
-        t += 4
-    for t in range(t, n):
-        for g in range(weights.shape[0]):
-            for j in range(hd):
-                sums[g, j] += weights[g, t] * np.float64(v_cache[first + t, kv, j])
 
 
 @numba.njit(**_JIT)
@@ -164,11 +123,14 @@ def _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, score
     last = positions[i]
     first = max(0, last - window + 1) if window > 0 else 0
     n = last - first + 1
-    _scores(q[i, kv * group : (kv + 1) * group], k_cache[kv], first, n, scores)
+    heads = q[i, kv * group : (kv + 1) * group]
+    for g in range(0, group, attention.IN_FLIGHT):
+        attention.scores(heads[g : g + attention.IN_FLIGHT], k_cache[kv], first, n, scores[g : g + attention.IN_FLIGHT])
     totals = np.empty(group)
     for g in range(group):
         totals[g] = _softmax(scores[g][:n], scale)
-    _weighted_values(scores, n, v_cache, kv, first, sums)
+    for g in range(0, group, attention.IN_FLIGHT):
+        attention.weighted(scores[g : g + attention.IN_FLIGHT], n, v_cache[first:, kv], sums[g : g + attention.IN_FLIGHT])
     for g in range(group):
         h = kv * group + g
         for j in range(hd):

@@ -14,7 +14,7 @@ from llvmlite import ir
 from numba.core import cgutils, config
 
 I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
-F32 = ir.FloatType()
+F32, F64 = ir.FloatType(), ir.DoubleType()
 
 
 def vector(element: ir.Type, n: int) -> ir.VectorType:
@@ -92,9 +92,34 @@ def call_intrinsic(builder, name: str, result: ir.Type, *operands) -> ir.Value:
 
 
 def fma(builder, a, b, c) -> ir.Value:
-    """a * b + c rounded once (IEEE fusedMultiplyAdd), lane by lane."""
-    name = f"llvm.fma.v{a.type.count}f32" if isinstance(a.type, ir.VectorType) else "llvm.fma.f32"
-    return call_intrinsic(builder, name, a.type, a, b, c)
+    """a * b + c rounded once (IEEE fusedMultiplyAdd), lane by lane, for float or double (vectors)."""
+    return call_intrinsic(builder, f"llvm.fma.{_mangled(a.type)}", a.type, a, b, c)
+
+
+def _mangled(ty: ir.Type) -> str:
+    """An intrinsic's overload suffix for a float or double scalar or vector type."""
+    element = ty.element if isinstance(ty, ir.VectorType) else ty
+    name = "f64" if element == F64 else "f32"
+    return f"v{ty.count}{name}" if isinstance(ty, ir.VectorType) else name
+
+
+def lanes_below(builder, count, n: int) -> ir.Value:
+    """<n x i1>: lane i set where i < count (an i64; any value)."""
+    return builder.icmp_signed("<", ir.Constant(vector(I64, n), list(range(n))), splat(builder, count, n))
+
+
+def masked_load(builder, pointer, ty: ir.VectorType, mask) -> ir.Value:
+    """ty from an i8* pointer, lanes off in mask read as zero and never touched (no fault past an end)."""
+    name = f"llvm.masked.load.{_mangled(ty)}.p0"
+    at = builder.bitcast(pointer, ty.as_pointer())
+    return call_intrinsic(builder, name, ty, at, const(I32, 1), mask, const(ty, 0.0))
+
+
+def masked_store(builder, value, pointer, mask) -> None:
+    """The lanes of value that mask sets, to an i8* pointer; the others are left as they are."""
+    name = f"llvm.masked.store.{_mangled(value.type)}.p0"
+    at = builder.bitcast(pointer, value.type.as_pointer())
+    call_intrinsic(builder, name, ir.VoidType(), value, at, const(I32, 1), mask)
 
 
 def splat(builder, scalar, n: int) -> ir.Value:

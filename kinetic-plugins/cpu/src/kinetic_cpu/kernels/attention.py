@@ -1,0 +1,141 @@
+"""Attention's two float64 sums in IR, each kept in a register from its first term to its last.
+
+scores(q, keys, first, n, out):   out[g, t] = sum over j in order of q[g, j] * keys[j, first + t]
+weighted(w, n, values, out):      out[g, j] = sum over t < n in order of w[g, t] * values[t, j]
+
+q: [heads, hd] float64 and keys: [hd, >= first + n] float32 hold float16 values, so each product is exact
+in float64 and fma(q, k, s) rounds as s + q * k does: one fma a term. A weighted sum multiplies, then adds
+(two roundings), as numpy and numba's loops do. So both give, bit for bit, the plain loops' sums in order.
+
+Up to IN_FLIGHT heads (of one KV head) share each vector of keys or values loaded (8 positions or 8
+dimensions, converted to float64 once); with fewer heads each takes several vectors, so about IN_FLIGHT
+independent sums hide the fma or add latency, and a cache line of keys (a row apart from the next one
+read) is used whole while it is in L1. Vectors past an end are masked.
+"""
+
+from __future__ import annotations
+
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from kinetic_cpu.kernels import ir
+from kinetic_cpu.kernels.ir import F32, F64, I64
+
+LANES = 8  # float64 lanes of a vector
+# heads a call takes at most, and the sums it keeps going at once: half the vector registers (32 of 512 bits
+# with AVX-512; 16 of 256 bits with AVX2, two to a vector of 8 doubles)
+IN_FLIGHT = 16 if ir.host_has("avx512f") else 4
+FLOATS, DOUBLES = ir.vector(F32, LANES), ir.vector(F64, LANES)
+
+
+def _by_heads(builder, heads, emit) -> None:
+    """emit(h) for h = heads (an i64 from 1 to IN_FLIGHT): one body unrolled for each head count."""
+    done = builder.append_basic_block("heads.done")
+    switch = builder.switch(heads, done)
+    for h in range(1, IN_FLIGHT + 1):
+        block = builder.append_basic_block(f"heads.{h}")
+        switch.add_case(ir.const(I64, h), block)
+        builder.position_at_end(block)
+        emit(h)
+        builder.branch(done)
+    builder.position_at_end(done)
+
+
+def _ceil_div(builder, a, b: int):
+    return builder.sdiv(builder.add(a, ir.const(I64, b - 1)), ir.const(I64, b))
+
+
+def _load_doubles(builder, pointer, mask):
+    """8 float32 at an i8* pointer (masked) as float64."""
+    return builder.fpext(ir.masked_load(builder, pointer, FLOATS, mask), DOUBLES)
+
+
+def _splat_element(context, builder, array_type, array, row, index):
+    """<8 x double> of array[row, index] (a 2D float64 array)."""
+    at = ir.row_pointer(context, builder, array_type, array, row, index)
+    return ir.splat(builder, ir.load(builder, at, 0, F64), LANES)
+
+
+def _store_sums(context, builder, sums, out_type, out, column0):
+    """sums[g][v] (vectors) to out[g, column0 + 8 v], each vector under its mask."""
+    for g, vectors in enumerate(sums):
+        for v, (slot, mask) in enumerate(vectors):
+            at = ir.row_pointer(context, builder, out_type, out, ir.const(I64, g),
+                                builder.add(column0, ir.const(I64, LANES * v)))
+            ir.masked_store(builder, builder.load(slot), at, mask)
+
+
+def _zeroed_sums(builder, heads: int, masks):
+    """A register slot (alloca, promoted by LLVM) per head and vector, each set to zero, with its mask."""
+    sums = [[(cgutils.alloca_once(builder, DOUBLES), mask) for mask in masks] for _ in range(heads)]
+    for vectors in sums:
+        for slot, _ in vectors:
+            builder.store(ir.const(DOUBLES, 0.0), slot)
+    return sums
+
+
+def _masks(builder, remaining, n_vectors: int):
+    return [ir.lanes_below(builder, builder.sub(remaining, ir.const(I64, LANES * v)), LANES) for v in range(n_vectors)]
+
+
+@intrinsic
+def scores(typingctx, q, keys, first, n, out):
+    """out[g, t < n] for g < q.shape[0] (1 .. IN_FLIGHT), t < n: see the module's docstring."""
+
+    def codegen(context, builder, signature, args):
+        q_type, keys_type, _, _, out_type = signature.args
+        q_value, keys_value, first_value, n_value, out_value = args
+        hd = ir.n_tokens(context, builder, keys_type, keys_value)
+
+        def emit(heads: int):
+            per_head = max(1, IN_FLIGHT // heads)
+            span = LANES * per_head
+            with cgutils.for_range(builder, _ceil_div(builder, n_value, span)) as step:
+                t0 = builder.mul(step.index, ir.const(I64, span))
+                sums = _zeroed_sums(builder, heads, _masks(builder, builder.sub(n_value, t0), per_head))
+                with cgutils.for_range(builder, hd) as dim:
+                    row = ir.row_pointer(context, builder, keys_type, keys_value, dim.index, builder.add(first_value, t0))
+                    k = [_load_doubles(builder, builder.gep(row, [ir.const(I64, 4 * LANES * v)]), sums[0][v][1])
+                         for v in range(per_head)]
+                    for g in range(heads):
+                        q_g = _splat_element(context, builder, q_type, q_value, ir.const(I64, g), dim.index)
+                        for v, (slot, _) in enumerate(sums[g]):
+                            builder.store(ir.fma(builder, q_g, k[v], builder.load(slot)), slot)
+                _store_sums(context, builder, sums, out_type, out_value, t0)
+
+        _by_heads(builder, ir.n_tokens(context, builder, q_type, q_value), emit)
+        return context.get_dummy_value()
+
+    return types.none(q, keys, types.intp, types.intp, out), codegen
+
+
+@intrinsic
+def weighted(typingctx, w, n, values, out):
+    """out[g, j] for g < w.shape[0] (1 .. IN_FLIGHT), j < out.shape[1]: see the module's docstring."""
+
+    def codegen(context, builder, signature, args):
+        w_type, _, values_type, out_type = signature.args
+        w_value, n_value, values_value, out_value = args
+        hd = cgutils.unpack_tuple(builder, context.make_array(out_type)(context, builder, out_value).shape, 2)[1]
+
+        def emit(heads: int):
+            per_head = max(1, IN_FLIGHT // heads)
+            span = LANES * per_head
+            with cgutils.for_range(builder, _ceil_div(builder, hd, span)) as step:
+                j0 = builder.mul(step.index, ir.const(I64, span))
+                sums = _zeroed_sums(builder, heads, _masks(builder, builder.sub(hd, j0), per_head))
+                with cgutils.for_range(builder, n_value) as position:
+                    row = ir.row_pointer(context, builder, values_type, values_value, position.index, j0)
+                    v_t = [_load_doubles(builder, builder.gep(row, [ir.const(I64, 4 * LANES * v)]), sums[0][v][1])
+                           for v in range(per_head)]
+                    for g in range(heads):
+                        w_g = _splat_element(context, builder, w_type, w_value, ir.const(I64, g), position.index)
+                        for v, (slot, _) in enumerate(sums[g]):
+                            builder.store(builder.fadd(builder.load(slot), builder.fmul(w_g, v_t[v])), slot)
+                _store_sums(context, builder, sums, out_type, out_value, j0)
+
+        _by_heads(builder, ir.n_tokens(context, builder, w_type, w_value), emit)
+        return context.get_dummy_value()
+
+    return types.none(w, types.intp, values, out), codegen

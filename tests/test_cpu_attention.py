@@ -1,0 +1,63 @@
+"""The CPU attention kernels (kinetic_cpu.kernels.attention): bit for bit the plain float64 loops in order.
+
+Scores sum q[g, j] * k[j, t] over j in order (float16 values: each product exact); weighted sums add
+w[g, t] * v[t, j] over t in order, multiplying then adding. numpy's elementwise operations round each step
+as those loops do, so the references below are the definition, and the kernels must match them exactly, for
+every head count a call can take (and the unrolled bodies for 1 .. IN_FLIGHT), head sizes with and without
+a vector tail, and position counts and offsets that end mid-vector.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from kinetic_cpu import ops
+from kinetic_cpu.kernels import attention
+
+HEADS = sorted({1, 2, 3, 5, attention.IN_FLIGHT - 1, attention.IN_FLIGHT})
+SHAPES = [(64, 37, 0), (24, 9, 5), (256, 70, 3), (8, 1, 0)]  # (head size, positions, first position)
+
+
+@numba.njit
+def kernel_scores(q, keys, first, n, out):
+    attention.scores(q, keys, first, n, out)
+
+
+@numba.njit
+def kernel_weighted(w, n, values, out):
+    attention.weighted(w, n, values, out)
+
+
+def halves(rng, shape) -> np.ndarray:
+    return ops.to_half(rng.standard_normal(shape).astype(np.float32))
+
+
+@pytest.mark.parametrize("heads", HEADS)
+@pytest.mark.parametrize("hd, n, first", SHAPES)
+def test_scores_are_the_ordered_sums(heads, hd, n, first):
+    rng = np.random.default_rng(heads * 1000 + hd)
+    q, keys = halves(rng, (heads, hd)).astype(np.float64), halves(rng, (hd, first + n + 3))
+    want = np.zeros((heads, n))
+    for j in range(hd):
+        want = want + q[:, j, None] * keys[j, first : first + n].astype(np.float64)
+    out = np.full((heads, n + 2), 7.0)
+    kernel_scores(q, keys, first, n, out)
+    assert np.array_equal(out[:, :n], want)
+    assert (out[:, n:] == 7.0).all()  # nothing written past n
+
+
+@pytest.mark.parametrize("heads", HEADS)
+@pytest.mark.parametrize("hd, n, first", SHAPES)
+def test_weighted_sums_are_the_ordered_sums(heads, hd, n, first):
+    rng = np.random.default_rng(heads * 1000 + hd + 1)
+    w = rng.random((heads, n + 3))
+    cache = halves(rng, (first + n, 3, hd))  # [positions, KV heads, hd]: a position's rows are apart
+    values = cache[first:, 1]
+    want = np.zeros((heads, hd))
+    for t in range(n):
+        want = want + w[:, t, None] * values[t].astype(np.float64)
+    out = np.full((heads, hd), 7.0)
+    kernel_weighted(w, n, values, out)
+    assert np.array_equal(out, want)
