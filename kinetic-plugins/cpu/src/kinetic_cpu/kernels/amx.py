@@ -8,8 +8,9 @@ the integer sums move to the tiles, and they are exact, so a batch here gives ea
 kernels give it.
 
 Tiles: C (tmm0) 16 rows x 16 int32; A (tmm1) 16 weight rows x a block's 32 quants, decoded into a buffer;
-B (tmm2) 8 runs of 4 bytes x 16 tokens, a block's activations as tiles() lays them out; odd blocks use
-tmm3..5 the same way, so a block's product need not wait for the one before to be stored. Linux lends the
+B (tmm2) 8 runs of 4 bytes x 16 tokens, a block's activations as tiles() lays them out; alternate blocks
+of a lane use tmm3..5 the same way, so a block's product need not wait for the one before to be stored.
+The blocks go lane by lane, so a lane's 16 row accumulators (16 tokens each) stay in registers. Linux lends the
 tile state to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM); without AMX-INT8 or that permission,
 AVAILABLE is False and the legacy kernels take every batch.
 """
@@ -23,6 +24,7 @@ import sys
 import numpy as np
 from llvmlite import ir as llvm
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from kinetic_cpu.kernels import halves, ir, legacy
@@ -92,33 +94,15 @@ def release(typingctx):
     return types.none(), codegen
 
 
-def _block_dots(first: int):
-    """The intrinsic block_dots(a, b, at, c) on tiles first .. first + 2 (C, A, B): c [16 rows, 16 tokens]
-    int32 = the quants in a ([16, 32], int8 or uint8 by the type) . the B tile at byte `at` of b."""
-
-    @intrinsic
-    def block_dots(typingctx, a, b, at, c):
-        name = "llvm.x86.tdpbssd" if a.dtype == types.int8 else "llvm.x86.tdpbusd"
-
-        def codegen(context, builder, signature, args):
-            c_tile, a_tile, b_tile = (ir.const(ir.I8, first + i) for i in range(3))
-            a_at = _data(context, builder, signature.args[0], args[0])
-            b_at = _data(context, builder, signature.args[1], args[1], args[2])
-            _void(builder, "llvm.x86.tilezero", c_tile)
-            _void(builder, "llvm.x86.tileloadd64", a_tile, a_at, ir.const(ir.I64, 32))
-            _void(builder, "llvm.x86.tileloadd64", b_tile, b_at, ir.const(ir.I64, 4 * TILE))
-            _void(builder, name, c_tile, a_tile, b_tile)
-            c_at = _data(context, builder, signature.args[3], args[3])
-            _void(builder, "llvm.x86.tilestored64", c_tile, c_at, ir.const(ir.I64, 4 * TILE))
-            return context.get_dummy_value()
-
-        return types.none(a, b, types.intp, c), codegen
-
-    return block_dots
-
-
-# even and odd blocks on their own tiles: a block's product needs no tile the one before still holds
-block_dots_even, block_dots_odd = _block_dots(0), _block_dots(3)
+def _block_dots(builder, name: str, first: int, a_at, b_at, c_at) -> None:
+    """Tiles first .. first + 2 (C, A, B): c_at's [16 rows, 16 tokens] int32 = the block's quants at a_at
+    ([16, 32]) . the B tile at b_at."""
+    c_tile, a_tile, b_tile = (ir.const(ir.I8, first + i) for i in range(3))
+    _void(builder, "llvm.x86.tilezero", c_tile)
+    _void(builder, "llvm.x86.tileloadd64", a_tile, a_at, ir.const(ir.I64, 32))
+    _void(builder, "llvm.x86.tileloadd64", b_tile, b_at, ir.const(ir.I64, 4 * TILE))
+    _void(builder, name, c_tile, a_tile, b_tile)
+    _void(builder, "llvm.x86.tilestored64", c_tile, c_at, ir.const(ir.I64, 4 * TILE))
 
 
 @intrinsic
@@ -183,37 +167,73 @@ def tiles(q, d, sums):  # q: [n, k] int8 in the legacy kernels' order; d, sums: 
     return b, d_x, sums_x
 
 
+def _accumulate(builder, c_at, d_w_at, d_x, offsets, accs) -> None:
+    """Each row r of c ([16 rows, 16 tokens] int32 sums) into its accumulator: accs[r] = fma(d_w[r] * d_x,
+    c[r] - offsets, accs[r]), as the legacy kernels' lanes do, 16 tokens a vector."""
+    floats, words = ir.vector(ir.F32, TILE), ir.vector(ir.I32, TILE)
+    for r, slot in enumerate(accs):
+        value = builder.sitofp(builder.sub(ir.load(builder, c_at, 4 * TILE * r, words), offsets), floats)
+        scale = builder.fmul(ir.splat(builder, ir.load(builder, d_w_at, 4 * r, ir.F32), TILE), d_x)
+        builder.store(ir.fma(builder, scale, value, builder.load(slot)), slot)
+
+
 @intrinsic
-def accumulate(typingctx, c, d_w, d_x, sums, offset, acc, at):
-    """For each row r of c ([16 rows, 16 tokens] int32 sums): the 16 floats at byte `at` + 512 r of acc take
-    fma(d_w[r] * d_x, c[r] - offset * sums, them), as the legacy kernels' lanes do, 16 tokens a vector."""
+def lane_sums(typingctx, a, d_w, acts, tile, offset, c, lanes):
+    """lanes [8, 16 rows, 16 tokens] float32 for one tile of rows (a [n_blocks, 16, 32] quants, d_w
+    [n_blocks, 16]) and token tile `tile` of acts (tiles()): lane l = the sum in block order over blocks
+    b = l, l + 8, ... of fma(d_w * d_x, S - offset * sum x_q, lane), S the block's exact integer dots. A lane's
+    16 accumulators stay in registers; c: [2, 16, 16] int32 scratch. Consecutive blocks of a lane take
+    alternate tile sets (0-2, 3-5), so a block's product need not wait for the one before to be stored."""
+    name = "llvm.x86.tdpbssd" if a.dtype == types.int8 else "llvm.x86.tdpbusd"
 
     def codegen(context, builder, signature, args):
-        c_type, w_type, x_type, s_type, _, acc_type, _ = signature.args
-        c_value, w_value, x_value, s_value, offset_value, acc_value, at_value = args
-        words, floats = ir.vector(ir.I32, TILE), ir.vector(ir.F32, TILE)
-        d_x = ir.load(builder, _data(context, builder, x_type, x_value), 0, floats)
-        sums_x = ir.load(builder, _data(context, builder, s_type, s_value), 0, words)
-        offsets = builder.mul(sums_x, ir.splat(builder, builder.trunc(offset_value, ir.I32), TILE))
-        c_at, w_at = _data(context, builder, c_type, c_value), _data(context, builder, w_type, w_value)
-        for r in range(TILE):
-            value = builder.sitofp(builder.sub(ir.load(builder, c_at, 4 * TILE * r, words), offsets), floats)
-            scale = builder.fmul(ir.splat(builder, ir.load(builder, w_at, 4 * r, ir.F32), TILE), d_x)
-            lanes = _data(context, builder, acc_type, acc_value, builder.add(at_value, ir.const(ir.I64, 512 * r)))
-            ir.store(builder, ir.fma(builder, scale, value, ir.load(builder, lanes, 0, floats)), lanes, 0)
+        a_type, w_type, acts_type, _, _, c_type, lanes_type = signature.args
+        a_value, w_value, acts_value, tile_value, offset_value, c_value, lanes_value = args
+        n_blocks = ir.n_tokens(context, builder, w_type, w_value)
+        (b_type, b_value), (x_type, x_value), (s_type, s_value) = (ir.member(builder, acts_type, acts_value, i)
+                                                                   for i in range(3))
+        first_block = builder.mul(tile_value, n_blocks)  # token tile `tile`'s first block in acts
+        floats, words = ir.vector(ir.F32, TILE), ir.vector(ir.I32, TILE)
+        c_at = [_data(context, builder, c_type, c_value, ir.const(ir.I64, 4 * TILE * TILE * i)) for i in range(2)]
+        for lane in range(8):
+            accs = [cgutils.alloca_once_value(builder, ir.const(floats, 0.0)) for _ in range(TILE)]
+            count = _ceil_div(builder, builder.sub(n_blocks, ir.const(ir.I64, lane)), 8)
+            with cgutils.for_range(builder, count) as loop:
+                block = builder.add(builder.mul(loop.index, ir.const(ir.I64, 8)), ir.const(ir.I64, lane))
+                at = builder.add(first_block, block)  # [token tiles x blocks] index of this block's activations
+                a_at = _data(context, builder, a_type, a_value, builder.mul(block, ir.const(ir.I64, 32 * TILE)))
+                b_at = _data(context, builder, b_type, b_value, builder.mul(at, ir.const(ir.I64, 32 * TILE)))
+                odd = builder.trunc(loop.index, llvm.IntType(1))
+                with builder.if_else(odd) as (then, otherwise):
+                    with then:
+                        _block_dots(builder, name, 3, a_at, b_at, c_at[1])
+                    with otherwise:
+                        _block_dots(builder, name, 0, a_at, b_at, c_at[0])
+                d_x = ir.load(builder, _data(context, builder, x_type, x_value, builder.mul(at, ir.const(ir.I64, 4 * TILE))), 0, floats)
+                sums = ir.load(builder, _data(context, builder, s_type, s_value, builder.mul(at, ir.const(ir.I64, 4 * TILE))), 0, words)
+                offsets = builder.mul(sums, ir.splat(builder, builder.trunc(offset_value, ir.I32), TILE))
+                d_w_at = _data(context, builder, w_type, w_value, builder.mul(block, ir.const(ir.I64, 4 * TILE)))
+                _accumulate(builder, builder.select(odd, c_at[1], c_at[0]), d_w_at, d_x, offsets, accs)
+            lane_at = _data(context, builder, lanes_type, lanes_value)
+            for r, slot in enumerate(accs):
+                ir.store(builder, builder.load(slot), lane_at, 4 * TILE * (TILE * lane + r))
         return context.get_dummy_value()
 
-    return types.none(c, d_w, d_x, sums, types.intp, acc, types.intp), codegen
+    return types.none(a, d_w, acts, types.intp, types.intp, c, lanes), codegen
+
+
+def _ceil_div(builder, a, b: int):
+    return builder.sdiv(builder.add(a, ir.const(ir.I64, b - 1)), ir.const(ir.I64, b))
 
 
 @njit(cache=True, nogil=True)
 def row_tiles(w, r0, r1, acts, out):  # acts: tiles(); out: [n, rows] float32
     """Rows r0 .. r1 - 1 of out, 16 at a time, on this thread: each tile of rows decoded once, then taken
-    against each tile of tokens, whose accumulators stay in L1."""
+    against each tile of tokens."""
     b, d_x, sums = acts
     n, n_blocks, offset = out.shape[0], w.shape[1], offset_of(w)
     a, d_w = quants_buffer(w, n_blocks), np.empty((n_blocks, TILE), np.float32)
-    c, acc = np.empty((2, TILE, TILE), np.int32), np.empty((TILE, 8, TILE), np.float32)  # acc: row, lane, token
+    c, lanes = np.empty((2, TILE, TILE), np.int32), np.empty((8, TILE, TILE), np.float32)  # lanes: lane, row, token
     totals = np.empty((TILE, TILE), np.float32)  # row, token
     configure(CONFIG)
     for r in range(r0, r1, TILE):
@@ -221,20 +241,12 @@ def row_tiles(w, r0, r1, acts, out):  # acts: tiles(); out: [n, rows] float32
         for block in range(n_blocks):
             decode_rows(w, r, n_rows, block, a[block], d_w[block])
         for tile in range(b.shape[0]):
-            acc[:] = 0.0
-            for block in range(n_blocks):
-                at = (tile * n_blocks + block) * 8 * TILE * 4
-                if block % 2 == 0:
-                    block_dots_even(a[block], b, at, c[0])
-                else:
-                    block_dots_odd(a[block], b, at, c[1])
-                accumulate(c[block % 2], d_w[block], d_x[tile, block], sums[tile, block], offset, acc,
-                           block % 8 * TILE * 4)
+            lane_sums(a, d_w, acts, tile, offset, c, lanes)
             for i in range(n_rows):  # kernel.lanes_sum's tree, 16 tokens a vector
-                lanes, total = acc[i], totals[i]
+                total = totals[i]
                 for t in range(TILE):
-                    total[t] = ((lanes[0, t] + lanes[4, t]) + (lanes[2, t] + lanes[6, t])) + (
-                        (lanes[1, t] + lanes[5, t]) + (lanes[3, t] + lanes[7, t]))
+                    total[t] = ((lanes[0, i, t] + lanes[4, i, t]) + (lanes[2, i, t] + lanes[6, i, t])) + (
+                        (lanes[1, i, t] + lanes[5, i, t]) + (lanes[3, i, t] + lanes[7, i, t]))
             for t in range(tile * TILE, min(n, tile * TILE + TILE)):
                 for i in range(n_rows):
                     out[t, r + i] = totals[i, t % TILE]
