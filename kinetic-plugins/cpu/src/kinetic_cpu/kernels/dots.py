@@ -13,6 +13,7 @@ from kinetic_cpu.kernels.ir import I16, I32, call_intrinsic, const, host_has, in
 
 AVX2 = host_has("avx2")
 VNNI = AVX2 and (host_has("avxvnni") or (host_has("avx512vnni") and host_has("avx512vl")))
+WIDE = AVX2 and host_has("avx512bw")  # pmaddubsw and pmaddwd on 64 bytes at once
 
 
 def _pair_products(builder, q, x, q_signed: bool) -> llvm.Value:
@@ -27,7 +28,8 @@ def _x86_pairs(builder, q, x, q_signed: bool) -> llvm.Value:
     """AVX2: <n/2 x i16> pair sums by pmaddubsw (unsigned q times signed x; a signed q lends x its sign).
     Exact: |q| <= 128 and |x| <= 127, or q <= 63, so no pair reaches the i16 saturation at 32767."""
     q, x = _sign_to_x(builder, q, x) if q_signed else (q, x)
-    name = "llvm.x86.avx2.pmadd.ub.sw" if q.type.count == 32 else "llvm.x86.ssse3.pmadd.ub.sw.128"
+    name = {64: "llvm.x86.avx512.pmaddubs.w.512", 32: "llvm.x86.avx2.pmadd.ub.sw"}.get(q.type.count,
+                                                                                    "llvm.x86.ssse3.pmadd.ub.sw.128")
     return call_intrinsic(builder, name, vector(I16, q.type.count // 2), q, x)
 
 
@@ -57,12 +59,15 @@ def quad_sums(builder, q, x, q_signed: bool, into=None) -> llvm.Value:
 
 
 def scaled_quad_sums(builder, q, x, pair_scales) -> llvm.Value:
-    """quad_sums of unsigned q (<= 63) with each adjacent pair's sum times its <16 x i16> pair_scales lane."""
+    """quad_sums of <n x i8> unsigned q (<= 63) with each adjacent pair's sum times its <n/2 x i16>
+    pair_scales lane; n is 32, or 64 where WIDE."""
+    n = q.type.count
     if AVX2:
         pairs = _x86_pairs(builder, q, x, False)
-        return call_intrinsic(builder, "llvm.x86.avx2.pmadd.wd", vector(I32, 8), pairs, pair_scales)
+        name = "llvm.x86.avx512.pmaddw.d.512" if n == 64 else "llvm.x86.avx2.pmadd.wd"
+        return call_intrinsic(builder, name, vector(I32, n // 4), pairs, pair_scales)
     pairs = _pair_products(builder, q, x, False)
-    return fold_pairs(builder, builder.mul(pairs, builder.sext(pair_scales, vector(I32, 16))))
+    return fold_pairs(builder, builder.mul(pairs, builder.sext(pair_scales, vector(I32, n // 2))))
 
 
 def fold_pairs(builder, v) -> llvm.Value:
@@ -71,6 +76,12 @@ def fold_pairs(builder, v) -> llvm.Value:
     even = builder.shuffle_vector(v, v, indices(range(0, n, 2)))
     odd = builder.shuffle_vector(v, v, indices(range(1, n, 2)))
     return builder.add(even, odd)
+
+
+def fold_halves(builder, v) -> llvm.Value:
+    """Lane j plus lane j + n: <2n x i32> -> <n x i32>."""
+    n = v.type.count // 2
+    return builder.add(builder.shuffle_vector(v, v, indices(range(n))), builder.shuffle_vector(v, v, indices(range(n, 2 * n))))
 
 
 def int_sum(builder, v) -> llvm.Value:

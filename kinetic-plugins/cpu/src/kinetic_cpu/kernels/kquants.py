@@ -82,11 +82,15 @@ class _Spec(NamedTuple):
 
 def _lanes(builder, spec: _Spec, quants, pair_scales, scales, x, run_sums):
     """<8 x i32> of one token, exact: sum_j s_j (q_j - offset) . x_j split over 8 lanes (module docstring);
-    quants(c): chunk c's quants."""
+    quants(c): chunk c's quants. Where dots.WIDE, two chunks a product (lanes j and j + 8, then added)."""
+    width = 2 if dots.WIDE else 1
     total = None
-    for c in range(8):
-        part = dots.scaled_quad_sums(builder, quants(c), ir.load_bytes(builder, x, 32 * c, 32), pair_scales[c])
+    for c in range(0, 8, width):
+        q, scale = (quants(c), pair_scales[c]) if width == 1 else (
+            concat(builder, quants(c), quants(c + 1)), concat(builder, pair_scales[c], pair_scales[c + 1]))
+        part = dots.scaled_quad_sums(builder, q, ir.load_bytes(builder, x, 32 * c, 32 * width), scale)
         total = part if total is None else builder.add(total, part)
+    total = total if width == 1 else dots.fold_halves(builder, total)
     if spec.offset:
         offsets = _eight(builder, builder.mul(run_sums, scales))
         total = builder.sub(total, builder.mul(offsets, ir.const(offsets.type, spec.offset)))
