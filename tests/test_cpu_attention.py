@@ -61,3 +61,33 @@ def test_weighted_sums_are_the_ordered_sums(heads, hd, n, first):
     out = np.full((heads, hd), 7.0)
     kernel_weighted(w, n, values, out)
     assert np.array_equal(out, want)
+
+
+@numba.njit
+def kernel_softmax(scores, n, scale, totals):
+    attention.softmax(scores, n, scale, totals)
+
+
+def ulps(a, b) -> np.ndarray:
+    """How many float64 steps apart a and b are (both finite, same sign)."""
+    return np.abs(a.view(np.int64) - b.view(np.int64))
+
+
+@pytest.mark.parametrize("heads", HEADS)
+@pytest.mark.parametrize("n", [1, 7, 8, 37])
+def test_softmax_sums_its_exps_in_order(heads, n):
+    rng = np.random.default_rng(heads * 100 + n)
+    scores = np.full((heads, n + 3), 5.0)
+    scores[:, :n] = rng.standard_normal((heads, n)) * 30
+    scores[0, 0] = -np.inf if n > 1 else 0.0  # a masked position's score: e^-inf = 0
+    scaled = scores[:, :n] * 0.125
+    want = np.exp(scaled - scaled.max(axis=1, keepdims=True))
+    totals = np.zeros(heads)
+    kernel_softmax(scores, n, 0.125, totals)
+    assert (ulps(scores[:, :n], want) <= 2).all()  # exponential.exp: within 2 ulp of libm
+    for g in range(heads):
+        total = 0.0
+        for value in scores[g, :n]:
+            total += value
+        assert totals[g] == total
+    assert (scores[:, n:] == 5.0).all()

@@ -14,9 +14,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from kinetic_cpu.kernels import attention
+from kinetic_cpu.kernels import attention, gates
 from kinetic_cpu.kernels.activations import f16_round
-from kinetic_cpu.kernels.exponential import exp
 from kinetic_cpu.kernels.intrinsics import fetch_add
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # a division by zero gives inf or NaN, unchecked: loops vectorize
@@ -109,20 +108,6 @@ def attend(q, k_cache, v_cache, positions, scale, window):
 
 
 @numba.njit(**_JIT)
-def _softmax(scores, scale):  # scores: [n] float64, in place -> the sum of the exps (in order)
-    peak = -np.inf
-    for t in range(scores.size):
-        scores[t] *= scale
-        peak = max(peak, scores[t])
-    for t in range(scores.size):  # apart from the sum, so the exps vectorize
-        scores[t] = exp(scores[t] - peak)
-    total = 0.0
-    for t in range(scores.size):
-        total += scores[t]
-    return total
-
-
-@numba.njit(**_JIT)
 def _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, scores, sums):
     """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv; scores: [G, >= span], sums: [G, hd]."""
     n_kv, hd, group = k_cache.shape[0], q.shape[2], scores.shape[0]
@@ -134,8 +119,8 @@ def _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, score
     for g in range(0, group, attention.IN_FLIGHT):
         attention.scores(heads[g : g + attention.IN_FLIGHT], k_cache[kv], first, n, scores[g : g + attention.IN_FLIGHT])
     totals = np.empty(group)
-    for g in range(group):
-        totals[g] = _softmax(scores[g][:n], scale)
+    for g in range(0, group, attention.IN_FLIGHT):
+        attention.softmax(scores[g : g + attention.IN_FLIGHT], n, scale, totals[g : g + attention.IN_FLIGHT])
     for g in range(0, group, attention.IN_FLIGHT):
         attention.weighted(scores[g : g + attention.IN_FLIGHT], n, v_cache[first:, kv], sums[g : g + attention.IN_FLIGHT])
     for g in range(group):
@@ -179,14 +164,7 @@ def _gate_chunk(g, u, gelu, job, out):
     i, start = job // chunks, job % chunks * GATE_CHUNK
     end = min(g.shape[1], start + GATE_CHUNK)
     g_row, u_row, out_row = g[i, start:end], u[i, start:end], out[i, start:end]  # 1-d views vectorize
-    if gelu:  # 0.5 x (1 + tanh y) = x / (1 + e^-2y): the tanh-approximated GELU as a sigmoid, one exp
-        for j in range(end - start):
-            x = np.float64(g_row[j])
-            out_row[j] = np.float32(x / (1.0 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))) * u_row[j])
-    else:
-        for j in range(end - start):
-            x = np.float64(g_row[j])
-            out_row[j] = np.float32(x / (1.0 + exp(-x)) * u_row[j])
+    gates.gate(g_row, u_row, gelu, out_row)
 
 
 @numba.njit(**_JIT)

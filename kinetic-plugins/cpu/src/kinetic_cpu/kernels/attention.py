@@ -1,6 +1,7 @@
-"""Attention's two float64 sums in IR, each kept in a register from its first term to its last.
+"""Attention's float64 sums and softmax in IR, each sum kept in a register from its first term to its last.
 
 scores(q, keys, first, n, out):   out[g, t] = sum over j in order of q[g, j] * keys[j, first + t]
+softmax(scores, n, scale, totals) scores[g, t] = e^(scale * score - peak), totals[g] their sum in order
 weighted(w, n, values, out):      out[g, j] = sum over t < n in order of w[g, t] * values[t, j]
 
 q: [heads, hd] float64 and keys: [hd, >= first + n] float32 hold float16 values, so each product is exact
@@ -19,7 +20,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from kinetic_cpu.kernels import ir
+from kinetic_cpu.kernels import exponential, ir
 from kinetic_cpu.kernels.ir import F32, F64, I64
 
 LANES = 8  # float64 lanes of a vector
@@ -139,3 +140,67 @@ def weighted(typingctx, w, n, values, out):
         return context.get_dummy_value()
 
     return types.none(w, types.intp, values, out), codegen
+
+
+def _peak(context, builder, scores_type, scores, g: int, n, scale):
+    """Row g of scores times scale, in place; -> its largest value (a double)."""
+    ninf = ir.const(DOUBLES, float("-inf"))
+    best = cgutils.alloca_once_value(builder, ninf)
+
+    def emit(start, mask):
+        at = ir.row_pointer(context, builder, scores_type, scores, ir.const(I64, g), start)
+        scaled = builder.fmul(ir.load_lanes(builder, at, DOUBLES, mask), ir.splat(builder, scale, LANES))
+        ir.store_lanes(builder, scaled, at, mask)
+        candidate = scaled if mask is None else builder.select(mask, scaled, ninf)
+        peak = builder.load(best)
+        builder.store(builder.select(builder.fcmp_ordered(">", candidate, peak), candidate, peak), best)
+
+    ir.over_vectors(builder, n, LANES, emit)
+    lanes = builder.load(best)
+    peak = builder.extract_element(lanes, ir.const(ir.I32, 0))
+    for lane in range(1, LANES):
+        value = builder.extract_element(lanes, ir.const(ir.I32, lane))
+        peak = builder.select(builder.fcmp_ordered(">", value, peak), value, peak)
+    return peak
+
+
+@intrinsic
+def softmax(typingctx, scores, n, scale, totals):
+    """For each row g of scores (1 .. IN_FLIGHT heads): scores[g, :n] *= scale, then each becomes
+    e^(score - peak) (exponential.exp), and totals[g] = their sum in position order. The heads' sums are
+    independent chains, interleaved, so the in-order adds overlap."""
+
+    def codegen(context, builder, signature, args):
+        scores_type, _, _, totals_type = signature.args
+        scores_value, n_value, scale_value, totals_value = args
+
+        def emit_heads(heads: int):
+            peaks = [_peak(context, builder, scores_type, scores_value, g, n_value, scale_value) for g in range(heads)]
+            sums = [cgutils.alloca_once_value(builder, ir.const(F64, 0.0)) for _ in range(heads)]
+
+            def emit(start, mask):
+                for g in range(heads):
+                    at = ir.row_pointer(context, builder, scores_type, scores_value, ir.const(I64, g), start)
+                    shifted = builder.fsub(ir.load_lanes(builder, at, DOUBLES, mask), ir.splat(builder, peaks[g], LANES))
+                    powers = exponential.exp(builder, shifted)
+                    if mask is not None:  # past n: + 0.0 below, which leaves a sum of exps as it is
+                        powers = builder.select(mask, powers, ir.const(DOUBLES, 0.0))
+                    ir.store_lanes(builder, powers, at, mask)
+                    total = builder.load(sums[g])
+                    for lane in range(LANES):
+                        total = builder.fadd(total, builder.extract_element(powers, ir.const(ir.I32, lane)))
+                    builder.store(total, sums[g])
+
+            ir.over_vectors(builder, n_value, LANES, emit)
+            out = _data_pointer(context, builder, totals_type, totals_value)
+            for g, slot in enumerate(sums):
+                ir.store(builder, builder.load(slot), out, 8 * g)
+
+        _by_heads(builder, ir.n_tokens(context, builder, scores_type, scores_value), emit_heads)
+        return context.get_dummy_value()
+
+    return types.none(scores, types.intp, types.float64, totals), codegen
+
+
+def _data_pointer(context, builder, array_type, array):
+    return ir.byte_pointer(context, builder, array_type, array, ir.const(I64, 0))

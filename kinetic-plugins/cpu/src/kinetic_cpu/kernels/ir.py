@@ -122,6 +122,35 @@ def masked_store(builder, value, pointer, mask) -> None:
     call_intrinsic(builder, name, ir.VoidType(), value, at, const(I32, 1), mask)
 
 
+def load_lanes(builder, pointer, ty: ir.VectorType, mask=None) -> ir.Value:
+    """ty from an i8* pointer: a plain load, or masked_load where a mask is given."""
+    return load(builder, pointer, 0, ty) if mask is None else masked_load(builder, pointer, ty, mask)
+
+
+def store_lanes(builder, value, pointer, mask=None) -> None:
+    if mask is None:
+        store(builder, value, pointer, 0)
+    else:
+        masked_store(builder, value, pointer, mask)
+
+
+def over_vectors(builder, n, lanes: int, emit, unroll: int = 1) -> None:
+    """emit(start, mask) for start = 0, lanes, 2 lanes, ... < n (an i64): whole vectors with mask None,
+    `unroll` of them in each loop step (independent work the CPU overlaps), then the rest under a mask.
+    Plain loads and stores for whole vectors: a masked store would hold up the loads after it."""
+    whole = builder.sdiv(n, const(I64, lanes))
+    steps = builder.sdiv(whole, const(I64, unroll))
+    with cgutils.for_range(builder, steps) as step:
+        for u in range(unroll):
+            vector_index = builder.add(builder.mul(step.index, const(I64, unroll)), const(I64, u))
+            emit(builder.mul(vector_index, const(I64, lanes)), None)
+    with cgutils.for_range(builder, builder.sub(whole, builder.mul(steps, const(I64, unroll)))) as extra:
+        emit(builder.mul(builder.add(builder.mul(steps, const(I64, unroll)), extra.index), const(I64, lanes)), None)
+    start = builder.mul(whole, const(I64, lanes))
+    with builder.if_then(builder.icmp_signed("<", start, n)):
+        emit(start, lanes_below(builder, builder.sub(n, start), lanes))
+
+
 def splat(builder, scalar, n: int) -> ir.Value:
     """<n x T> with scalar in every lane."""
     one = builder.insert_element(ir.Constant(vector(scalar.type, 1), None), scalar, const(I32, 0))
