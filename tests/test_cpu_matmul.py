@@ -269,30 +269,24 @@ def q5_0_values(blocks, acts):
     return legacy_values(blocks, q - 16, acts)
 
 
-def eight(v):  # [..., 8 or 16] -> [..., 8]: adjacent lanes added when there are 16
-    return v if v.shape[-1] == 8 else v[..., 0::2] + v[..., 1::2]
-
-
 def k_values(d_w, scales, q, acts, offset=0, dmin_w=None, mins=None):  # -> [n, rows] through 8 lanes
-    """Per super-block: lane j sums s_run * q * x_q over bytes 4j..4j+3 of each chunk of 32, less the offset
-    term; acc = fma(d_w d_x, lanes, acc), then acc = fma(-(dmin_w d_x), mins * run sums, acc)."""
+    """Super-block b: I = sum of s_run * (q - offset) * x_q over its weights, M = sum of m_run * (run sums
+    of x_q); lane b % 8 = fma(d_w d_x, I, lane), then fma(-(dmin_w d_x), M, lane)."""
     xq, d, sums = acts
     n, (rows, nb, _) = len(xq), q.shape
     runs = scales.shape[-1]
     per_weight = np.repeat(scales, 256 // runs, axis=-1)  # [rows, nb, 256]
     x = xq.reshape(n, 1, nb, 256).astype(np.int64)
-    lanes = (per_weight * q)[None] * x  # [n, rows, nb, 256]
-    lanes = lanes.reshape(n, rows, nb, 8, 8, 4).sum(axis=(-3, -1))  # chunk c, lane j, byte: sum over c and byte
+    exact = ((per_weight * (q - offset))[None] * x).sum(axis=-1)  # [n, rows, nb]
     run_sums = sums.reshape(n, 1, nb, runs, 16 // runs).sum(axis=-1)  # sums come per 16
-    if offset:
-        lanes = lanes - offset * eight(scales[None] * run_sums)
-    acc = np.zeros((n, rows, 8), np.float32)
+    lanes = np.zeros((n, rows, 8), np.float32)
     for b in range(nb):
-        acc = fma32((d_w[None, :, b] * d[:, None, b])[..., None], lanes[:, :, b].astype(np.float32), acc)
+        scale = d_w[None, :, b] * d[:, None, b]
+        lanes[..., b % 8] = fma32(scale, exact[..., b].astype(np.float32), lanes[..., b % 8])
         if mins is not None:
-            m = eight(mins[None, :, b] * run_sums[:, :, b]).astype(np.float32)
-            acc = fma32(-(dmin_w[None, :, b] * d[:, None, b])[..., None], m, acc)
-    return lanes_tree(acc)
+            m = (mins[None, :, b] * run_sums[:, :, b]).sum(axis=-1).astype(np.float32)
+            lanes[..., b % 8] = fma32(-(dmin_w[None, :, b] * d[:, None, b]), m, lanes[..., b % 8])
+    return lanes_tree(lanes)
 
 
 def q4_k_values(blocks, acts):

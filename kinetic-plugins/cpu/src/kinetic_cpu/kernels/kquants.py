@@ -1,10 +1,12 @@
 """Kernels of the K-quants (super-blocks of 256) against Q8_K activations: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 
-A step is one super-block, kept in 8 integer lanes as ggml's AVX2 vec_dot keeps them: lane j holds the
-exact sum over the 8 chunks of 32 of s_run * (q . x_q) for the chunk's bytes 4j .. 4j + 3; an offset
-(32 for Q6_K, 4 for Q3_K, w = s * (q - offset)) comes off as offset * s_run * (sum of x_q in the run), runs
-2j and 2j + 1 in lane j when there are 16; the minimums, m_run * (sum of x_q in the run), likewise. Then
-acc = fma(d_w * d_x, i, acc) and, for the types with minimums, acc = fma(-(dmin_w * d_x), m, acc).
+A step is one super-block s, whose value is two exact integers: I = the sum over its runs (of 16 or 32
+weights, each with its own scale) of s_run * ((q - offset) . x_q), an offset (32 for Q6_K, 4 for Q3_K,
+w = s * (q - offset)) coming off as offset * s_run * (sum of x_q in the run); and, for the types with
+minimums, M = the sum over runs of m_run * (sum of x_q in the run). Lane s % 8 of the token's accumulator
+takes acc = fma(d_w * d_x, I, acc), then acc = fma(-(dmin_w * d_x), M, acc), as the legacy kernels put a
+block's value in lane block % 8; the integers are summed in 8 vector lanes first, in any order (they are
+exact). One integer per super-block is what a tile product gives (amx.py).
 """
 
 from __future__ import annotations
@@ -64,10 +66,6 @@ def _run_sums(builder, sums, n_runs: int):  # sums: <16 x i32> of x_q per 16 -> 
     return sums if n_runs == 16 else _eight(builder, sums)
 
 
-def _across(builder, one):  # <1 x float> -> <8 x float>
-    return ir.splat(builder, builder.extract_element(one, ir.const(I32, 0)), 8)
-
-
 def _eight(builder, v):  # <8 or 16 x i32> -> <8 x i32>: adjacent lanes added when there are 16
     return v if v.type.count == 8 else dots.fold_pairs(builder, v)
 
@@ -81,8 +79,8 @@ class _Spec(NamedTuple):
 
 
 def _lanes(builder, spec: _Spec, quants, pair_scales, scales, x, run_sums):
-    """<8 x i32> of one token, exact: sum_j s_j (q_j - offset) . x_j split over 8 lanes (module docstring);
-    quants(c): chunk c's quants. Where dots.WIDE, two chunks a product (lanes j and j + 8, then added)."""
+    """<8 x i32> of one token whose lanes sum to I (module docstring): lane j has bytes 4j .. 4j + 3 of each
+    chunk of 32; quants(c): chunk c's quants. Where dots.WIDE, two chunks a product (lanes j and j + 8, then added)."""
     width = 2 if dots.WIDE else 1
     total = None
     for c in range(0, 8, width):
@@ -99,7 +97,7 @@ def _lanes(builder, spec: _Spec, quants, pair_scales, scales, x, run_sums):
 
 def _super_block(spec: _Spec):
     """The intrinsic taking one super-block of the type spec describes."""
-    lanes = ir.vector(F32, 8)
+    one = ir.vector(F32, 1)
 
     def body(step):
         b = step.builder
@@ -113,16 +111,16 @@ def _super_block(spec: _Spec):
             run_sums = _run_sums(b, sums, scales.type.count)
             x = step.activation(0, t, step.times_s(256))
             d_x = ir.load(b, step.activation(1, t, step.s), 0, d_w.type)
-            exact = b.sitofp(_lanes(b, spec, quants, pair_scales, scales, x, run_sums), lanes)
+            exact = b.sitofp(ir.as_lanes(b, dots.int_sum(b, _lanes(b, spec, quants, pair_scales, scales, x, run_sums))), one)
 
             def update(total):
-                total = ir.fma(b, _across(b, b.fmul(d_w, d_x)), exact, total)
+                total = ir.fma(b, b.fmul(d_w, d_x), exact, total)
                 if mins is None:
                     return total
-                m = b.sitofp(_eight(b, b.mul(run_sums, mins)), lanes)
-                return ir.fma(b, _across(b, b.fneg(b.fmul(dmin_w, d_x))), m, total)
+                m = b.sitofp(ir.as_lanes(b, dots.int_sum(b, b.mul(run_sums, mins))), one)
+                return ir.fma(b, b.fneg(b.fmul(dmin_w, d_x)), m, total)
 
-            step.accumulate(t, 8, update)
+            step.accumulate(t, 1, update)
 
         def several():  # decode the chunks once, then each token
             chunks = [spec.decode(b, step.weights, c) for c in range(8)]
