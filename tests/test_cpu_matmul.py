@@ -23,7 +23,7 @@ import pytest
 from random_weights import random_weights
 
 from kinetic.plugins import plugins
-from kinetic_cpu.kernels import Matrix, activations, amx, compile_kernels, dots, matmul
+from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, compile_kernels, dots, matmul
 from kinetic_cpu.kernels.activations import f16_round
 from kinetic_formats.types._common import fields
 
@@ -86,7 +86,7 @@ def test_a_batch_row_is_its_token_alone(cases, name):
 
 
 @pytest.mark.skipif(not amx.AVAILABLE, reason="no AMX-INT8 tiles here (or Linux did not lend them)")
-@pytest.mark.parametrize("name", amx.SPECS)
+@pytest.mark.parametrize("name", [*amx.SPECS, *amx_k.SPECS])
 def test_amx_tiles_give_the_step_kernels_bits(cases, name):
     """A batch of at least MIN_TOKENS goes to the tiles; 40 rows end in a part tile, 67 tokens likewise."""
     weight, _ = cases(name)

@@ -51,24 +51,27 @@ def _permitted() -> bool:
 AVAILABLE = _permitted()
 
 
-def _config() -> np.ndarray:
-    """The 64-byte tile configuration (palette 1): C, A and B as the module's docstring gives them, twice."""
+def tile_config(run: int) -> np.ndarray:
+    """The 64-byte tile configuration (palette 1) for products over runs of `run` weights (32: a block;
+    amx_k.py's K-quant runs: 32 or 16): C, A (16 rows x run bytes) and B (run / 4 rows of 16 tokens x 4
+    bytes) as the module's docstring gives them, twice."""
     config = np.zeros(64, np.uint8)
     config[0] = 1
     columns, rows = config[16:48].view(np.uint16), config[48:64]
-    for tile, (n_rows, n_bytes) in enumerate([(TILE, 4 * TILE), (TILE, 32), (8, 4 * TILE)] * 2):
+    for tile, (n_rows, n_bytes) in enumerate([(TILE, 4 * TILE), (TILE, run), (run // 4, 4 * TILE)] * 2):
         columns[tile], rows[tile] = n_bytes, n_rows
     return config
 
 
-CONFIG = _config()
+CONFIG = tile_config(32)
 
 
 def _void(builder, name: str, *operands) -> None:
     ir.call_intrinsic(builder, name, llvm.VoidType(), *operands)
 
 
-def _data(context, builder, array_type, array, offset=None):
+def data(context, builder, array_type, array, offset=None):
+    """i8* to an array's data, or to byte `offset` (an i64 value) of it."""
     return ir.byte_pointer(context, builder, array_type, array, offset or ir.const(ir.I64, 0))
 
 
@@ -77,7 +80,7 @@ def configure(typingctx, config):
     """Load the tile configuration (CONFIG) on this thread."""
 
     def codegen(context, builder, signature, args):
-        _void(builder, "llvm.x86.ldtilecfg", _data(context, builder, signature.args[0], args[0]))
+        _void(builder, "llvm.x86.ldtilecfg", data(context, builder, signature.args[0], args[0]))
         return context.get_dummy_value()
 
     return types.none(config), codegen
@@ -94,12 +97,12 @@ def release(typingctx):
     return types.none(), codegen
 
 
-def _block_dots(builder, name: str, first: int, a_at, b_at, c_at) -> None:
-    """Tiles first .. first + 2 (C, A, B): c_at's [16 rows, 16 tokens] int32 = the block's quants at a_at
-    ([16, 32]) . the B tile at b_at."""
+def block_dots(builder, name: str, first: int, a_at, b_at, c_at, run: int = 32) -> None:
+    """Tiles first .. first + 2 (C, A, B): c_at's [16 rows, 16 tokens] int32 = the run's quants at a_at
+    ([16, run]) . the B tile at b_at, by the tile product `name` (llvm.x86.tdpbssd or tdpbusd)."""
     c_tile, a_tile, b_tile = (ir.const(ir.I8, first + i) for i in range(3))
     _void(builder, "llvm.x86.tilezero", c_tile)
-    _void(builder, "llvm.x86.tileloadd64", a_tile, a_at, ir.const(ir.I64, 32))
+    _void(builder, "llvm.x86.tileloadd64", a_tile, a_at, ir.const(ir.I64, run))
     _void(builder, "llvm.x86.tileloadd64", b_tile, b_at, ir.const(ir.I64, 4 * TILE))
     _void(builder, name, c_tile, a_tile, b_tile)
     _void(builder, "llvm.x86.tilestored64", c_tile, c_at, ir.const(ir.I64, 4 * TILE))
@@ -114,7 +117,7 @@ def decode_rows(typingctx, w, row, n_rows, block, a, d_w):
     def codegen(context, builder, signature, args):
         w_type, _, _, _, a_type, d_type = signature.args
         w_value, first, count, index, a_value, d_value = args
-        a_at, d_at = _data(context, builder, a_type, a_value), _data(context, builder, d_type, d_value)
+        a_at, d_at = data(context, builder, a_type, a_value), data(context, builder, d_type, d_value)
         last = builder.sub(count, ir.const(ir.I64, 1))
         for r in range(TILE):  # unrolled: straight-line code schedules the 16 decodes together
             existing = builder.select(builder.icmp_signed("<", ir.const(ir.I64, r), count), ir.const(ir.I64, r), last)
@@ -194,27 +197,27 @@ def lane_sums(typingctx, a, d_w, acts, tile, offset, c, lanes):
                                                                    for i in range(3))
         first_block = builder.mul(tile_value, n_blocks)  # token tile `tile`'s first block in acts
         floats, words = ir.vector(ir.F32, TILE), ir.vector(ir.I32, TILE)
-        c_at = [_data(context, builder, c_type, c_value, ir.const(ir.I64, 4 * TILE * TILE * i)) for i in range(2)]
+        c_at = [data(context, builder, c_type, c_value, ir.const(ir.I64, 4 * TILE * TILE * i)) for i in range(2)]
         for lane in range(8):
             accs = [cgutils.alloca_once_value(builder, ir.const(floats, 0.0)) for _ in range(TILE)]
             count = _ceil_div(builder, builder.sub(n_blocks, ir.const(ir.I64, lane)), 8)
             with cgutils.for_range(builder, count) as loop:
                 block = builder.add(builder.mul(loop.index, ir.const(ir.I64, 8)), ir.const(ir.I64, lane))
                 at = builder.add(first_block, block)  # [token tiles x blocks] index of this block's activations
-                a_at = _data(context, builder, a_type, a_value, builder.mul(block, ir.const(ir.I64, 32 * TILE)))
-                b_at = _data(context, builder, b_type, b_value, builder.mul(at, ir.const(ir.I64, 32 * TILE)))
+                a_at = data(context, builder, a_type, a_value, builder.mul(block, ir.const(ir.I64, 32 * TILE)))
+                b_at = data(context, builder, b_type, b_value, builder.mul(at, ir.const(ir.I64, 32 * TILE)))
                 odd = builder.trunc(loop.index, llvm.IntType(1))
                 with builder.if_else(odd) as (then, otherwise):
                     with then:
-                        _block_dots(builder, name, 3, a_at, b_at, c_at[1])
+                        block_dots(builder, name, 3, a_at, b_at, c_at[1])
                     with otherwise:
-                        _block_dots(builder, name, 0, a_at, b_at, c_at[0])
-                d_x = ir.load(builder, _data(context, builder, x_type, x_value, builder.mul(at, ir.const(ir.I64, 4 * TILE))), 0, floats)
-                sums = ir.load(builder, _data(context, builder, s_type, s_value, builder.mul(at, ir.const(ir.I64, 4 * TILE))), 0, words)
+                        block_dots(builder, name, 0, a_at, b_at, c_at[0])
+                d_x = ir.load(builder, data(context, builder, x_type, x_value, builder.mul(at, ir.const(ir.I64, 4 * TILE))), 0, floats)
+                sums = ir.load(builder, data(context, builder, s_type, s_value, builder.mul(at, ir.const(ir.I64, 4 * TILE))), 0, words)
                 offsets = builder.mul(sums, ir.splat(builder, builder.trunc(offset_value, ir.I32), TILE))
-                d_w_at = _data(context, builder, w_type, w_value, builder.mul(block, ir.const(ir.I64, 4 * TILE)))
+                d_w_at = data(context, builder, w_type, w_value, builder.mul(block, ir.const(ir.I64, 4 * TILE)))
                 _accumulate(builder, builder.select(odd, c_at[1], c_at[0]), d_w_at, d_x, offsets, accs)
-            lane_at = _data(context, builder, lanes_type, lanes_value)
+            lane_at = data(context, builder, lanes_type, lanes_value)
             for r, slot in enumerate(accs):
                 ir.store(builder, builder.load(slot), lane_at, 4 * TILE * (TILE * lane + r))
         return context.get_dummy_value()
@@ -231,7 +234,7 @@ def row_tiles(w, r0, r1, acts, out):  # acts: tiles(); out: [n, rows] float32
     """Rows r0 .. r1 - 1 of out, 16 at a time, on this thread: each tile of rows decoded once, then taken
     against each tile of tokens."""
     b, d_x, sums = acts
-    n, n_blocks, offset = out.shape[0], w.shape[1], offset_of(w)
+    n_blocks, offset = w.shape[1], offset_of(w)
     a, d_w = quants_buffer(w, n_blocks), np.empty((n_blocks, TILE), np.float32)
     c, lanes = np.empty((2, TILE, TILE), np.int32), np.empty((8, TILE, TILE), np.float32)  # lanes: lane, row, token
     totals = np.empty((TILE, TILE), np.float32)  # row, token
@@ -242,12 +245,18 @@ def row_tiles(w, r0, r1, acts, out):  # acts: tiles(); out: [n, rows] float32
             decode_rows(w, r, n_rows, block, a[block], d_w[block])
         for tile in range(b.shape[0]):
             lane_sums(a, d_w, acts, tile, offset, c, lanes)
-            for i in range(n_rows):  # kernel.lanes_sum's tree, 16 tokens a vector
-                total = totals[i]
-                for t in range(TILE):
-                    total[t] = ((lanes[0, i, t] + lanes[4, i, t]) + (lanes[2, i, t] + lanes[6, i, t])) + (
-                        (lanes[1, i, t] + lanes[5, i, t]) + (lanes[3, i, t] + lanes[7, i, t]))
-            for t in range(tile * TILE, min(n, tile * TILE + TILE)):
-                for i in range(n_rows):
-                    out[t, r + i] = totals[i, t % TILE]
+            write_tile(lanes, totals, out, r, n_rows, tile)
     release()
+
+
+@njit(cache=True, nogil=True)
+def write_tile(lanes, totals, out, r, n_rows, tile):  # lanes: [8, 16 rows, 16 tokens]; totals: [16, 16] scratch
+    """out[tile's tokens, r .. r + n_rows - 1] = kernel.lanes_sum's tree of the 8 lanes, 16 tokens a vector."""
+    for i in range(n_rows):
+        total = totals[i]
+        for t in range(TILE):
+            total[t] = ((lanes[0, i, t] + lanes[4, i, t]) + (lanes[2, i, t] + lanes[6, i, t])) + (
+                (lanes[1, i, t] + lanes[5, i, t]) + (lanes[3, i, t] + lanes[7, i, t]))
+    for t in range(tile * TILE, min(out.shape[0], tile * TILE + TILE)):
+        for i in range(n_rows):
+            out[t, r + i] = totals[i, t % TILE]

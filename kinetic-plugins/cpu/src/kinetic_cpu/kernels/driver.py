@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
-from kinetic_cpu.kernels import amx, floats, kquants, legacy
+from kinetic_cpu.kernels import amx, amx_k, floats, kquants, legacy
 from kinetic_cpu.kernels.intrinsics import fetch_add
 from kinetic_cpu.kernels.kernel import lanes_sum
 
@@ -87,9 +87,10 @@ def rows_of(w, r0, r1, acts, acc, out):
 
 @overload(rows_of, inline="always")
 def _rows_of(w, r0, r1, acts, acc, out):
-    """AMX tiles for activations laid out as tiles (amx.tiles), else the type's step kernels."""
+    """AMX tiles for activations laid out as tiles (amx.tiles, amx_k.tiles), else the type's step kernels."""
     if acts[0].ndim == 5:
-        return lambda w, r0, r1, acts, acc, out: amx.row_tiles(w, r0, r1, acts, out)
+        tiled = amx_k.row_tiles if next(iter(w.dtype.fields)) in amx_k.SPECS else amx.row_tiles
+        return lambda w, r0, r1, acts, acc, out: tiled(w, r0, r1, acts, out)
     return lambda w, r0, r1, acts, acc, out: step_rows(w, r0, r1, acts, acc, out)
 
 

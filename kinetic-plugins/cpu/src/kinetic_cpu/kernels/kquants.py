@@ -73,6 +73,7 @@ def _eight(builder, v):  # <8 or 16 x i32> -> <8 x i32>: adjacent lanes added wh
 class _Spec(NamedTuple):
     decode: Callable  # (builder, block i8*, chunk c) -> <32 x i8> unsigned quants of weights 32c .. 32c + 31
     scales: Callable  # (builder, block i8*) -> (<runs x i32> scales, <runs x i32> mins or None)
+    runs: int  # runs of weights with a scale of their own: 8 of 32 or 16 of 16
     d_at: int  # byte offset of the f16 d
     dmin_at: int = -1  # of the f16 dmin, for the types with minimums
     offset: int = 0  # w = d * s * (q - offset)
@@ -137,10 +138,11 @@ def _kernel(spec: _Spec) -> Kernel:
     return Kernel(one, one, 1, "q8_k")
 
 
-KERNELS = {
-    "Q2_K": _kernel(_Spec(decoders.k_chunks((16, 2, 32)), _q2_k_scales, 80, 82)),
-    "Q3_K": _kernel(_Spec(decoders.k_chunks((32, 2, 32), (0, 1, 32)), _q3_k_scales, 108, offset=4)),
-    "Q4_K": _kernel(_Spec(decoders.k_chunks((16, 4, 32)), _k4_scales, 0, 2)),
-    "Q5_K": _kernel(_Spec(decoders.k_chunks((48, 4, 32), (16, 1, 32)), _k4_scales, 0, 2)),
-    "Q6_K": _kernel(_Spec(decoders.k_chunks((0, 4, 64), (128, 2, 32)), _q6_k_scales, 208, offset=32)),
+SPECS = {
+    "Q2_K": _Spec(decoders.k_chunks((16, 2, 32)), _q2_k_scales, 16, 80, 82),
+    "Q3_K": _Spec(decoders.k_chunks((32, 2, 32), (0, 1, 32)), _q3_k_scales, 16, 108, offset=4),
+    "Q4_K": _Spec(decoders.k_chunks((16, 4, 32)), _k4_scales, 8, 0, 2),
+    "Q5_K": _Spec(decoders.k_chunks((48, 4, 32), (16, 1, 32)), _k4_scales, 8, 0, 2),
+    "Q6_K": _Spec(decoders.k_chunks((0, 4, 64), (128, 2, 32)), _q6_k_scales, 16, 208, offset=32),
 }
+KERNELS = {name: _kernel(spec) for name, spec in SPECS.items()}

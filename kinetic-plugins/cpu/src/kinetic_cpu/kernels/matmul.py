@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Callable, Iterable, Optional
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from kinetic.plugins import plugins
 
-from kinetic_cpu.kernels import amx
+from kinetic_cpu.kernels import amx, amx_k
 from kinetic_cpu.kernels.activations import quantize_q8_0, quantize_q8_k
 from kinetic_cpu.kernels.blocks import as_blocks
 from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, run
@@ -48,7 +49,7 @@ class Matrix:
         kernel = KERNELS.get(self.type.name)
         self.activations = kernel.activations if kernel else "dequantize"
         self._blocks = as_blocks(weight, self.type) if kernel else None
-        self._tiles = amx.AVAILABLE and self.type.name in amx.SPECS  # batches on AMX tiles
+        self._tiles = _tiling(self.type.name) if amx.AVAILABLE else None  # batches on AMX tiles
 
     def __call__(self, x: np.ndarray, acts: Optional[tuple] = None) -> np.ndarray:
         """[n_tokens, rows] float32 for x [n_tokens, k] float32. Row t is bit for bit what x[t:t + 1] alone
@@ -66,7 +67,7 @@ class Matrix:
             return dequantizing_matmul(self.weight, self.type, plugins().tensor_types[0], acts[0])
         out = np.empty((n_tokens, self.rows), np.float32)
         if self._tiles and n_tokens >= amx.MIN_TOKENS:  # every token at once: a decoded tile serves them all
-            parts = [(amx.tiles(*acts), out)]
+            parts = [(self._tiles(*acts), out)]
         else:  # 512 tokens: Qwen2.5 0.5B's prompts 10% faster in tiles
             parts = [(tuple(a[start : start + TOKEN_TILE] for a in acts), out[start : start + TOKEN_TILE])
                      for start in range(0, n_tokens, TOKEN_TILE)]  # fmt: skip
@@ -76,6 +77,15 @@ class Matrix:
             else:
                 run(self._blocks, part, tile, threads)
         return out
+
+
+def _tiling(name: str) -> Optional[Callable]:
+    """acts -> the activations as the type's AMX tiles take them, or None for a type they do not take."""
+    if name in amx.SPECS:
+        return amx.tiles
+    if name in amx_k.SPECS:
+        return functools.partial(amx_k.tiles, run=amx_k.run_of(name))
+    return None
 
 
 def matmul(weight: np.ndarray, type_id: int, x: np.ndarray) -> np.ndarray:
