@@ -17,7 +17,7 @@ from kinetic_cpu import ops
 from kinetic_cpu.kernels import attention
 
 HEADS = sorted({1, 2, 3, 5, attention.IN_FLIGHT - 1, attention.IN_FLIGHT})
-SHAPES = [(64, 37, 0), (24, 9, 5), (256, 70, 3), (8, 1, 0)]  # (head size, positions, first position)
+SHAPES = [(64, 37, 0), (24, 9, 5), (256, 70, 3), (8, 1, 0), (16, 30, 21)]  # (head size, positions, first)
 
 
 @numba.njit
@@ -34,6 +34,14 @@ def halves(rng, shape) -> np.ndarray:
     return ops.to_half(rng.standard_normal(shape).astype(np.float32))
 
 
+def blocked(keys) -> np.ndarray:  # keys: [hd, positions] -> [blocks, hd, KEY_BLOCK], as the key cache holds them
+    hd, n = keys.shape
+    out = np.full((-(-n // attention.KEY_BLOCK), hd, attention.KEY_BLOCK), np.nan, np.float32)  # never read
+    for p in range(n):
+        out[p // attention.KEY_BLOCK, :, p % attention.KEY_BLOCK] = keys[:, p]
+    return out
+
+
 @pytest.mark.parametrize("heads", HEADS)
 @pytest.mark.parametrize("hd, n, first", SHAPES)
 def test_scores_are_the_ordered_sums(heads, hd, n, first):
@@ -43,7 +51,7 @@ def test_scores_are_the_ordered_sums(heads, hd, n, first):
     for j in range(hd):
         want = want + q[:, j, None] * keys[j, first : first + n].astype(np.float64)
     out = np.full((heads, n + 2), 7.0)
-    kernel_scores(q, keys, first, n, out)
+    kernel_scores(q, blocked(keys), first, n, out)
     assert np.array_equal(out[:, :n], want)
     assert (out[:, n:] == 7.0).all()  # nothing written past n
 

@@ -86,8 +86,9 @@ GATE_CHUNK = 1024  # gate outputs per parallel job
 def attend(q, k_cache, v_cache, positions, scale, window):
     """Causal grouped-query attention of each row over cache positions [max(0, p - window + 1), p].
 
-    q: [n, n_head, hd], k_cache: [n_head_kv, hd, ctx] (keys transposed, so a score's terms for consecutive
-    positions lie side by side), v_cache: [ctx, n_head_kv, hd], all float32 holding float16 values;
+    q: [n, n_head, hd], k_cache: [n_head_kv, blocks, hd, KEY_BLOCK] (kernels/attention.py: a block's
+    positions side by side, dimension by dimension), v_cache: [ctx, n_head_kv, hd], all float32 holding
+    float16 values;
     positions: [n] int64; window: 0 for none. -> [n, n_head * hd] float32. Each score sums over the head
     dimension in order, softmax and the weighted sum go in position order, all in float64, whatever the
     thread count (kernels/attention.py). A job is one row and one KV head with its query heads, so each

@@ -10,6 +10,7 @@ from kinetic.errors import KineticError
 from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
 from kinetic.spec.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
 from kinetic_cpu import ops
+from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.matmul import Matrix, activations
 
 
@@ -17,13 +18,15 @@ STATE_MAGIC = b"KCPU-KV1"
 
 
 class CpuSequence:
-    """One conversation's keys [n_head_kv, head_dim, context] and values [context, n_head_kv, head_dim],
-    float32 per attention block, holding float16-rounded values, as llama.cpp's default float16 cache does (float32 storage spares a
-    conversion per read)."""
+    """One conversation's keys [n_head_kv, blocks, head_dim, KEY_BLOCK] (position p in block p // KEY_BLOCK,
+    column p % KEY_BLOCK: kernels/attention.py) and values [context, n_head_kv, head_dim], float32 per
+    attention block, holding float16-rounded values, as llama.cpp's default float16 cache does (float32
+    storage spares a conversion per read)."""
 
     def __init__(self, stack: Stack, context_length: int):
         attentions = [b for b in stack.blocks if isinstance(b, Attention)]
-        self.keys = [np.zeros((a.n_head_kv, a.head_dim, context_length), np.float32) for a in attentions]
+        blocks = -(-context_length // KEY_BLOCK)
+        self.keys = [np.zeros((a.n_head_kv, blocks, a.head_dim, KEY_BLOCK), np.float32) for a in attentions]
         self.values = [np.zeros((context_length, a.n_head_kv, a.head_dim), np.float32) for a in attentions]
         self.context_length = context_length
         self.n_tokens = 0
@@ -32,11 +35,13 @@ class CpuSequence:
         self.n_tokens = min(self.n_tokens, max(0, n))
 
     def save(self) -> bytes:
-        """n_tokens, then each layer's keys and values for them as float16: exact, they are float16-rounded."""
+        """n_tokens, then each layer's keys [n_head_kv, head_dim, n] and values [n, n_head_kv, head_dim] as
+        float16: exact, they are float16-rounded."""
         n = self.n_tokens
         parts = []
         for keys, values in zip(self.keys, self.values):
-            parts += [keys[:, :, :n].astype(np.float16).tobytes(), values[:n].astype(np.float16).tobytes()]
+            by_position = keys.transpose(0, 2, 1, 3).reshape(keys.shape[0], keys.shape[2], -1)[:, :, :n]
+            parts += [by_position.astype(np.float16).tobytes(), values[:n].astype(np.float16).tobytes()]
         return state_blob(STATE_MAGIC, n, parts)
 
     def restore(self, blob: bytes) -> None:
@@ -48,7 +53,10 @@ class CpuSequence:
         at = head
         for keys, values in zip(self.keys, self.values):
             count = n * values[0].size
-            keys[:, :, :n] = np.frombuffer(blob, np.float16, count, at).reshape(keys.shape[:2] + (n,))
+            by_position = np.frombuffer(blob, np.float16, count, at).reshape(keys.shape[0], keys.shape[2], n)
+            for p in range(0, n, KEY_BLOCK):  # position block by block
+                width = min(KEY_BLOCK, n - p)
+                keys[:, p // KEY_BLOCK, :, :width] = by_position[:, :, p : p + width]
             values[:n] = np.frombuffer(blob, np.float16, count, at + 2 * count).reshape((n,) + values.shape[1:])
             at += 4 * count
         self.n_tokens = n
@@ -150,7 +158,7 @@ class CpuRunner:
         cos, sin = ops.rope_angles(positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors)
         for part in (q, k):
             ops.rope(part, cos, sin, a.rope.neox)
-        seq.keys[layer][:, :, positions] = ops.to_half(k).transpose(1, 2, 0)
+        seq.keys[layer][:, positions // KEY_BLOCK, :, positions % KEY_BLOCK] = ops.to_half(k)  # [n, n_kv, hd]
         seq.values[layer][positions] = ops.to_half(v)
         # q meets the float16 keys at float16 precision, as ggml's F16 dot product takes it
         q = ops.to_half(q)

@@ -1,21 +1,23 @@
 """Attention's float64 sums and softmax in IR, each sum kept in a register from its first term to its last.
 
-scores(q, keys, first, n, out):   out[g, t] = sum over j in order of q[g, j] * keys[j, first + t]
+scores(q, keys, first, n, out):   out[g, t] = sum over j in order of q[g, j] * key[first + t, j]
 softmax(scores, n, scale, totals) scores[g, t] = e^(scale * score - peak), totals[g] their sum in order
 weighted(w, n, values, out):      out[g, j] = sum over t < n in order of w[g, t] * values[t, j]
 
-q: [heads, hd] float64 and keys: [hd, >= first + n] float32 hold float16 values, so each product is exact
+q: [heads, hd] float64 and the keys (float32, blocked: see scores) hold float16 values, so each product is exact
 in float64 and fma(q, k, s) rounds as s + q * k does: one fma a term. A weighted sum multiplies, then adds
 (two roundings), as numpy and numba's loops do. So both give, bit for bit, the plain loops' sums in order.
 
 Up to IN_FLIGHT heads (of one KV head) share each vector of keys or values loaded (8 positions or 8
 dimensions, converted to float64 once); with fewer heads each takes several vectors, so about IN_FLIGHT
-independent sums hide the fma or add latency, and a cache line of keys (a row apart from the next one
-read) is used whole while it is in L1. Vectors past an end are masked.
+independent sums hide the fma or add latency. The key cache keeps blocks of KEY_BLOCK positions dimension
+by dimension, so a step's keys are one run of memory the prefetcher follows. Vectors past an end are
+masked.
 """
 
 from __future__ import annotations
 
+from llvmlite import ir as llvm
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -24,6 +26,7 @@ from kinetic_cpu.kernels import exponential, ir
 from kinetic_cpu.kernels.ir import F32, F64, I64
 
 LANES = 8  # float64 lanes of a vector
+KEY_BLOCK = 16  # positions a block of the key cache holds together, dimension by dimension
 # heads a call takes at most, and the sums it keeps going at once: half the vector registers (32 of 512 bits
 # with AVX-512; 16 of 256 bits with AVX2, two to a vector of 8 doubles)
 IN_FLIGHT = 16 if ir.host_has("avx512f") else 4
@@ -80,30 +83,62 @@ def _masks(builder, remaining, n_vectors: int):
     return [ir.lanes_below(builder, builder.sub(remaining, ir.const(I64, LANES * v)), LANES) for v in range(n_vectors)]
 
 
+def _key_offsets(builder, hd, start, per_head: int):
+    """Byte offsets in a KV head's blocked keys of the per_head vectors of 8 positions from `start` (a
+    multiple of 8): position p, dimension j lies at ((p // KEY_BLOCK) * hd + j) * KEY_BLOCK + p % KEY_BLOCK."""
+    offsets = []
+    for v in range(per_head):
+        p = builder.add(start, ir.const(I64, LANES * v))
+        block, within = builder.sdiv(p, ir.const(I64, KEY_BLOCK)), builder.srem(p, ir.const(I64, KEY_BLOCK))
+        offsets.append(builder.mul(builder.add(builder.mul(builder.mul(block, hd), ir.const(I64, KEY_BLOCK)), within),
+                                   ir.const(I64, 4)))
+    return offsets
+
+
+def _position_masks(builder, start, first, end, per_head: int):
+    """<8 x i1> per vector of positions start + 8 v ..: set for first <= p < end."""
+    lanes = llvm.Constant(ir.vector(I64, LANES), list(range(LANES)))
+    masks = []
+    for v in range(per_head):
+        p = builder.add(ir.splat(builder, builder.add(start, ir.const(I64, LANES * v)), LANES), lanes)
+        masks.append(builder.and_(builder.icmp_signed(">=", p, ir.splat(builder, first, LANES)),
+                                  builder.icmp_signed("<", p, ir.splat(builder, end, LANES))))
+    return masks
+
+
 @intrinsic
 def scores(typingctx, q, keys, first, n, out):
-    """out[g, t < n] for g < q.shape[0] (1 .. IN_FLIGHT), t < n: see the module's docstring."""
+    """out[g, t < n] for g < q.shape[0] (1 .. IN_FLIGHT), t < n: see the module's docstring. keys: one KV
+    head's [blocks, hd, KEY_BLOCK], so the keys read together lie together; the vectors start at multiples
+    of 8 and mask off what lies before first or from first + n on."""
 
     def codegen(context, builder, signature, args):
         q_type, keys_type, _, _, out_type = signature.args
         q_value, keys_value, first_value, n_value, out_value = args
-        hd = ir.n_tokens(context, builder, keys_type, keys_value)
+        hd = cgutils.unpack_tuple(builder, context.make_array(keys_type)(context, builder, keys_value).shape, 3)[1]
+        keys_at = ir.byte_pointer(context, builder, keys_type, keys_value, ir.const(I64, 0))
+        aligned = builder.mul(builder.sdiv(first_value, ir.const(I64, LANES)), ir.const(I64, LANES))
+        end = builder.add(first_value, n_value)
 
         def emit(heads: int):
             per_head = max(1, IN_FLIGHT // heads)
             span = LANES * per_head
-            with cgutils.for_range(builder, _ceil_div(builder, n_value, span)) as step:
-                t0 = builder.mul(step.index, ir.const(I64, span))
-                sums = _zeroed_sums(builder, heads, _masks(builder, builder.sub(n_value, t0), per_head))
+            with cgutils.for_range(builder, _ceil_div(builder, builder.sub(end, aligned), span)) as step:
+                start = builder.add(aligned, builder.mul(step.index, ir.const(I64, span)))
+                masks = _position_masks(builder, start, first_value, end, per_head)
+                sums = [[(cgutils.alloca_once(builder, DOUBLES), mask) for mask in masks] for _ in range(heads)]
+                for vectors in sums:
+                    for slot, _ in vectors:
+                        builder.store(ir.const(DOUBLES, 0.0), slot)
+                offsets = _key_offsets(builder, hd, start, per_head)
                 with cgutils.for_range(builder, hd) as dim:
-                    row = ir.row_pointer(context, builder, keys_type, keys_value, dim.index, builder.add(first_value, t0))
-                    k = [_load_doubles(builder, builder.gep(row, [ir.const(I64, 4 * LANES * v)]), sums[0][v][1])
-                         for v in range(per_head)]
+                    row = builder.gep(keys_at, [builder.mul(dim.index, ir.const(I64, 4 * KEY_BLOCK))])
+                    k = [_load_doubles(builder, builder.gep(row, [offset]), mask) for offset, mask in zip(offsets, masks)]
                     for g in range(heads):
                         q_g = _splat_element(context, builder, q_type, q_value, ir.const(I64, g), dim.index)
                         for v, (slot, _) in enumerate(sums[g]):
                             builder.store(ir.fma(builder, q_g, k[v], builder.load(slot)), slot)
-                _store_sums(context, builder, sums, out_type, out_value, t0)
+                _store_sums(context, builder, sums, out_type, out_value, builder.sub(start, first_value))
 
         _by_heads(builder, ir.n_tokens(context, builder, q_type, q_value), emit)
         return context.get_dummy_value()
