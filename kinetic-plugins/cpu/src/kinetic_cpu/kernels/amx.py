@@ -156,18 +156,20 @@ def tiles(q, d, sums):  # q: [n, k] int8 in the legacy kernels' order; d, sums: 
     sums [token tiles, blocks, 16]), tokens past n zero."""
     n, n_blocks = q.shape[0], q.shape[1] // 32
     n_tiles = (n + TILE - 1) // TILE
-    b = np.zeros((n_tiles, n_blocks, 8, TILE, 4), np.int8)
+    words, runs = q.view(np.int32), np.zeros((n_tiles, n_blocks, 8, TILE), np.int32)  # runs of 4 bytes
     d_x, sums_x = np.zeros((n_tiles, n_blocks, TILE), np.float32), np.zeros((n_tiles, n_blocks, TILE), np.int32)
-    for t in range(n):
-        tile, lane = t // TILE, t % TILE
+    for tile in range(n_tiles):  # written in order, read from the tile's tokens side by side
+        tokens = min(TILE, n - TILE * tile)
         for block in range(n_blocks):
             first, width = q8_0_group(block, n_blocks)
-            at = 32 * first + 4 * (block - first)
+            at = 8 * first + block - first  # in words
             for run in range(8):
-                for j in range(4):
-                    b[tile, block, run, lane, j] = q[t, at + 4 * width * run + j]
-            d_x[tile, block, lane], sums_x[tile, block, lane] = d[t, block], sums[t, block]
-    return b, d_x, sums_x
+                for lane in range(tokens):
+                    runs[tile, block, run, lane] = words[TILE * tile + lane, at + width * run]
+            for lane in range(tokens):
+                t = TILE * tile + lane
+                d_x[tile, block, lane], sums_x[tile, block, lane] = d[t, block], sums[t, block]
+    return runs.view(np.int8).reshape((n_tiles, n_blocks, 8, TILE, 4)), d_x, sums_x
 
 
 def _accumulate(builder, c_at, d_w_at, d_x, offsets, accs) -> None:

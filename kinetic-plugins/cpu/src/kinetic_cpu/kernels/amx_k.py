@@ -37,22 +37,24 @@ def tiles(q, d, sums, run):  # q: [n, k] int8; d: [n, k / 256]; sums: [n, k / 16
     tokens past n zero."""
     n, k = q.shape
     n_tiles, n_runs = (n + TILE - 1) // TILE, k // run
-    b = np.zeros((n_tiles, n_runs, run // 4, TILE, 4), np.int8)
+    words, b = q.view(np.int32), np.zeros((n_tiles, n_runs, run // 4, TILE), np.int32)  # runs of 4 bytes
     d_x = np.zeros((n_tiles, k // 256, TILE), np.float32)
     run_sums = np.zeros((n_tiles, n_runs, TILE), np.float32)
-    for t in range(n):
-        tile, lane = t // TILE, t % TILE
+    for tile in range(n_tiles):  # written in order, read from the tile's tokens side by side
+        tokens = min(TILE, n - TILE * tile)
         for j in range(n_runs):
             for i in range(run // 4):
-                for byte in range(4):
-                    b[tile, j, i, lane, byte] = q[t, run * j + 4 * i + byte]
-            total = 0
-            for g in range(run // 16):
-                total += sums[t, run // 16 * j + g]
-            run_sums[tile, j, lane] = total
+                for lane in range(tokens):
+                    b[tile, j, i, lane] = words[TILE * tile + lane, run // 4 * j + i]
+            for lane in range(tokens):
+                total = 0
+                for g in range(run // 16):
+                    total += sums[TILE * tile + lane, run // 16 * j + g]
+                run_sums[tile, j, lane] = total
         for s in range(k // 256):
-            d_x[tile, s, lane] = d[t, s]
-    return b, d_x, run_sums
+            for lane in range(tokens):
+                d_x[tile, s, lane] = d[TILE * tile + lane, s]
+    return b.view(np.int8).reshape((n_tiles, n_runs, run // 4, TILE, 4)), d_x, run_sums
 
 
 @intrinsic
