@@ -14,8 +14,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
+from kinetic_cpu.kernels import ir
 from kinetic_cpu.kernels.intrinsics import bits_float, float_bits
 
 
@@ -103,21 +105,47 @@ def q8_0_group(b, n_blocks):
     return b, 1
 
 
+@intrinsic
+def _q8_0_block(typingctx, x, b, words, first, width, d, sums):
+    """Block b of one token's x ([k] float32): amax = the largest |x| (compared as integer bits, so NaN
+    aside as the loop that took it before), q = int8(rint(x * (127 / amax))) (0 for an all-zero block),
+    run i of 4 quants to words[8 * first + b - first + width * i] (the group layout, q8_0_group), amax to
+    d[b] (q8_0 rows scale it next) and the sum of q to sums[b]. Each step is the IEEE operation written."""
+
+    def codegen(context, builder, signature, args):
+        x_type, _, words_type, _, _, d_type, sums_type = signature.args
+        x_value, block, words_value, first_value, width_value, d_value, sums_value = args
+        floats, ints = ir.vector(ir.F32, 32), ir.vector(ir.I32, 32)
+        values = ir.load(builder, ir.byte_pointer(context, builder, x_type, x_value, builder.mul(block, ir.const(ir.I64, 128))), 0, floats)
+        bits = builder.and_(builder.bitcast(values, ints), ir.const(ints, 0x7FFFFFFF))
+        amax = builder.bitcast(ir.call_intrinsic(builder, "llvm.vector.reduce.umax.v32i32", ir.I32, bits), ir.F32)
+        nonzero = builder.fcmp_unordered("!=", amax, ir.const(ir.F32, 0.0))
+        inverse = builder.select(nonzero, builder.fdiv(ir.const(ir.F32, 127.0), amax), ir.const(ir.F32, 0.0))
+        scaled = builder.fmul(values, ir.splat(builder, inverse, 32))
+        q = builder.fptosi(ir.call_intrinsic(builder, "llvm.rint.v32f32", floats, scaled), ir.vector(ir.I8, 32))
+        total = ir.call_intrinsic(builder, "llvm.vector.reduce.add.v32i32", ir.I32, builder.sext(q, ints))
+        runs = builder.bitcast(q, ir.vector(ir.I32, 8))
+        at = builder.add(builder.mul(first_value, ir.const(ir.I64, 7)), block)  # 8 first + (b - first)
+        for i in range(8):
+            word = builder.add(at, builder.mul(width_value, ir.const(ir.I64, i)))
+            ir.store(builder, builder.extract_element(runs, ir.const(ir.I32, i)),
+                     ir.byte_pointer(context, builder, words_type, words_value, builder.mul(word, ir.const(ir.I64, 4))), 0)
+        ir.store(builder, amax, ir.byte_pointer(context, builder, d_type, d_value, builder.mul(block, ir.const(ir.I64, 4))), 0)
+        ir.store(builder, total, ir.byte_pointer(context, builder, sums_type, sums_value, builder.mul(block, ir.const(ir.I64, 4))), 0)
+        return context.get_dummy_value()
+
+    return types.none(x, types.intp, words, types.intp, types.intp, d, sums), codegen
+
+
 @njit(cache=True, nogil=True)
 def _q8_0_row(x, bits, q, d, sums):
     n_blocks = x.shape[0] // 32
+    words = q.view(np.int32)
     for b in range(n_blocks):
-        amax = bits_float(_largest_bits(bits, 32 * b, 32))
-        inverse = np.float32(127.0) / amax if amax != 0 else np.float32(0.0)
         first, width = q8_0_group(b, n_blocks)
-        at = 32 * first + 4 * (b - first)
-        total = 0
-        for j in range(32):
-            value = np.int8(np.rint(x[32 * b + j] * inverse))
-            q[at + 4 * width * (j // 4) + j % 4] = value
-            total += value
-        d[b] = f16_round(amax / np.float32(127.0))
-        sums[b] = total
+        _q8_0_block(x, b, words, first, width, d, sums)
+    for b in range(n_blocks):
+        d[b] = f16_round(d[b] / np.float32(127.0))
 
 
 @njit(cache=True, nogil=True)
