@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from llvmlite import ir as llvm
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
@@ -56,40 +57,30 @@ def quantize_q8_k(x: np.ndarray) -> tuple:  # x: [n, k] float32, k % 256 == 0
 
 
 def _quantize(kind: int, x, q, d, sums) -> None:
-    bits = x.view(np.int32)  # |x| compared as integers: a max that vectorizes
     if x.size < SERIAL_VALUES:
-        _rows_serial(kind, x, bits, q, d, sums)
+        _rows_serial(kind, x, q, d, sums)
     else:
-        _rows_parallel(kind, x, bits, q, d, sums)
+        _rows_parallel(kind, x, q, d, sums)
 
 
 @njit(cache=True, nogil=True)
-def _row(kind, x, bits, q, d, sums):  # one token's x, bits, q: [k]; d, sums: its blocks
+def _row(kind, x, q, d, sums):  # one token's x, q: [k]; d, sums: its blocks
     if kind == Q8_0:
-        _q8_0_row(x, bits, q, d, sums)
+        _q8_0_row(x, q, d, sums)
     else:
-        _q8_k_row(x, bits, q, d, sums)
+        _q8_k_row(x, q, d, sums)
 
 
 @njit(cache=True, nogil=True)
-def _rows_serial(kind, x, bits, q, d, sums):
+def _rows_serial(kind, x, q, d, sums):
     for t in range(x.shape[0]):
-        _row(kind, x[t], bits[t], q[t], d[t], sums[t])
+        _row(kind, x[t], q[t], d[t], sums[t])
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _rows_parallel(kind, x, bits, q, d, sums):
+def _rows_parallel(kind, x, q, d, sums):
     for t in prange(x.shape[0]):
-        _row(kind, x[t], bits[t], q[t], d[t], sums[t])
-
-
-@njit(cache=True, nogil=True)
-def _largest_bits(bits, start, size):
-    """The largest |x| bits (sign cleared) of bits[start : start + size]."""
-    top = 0
-    for j in range(size):  # a constant trip count: the loop vectorizes whole
-        top = max(top, bits[start + j] & 0x7FFFFFFF)
-    return top
+        _row(kind, x[t], q[t], d[t], sums[t])
 
 
 @njit(cache=True, nogil=True)
@@ -138,7 +129,7 @@ def _q8_0_block(typingctx, x, b, words, first, width, d, sums):
 
 
 @njit(cache=True, nogil=True)
-def _q8_0_row(x, bits, q, d, sums):
+def _q8_0_row(x, q, d, sums):
     n_blocks = x.shape[0] // 32
     words = q.view(np.int32)
     for b in range(n_blocks):
@@ -148,21 +139,59 @@ def _q8_0_row(x, bits, q, d, sums):
         d[b] = f16_round(d[b] / np.float32(127.0))
 
 
+def _peak_index(builder, bits, top):
+    """The index (i64) of the first of the 8 <32 x i32> vectors' lanes equal to top."""
+    index = ir.const(ir.I64, 0)
+    for v in reversed(range(8)):
+        hits = builder.bitcast(builder.icmp_unsigned("==", bits[v], ir.splat(builder, top, 32)), ir.I32)
+        first = ir.call_intrinsic(builder, "llvm.cttz.i32", ir.I32, hits, llvm.Constant(llvm.IntType(1), 0))
+        here = builder.add(builder.zext(first, ir.I64), ir.const(ir.I64, 32 * v))
+        index = builder.select(builder.icmp_unsigned("!=", hits, ir.const(ir.I32, 0)), here, index)
+    return index
+
+
+@intrinsic
+def _q8_k_block(typingctx, x, b, q, d, sums):
+    """Super-block b of one token's x ([k] float32), as ggml's quantize_row_q8_K_ref: the first value of
+    the largest magnitude (integer bits) sets inverse = -127 / it, q = int8(min(127, rint(inverse * x))),
+    d = 1 / inverse, and the sum of every 16 q; an all-zero block is left as it is (zeros)."""
+
+    def codegen(context, builder, signature, args):
+        x_type, _, q_type, d_type, sums_type = signature.args
+        x_value, block, q_value, d_value, sums_value = args
+        floats, ints = ir.vector(ir.F32, 32), ir.vector(ir.I32, 32)
+
+        def at(array_type, array, index, size: int):
+            return ir.byte_pointer(context, builder, array_type, array, builder.mul(index, ir.const(ir.I64, size)))
+
+        x_at = at(x_type, x_value, block, 1024)
+        values = [ir.load(builder, x_at, 128 * v, floats) for v in range(8)]
+        bits = [builder.and_(builder.bitcast(value, ints), ir.const(ints, 0x7FFFFFFF)) for value in values]
+        widest = bits[0]
+        for more in bits[1:]:
+            widest = ir.call_intrinsic(builder, "llvm.umax.v32i32", ints, widest, more)
+        top = ir.call_intrinsic(builder, "llvm.vector.reduce.umax.v32i32", ir.I32, widest)
+        with builder.if_then(builder.icmp_unsigned("!=", top, ir.const(ir.I32, 0))):
+            peak = ir.load(builder, builder.gep(x_at, [builder.mul(_peak_index(builder, bits, top), ir.const(ir.I64, 4))]), 0, ir.F32)
+            inverse = builder.fdiv(ir.const(ir.F32, -127.0), peak)
+            q_at, sums_at = at(q_type, q_value, block, 256), at(sums_type, sums_value, block, 64)
+            for v, value in enumerate(values):
+                rounded = ir.call_intrinsic(builder, "llvm.rint.v32f32", floats, builder.fmul(ir.splat(builder, inverse, 32), value))
+                capped = builder.select(builder.fcmp_ordered("<", rounded, ir.const(floats, 127.0)), rounded, ir.const(floats, 127.0))
+                quants = builder.fptosi(capped, ir.vector(ir.I8, 32))
+                ir.store(builder, quants, q_at, 32 * v)
+                wide = builder.sext(quants, ints)
+                for half in range(2):
+                    part = builder.shuffle_vector(wide, wide, ir.indices(range(16 * half, 16 * half + 16)))
+                    total = ir.call_intrinsic(builder, "llvm.vector.reduce.add.v16i32", ir.I32, part)
+                    ir.store(builder, total, sums_at, 4 * (2 * v + half))
+            ir.store(builder, builder.fdiv(ir.const(ir.F32, 1.0), inverse), at(d_type, d_value, block, 4), 0)
+        return context.get_dummy_value()
+
+    return types.none(x, types.intp, q, d, sums), codegen
+
+
 @njit(cache=True, nogil=True)
-def _q8_k_row(x, bits, q, d, sums):
+def _q8_k_row(x, q, d, sums):  # q, d, sums start zeroed (quantize_q8_k)
     for b in range(x.shape[0] // 256):
-        top = _largest_bits(bits, 256 * b, 256)
-        if top == 0:
-            continue
-        peak = 256 * b
-        while bits[peak] & 0x7FFFFFFF != top:  # the first value of that magnitude, as ggml takes it
-            peak += 1
-        inverse = np.float32(-127.0) / x[peak]
-        for j in range(256):
-            q[256 * b + j] = np.int8(min(np.float32(127.0), np.rint(inverse * x[256 * b + j])))
-        for g in range(16 * b, 16 * b + 16):
-            total = 0
-            for j in range(16):
-                total += q[16 * g + j]
-            sums[g] = total
-        d[b] = np.float32(1.0) / inverse
+        _q8_k_block(x, b, q, d, sums)
