@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, NamedTuple, Optional
 
 import numba
 import numpy as np
@@ -49,7 +49,7 @@ class Matrix:
         kernel = KERNELS.get(self.type.name)
         self.activations = kernel.activations if kernel else "dequantize"
         self._blocks = as_blocks(weight, self.type) if kernel else None
-        self._tiles = _tiling(self.type.name) if amx.AVAILABLE else None  # batches on AMX tiles
+        self._tiling = _tiling(self.type.name) if amx.AVAILABLE else None  # batches on AMX tiles
 
     def __call__(self, x: np.ndarray, acts: Optional[tuple] = None) -> np.ndarray:
         """[n_tokens, rows] float32 for x [n_tokens, k] float32. Row t is bit for bit what x[t:t + 1] alone
@@ -66,8 +66,8 @@ class Matrix:
         if self._blocks is None:
             return dequantizing_matmul(self.weight, self.type, plugins().tensor_types[0], acts[0])
         out = np.empty((n_tokens, self.rows), np.float32)
-        if self._tiles and n_tokens >= amx.MIN_TOKENS:  # every token at once: a decoded tile serves them all
-            parts = [(self._tiles(*acts), out)]
+        if self._tiling is not None and n_tokens >= self._tiling.min_tokens:  # a decoded tile serves them all
+            parts = [(self._tiling.lay_out(*acts), out)]
         else:  # 512 tokens: Qwen2.5 0.5B's prompts 10% faster in tiles
             parts = [(tuple(a[start : start + TOKEN_TILE] for a in acts), out[start : start + TOKEN_TILE])
                      for start in range(0, n_tokens, TOKEN_TILE)]  # fmt: skip
@@ -79,12 +79,17 @@ class Matrix:
         return out
 
 
-def _tiling(name: str) -> Optional[Callable]:
-    """acts -> the activations as the type's AMX tiles take them, or None for a type they do not take."""
+class Tiling(NamedTuple):
+    lay_out: Callable  # acts -> the activations as the type's AMX tiles take them
+    min_tokens: int  # batches from this size go to the tiles
+
+
+def _tiling(name: str) -> Optional[Tiling]:
+    """How a type's batches go to AMX tiles, or None for a type they do not take."""
     if name in amx.SPECS:
-        return amx.tiles
+        return Tiling(amx.tiles, amx.MIN_TOKENS)
     if name in amx_k.SPECS:
-        return functools.partial(amx_k.tiles, run=amx_k.run_of(name))
+        return Tiling(functools.partial(amx_k.tiles, run=amx_k.run_of(name)), amx_k.MIN_TOKENS)
     return None
 
 
