@@ -162,7 +162,7 @@ def _q8_k_block(typingctx, x, b, q, d, sums):
         floats, ints = ir.vector(ir.F32, 32), ir.vector(ir.I32, 32)
 
         def at(array_type, array, index, size: int):
-            return ir.byte_pointer(context, builder, array_type, array, builder.mul(index, ir.const(ir.I64, size)))
+            return ir.item_pointer(context, builder, array_type, array, index, size)
 
         x_at = at(x_type, x_value, block, 1024)
         values = [ir.load(builder, x_at, 128 * v, floats) for v in range(8)]

@@ -70,17 +70,12 @@ def _void(builder, name: str, *operands) -> None:
     ir.call_intrinsic(builder, name, llvm.VoidType(), *operands)
 
 
-def data(context, builder, array_type, array, offset=None):
-    """i8* to an array's data, or to byte `offset` (an i64 value) of it."""
-    return ir.byte_pointer(context, builder, array_type, array, offset or ir.const(ir.I64, 0))
-
-
 @intrinsic
 def configure(typingctx, config):
     """Load the tile configuration (CONFIG) on this thread."""
 
     def codegen(context, builder, signature, args):
-        _void(builder, "llvm.x86.ldtilecfg", data(context, builder, signature.args[0], args[0]))
+        _void(builder, "llvm.x86.ldtilecfg", ir.byte_pointer(context, builder, signature.args[0], args[0]))
         return context.get_dummy_value()
 
     return types.none(config), codegen
@@ -117,7 +112,7 @@ def decode_rows(typingctx, w, row, n_rows, block, a, d_w):
     def codegen(context, builder, signature, args):
         w_type, _, _, _, a_type, d_type = signature.args
         w_value, first, count, index, a_value, d_value = args
-        a_at, d_at = data(context, builder, a_type, a_value), data(context, builder, d_type, d_value)
+        a_at, d_at = ir.byte_pointer(context, builder, a_type, a_value), ir.byte_pointer(context, builder, d_type, d_value)
         last = builder.sub(count, ir.const(ir.I64, 1))
         for r in range(TILE):  # unrolled: straight-line code schedules the 16 decodes together
             existing = builder.select(builder.icmp_signed("<", ir.const(ir.I64, r), count), ir.const(ir.I64, r), last)
@@ -199,36 +194,32 @@ def lane_sums(typingctx, a, d_w, acts, tile, offset, c, lanes):
                                                                    for i in range(3))
         first_block = builder.mul(tile_value, n_blocks)  # token tile `tile`'s first block in acts
         floats, words = ir.vector(ir.F32, TILE), ir.vector(ir.I32, TILE)
-        c_at = [data(context, builder, c_type, c_value, ir.const(ir.I64, 4 * TILE * TILE * i)) for i in range(2)]
+        c_at = [ir.byte_pointer(context, builder, c_type, c_value, ir.const(ir.I64, 4 * TILE * TILE * i)) for i in range(2)]
         for lane in range(8):
             accs = [cgutils.alloca_once_value(builder, ir.const(floats, 0.0)) for _ in range(TILE)]
-            count = _ceil_div(builder, builder.sub(n_blocks, ir.const(ir.I64, lane)), 8)
+            count = ir.ceil_div(builder, builder.sub(n_blocks, ir.const(ir.I64, lane)), 8)
             with cgutils.for_range(builder, count) as loop:
                 block = builder.add(builder.mul(loop.index, ir.const(ir.I64, 8)), ir.const(ir.I64, lane))
                 at = builder.add(first_block, block)  # [token tiles x blocks] index of this block's activations
-                a_at = data(context, builder, a_type, a_value, builder.mul(block, ir.const(ir.I64, 32 * TILE)))
-                b_at = data(context, builder, b_type, b_value, builder.mul(at, ir.const(ir.I64, 32 * TILE)))
+                a_at = ir.item_pointer(context, builder, a_type, a_value, block, 32 * TILE)
+                b_at = ir.item_pointer(context, builder, b_type, b_value, at, 32 * TILE)
                 odd = builder.trunc(loop.index, llvm.IntType(1))
                 with builder.if_else(odd) as (then, otherwise):
                     with then:
                         block_dots(builder, name, 3, a_at, b_at, c_at[1])
                     with otherwise:
                         block_dots(builder, name, 0, a_at, b_at, c_at[0])
-                d_x = ir.load(builder, data(context, builder, x_type, x_value, builder.mul(at, ir.const(ir.I64, 4 * TILE))), 0, floats)
-                sums = ir.load(builder, data(context, builder, s_type, s_value, builder.mul(at, ir.const(ir.I64, 4 * TILE))), 0, words)
+                d_x = ir.load(builder, ir.item_pointer(context, builder, x_type, x_value, at, 4 * TILE), 0, floats)
+                sums = ir.load(builder, ir.item_pointer(context, builder, s_type, s_value, at, 4 * TILE), 0, words)
                 offsets = builder.mul(sums, ir.splat(builder, builder.trunc(offset_value, ir.I32), TILE))
-                d_w_at = data(context, builder, w_type, w_value, builder.mul(block, ir.const(ir.I64, 4 * TILE)))
+                d_w_at = ir.item_pointer(context, builder, w_type, w_value, block, 4 * TILE)
                 _accumulate(builder, builder.select(odd, c_at[1], c_at[0]), d_w_at, d_x, offsets, accs)
-            lane_at = data(context, builder, lanes_type, lanes_value)
+            lane_at = ir.byte_pointer(context, builder, lanes_type, lanes_value)
             for r, slot in enumerate(accs):
                 ir.store(builder, builder.load(slot), lane_at, 4 * TILE * (TILE * lane + r))
         return context.get_dummy_value()
 
     return types.none(a, d_w, acts, types.intp, types.intp, c, lanes), codegen
-
-
-def _ceil_div(builder, a, b: int):
-    return builder.sdiv(builder.add(a, ir.const(ir.I64, b - 1)), ir.const(ir.I64, b))
 
 
 @njit(cache=True, nogil=True)

@@ -15,7 +15,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from kinetic_cpu.kernels import amx, halves, ir, kquants
+from kinetic_cpu.kernels import halves, ir, kquants
 from kinetic_cpu.kernels.amx import TILE, block_dots, configure, release, tile_config, write_tile
 
 SPECS = kquants.SPECS
@@ -69,7 +69,7 @@ def decode_rows(typingctx, w, row, n_rows, sb, a, scales, mins, d):
     def codegen(context, builder, signature, args):
         w_type, _, _, _, a_type, s_type, m_type, d_type = signature.args
         w_value, first, count, index, a_value, s_value, m_value, d_value = args
-        a_at, s_at, m_at, d_at = (amx.data(context, builder, t, v) for t, v in
+        a_at, s_at, m_at, d_at = (ir.byte_pointer(context, builder, t, v) for t, v in
                                   ((a_type, a_value), (s_type, s_value), (m_type, m_value), (d_type, d_value)))
         last = builder.sub(count, ir.const(ir.I64, 1))
         for r in range(TILE):
@@ -148,13 +148,13 @@ def lane_sums(typingctx, w, a, scales, mins, d, acts, tile, c, lanes):
                                                                    for i in range(3))
         floats = ir.vector(ir.F32, TILE)
         n_sbs = ir.n_tokens(context, builder, d_type, d_value)
-        c_at = [amx.data(context, builder, c_type, c_value, ir.const(ir.I64, 4 * TILE * TILE * i)) for i in range(2)]
-        lanes_at = amx.data(context, builder, lanes_type, lanes_value)
+        c_at = [ir.byte_pointer(context, builder, c_type, c_value, ir.const(ir.I64, 4 * TILE * TILE * i)) for i in range(2)]
+        lanes_at = ir.byte_pointer(context, builder, lanes_type, lanes_value)
         for i in range(8 * TILE):
             ir.store(builder, ir.const(floats, 0.0), lanes_at, 4 * TILE * i)
 
-        def at(array_type, array, index, size: int):  # i8* to item `index` of `size` bytes
-            return amx.data(context, builder, array_type, array, builder.mul(index, ir.const(ir.I64, size)))
+        def at(array_type, array, index, size: int):
+            return ir.item_pointer(context, builder, array_type, array, index, size)
 
         with cgutils.for_range(builder, n_sbs) as loop:
             sb = loop.index

@@ -46,10 +46,6 @@ def _by_heads(builder, heads, emit) -> None:
     builder.position_at_end(done)
 
 
-def _ceil_div(builder, a, b: int):
-    return builder.sdiv(builder.add(a, ir.const(I64, b - 1)), ir.const(I64, b))
-
-
 def _load_doubles(builder, pointer, mask):
     """8 float32 at an i8* pointer (masked) as float64."""
     return builder.fpext(ir.masked_load(builder, pointer, FLOATS, mask), DOUBLES)
@@ -116,20 +112,17 @@ def scores(typingctx, q, keys, first, n, out):
         q_type, keys_type, _, _, out_type = signature.args
         q_value, keys_value, first_value, n_value, out_value = args
         hd = cgutils.unpack_tuple(builder, context.make_array(keys_type)(context, builder, keys_value).shape, 3)[1]
-        keys_at = ir.byte_pointer(context, builder, keys_type, keys_value, ir.const(I64, 0))
+        keys_at = ir.byte_pointer(context, builder, keys_type, keys_value)
         aligned = builder.mul(builder.sdiv(first_value, ir.const(I64, LANES)), ir.const(I64, LANES))
         end = builder.add(first_value, n_value)
 
         def emit(heads: int):
             per_head = max(1, IN_FLIGHT // heads)
             span = LANES * per_head
-            with cgutils.for_range(builder, _ceil_div(builder, builder.sub(end, aligned), span)) as step:
+            with cgutils.for_range(builder, ir.ceil_div(builder, builder.sub(end, aligned), span)) as step:
                 start = builder.add(aligned, builder.mul(step.index, ir.const(I64, span)))
                 masks = _position_masks(builder, start, first_value, end, per_head)
-                sums = [[(cgutils.alloca_once(builder, DOUBLES), mask) for mask in masks] for _ in range(heads)]
-                for vectors in sums:
-                    for slot, _ in vectors:
-                        builder.store(ir.const(DOUBLES, 0.0), slot)
+                sums = _zeroed_sums(builder, heads, masks)
                 offsets = _key_offsets(builder, hd, start, per_head)
                 with cgutils.for_range(builder, hd) as dim:
                     row = builder.gep(keys_at, [builder.mul(dim.index, ir.const(I64, 4 * KEY_BLOCK))])
@@ -158,7 +151,7 @@ def weighted(typingctx, w, n, values, out):
         def emit(heads: int):
             per_head = max(1, IN_FLIGHT // heads)
             span = LANES * per_head
-            with cgutils.for_range(builder, _ceil_div(builder, hd, span)) as step:
+            with cgutils.for_range(builder, ir.ceil_div(builder, hd, span)) as step:
                 j0 = builder.mul(step.index, ir.const(I64, span))
                 sums = _zeroed_sums(builder, heads, _masks(builder, builder.sub(hd, j0), per_head))
                 with cgutils.for_range(builder, n_value) as position:
@@ -227,7 +220,7 @@ def softmax(typingctx, scores, n, scale, totals):
                     builder.store(total, sums[g])
 
             ir.over_vectors(builder, n_value, LANES, emit)
-            out = _data_pointer(context, builder, totals_type, totals_value)
+            out = ir.byte_pointer(context, builder, totals_type, totals_value)
             for g, slot in enumerate(sums):
                 ir.store(builder, builder.load(slot), out, 8 * g)
 
@@ -236,6 +229,3 @@ def softmax(typingctx, scores, n, scale, totals):
 
     return types.none(scores, types.intp, types.float64, totals), codegen
 
-
-def _data_pointer(context, builder, array_type, array):
-    return ir.byte_pointer(context, builder, array_type, array, ir.const(I64, 0))

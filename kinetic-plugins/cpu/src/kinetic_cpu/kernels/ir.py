@@ -32,10 +32,20 @@ def indices(values) -> ir.Constant:
     return ir.Constant(vector(I32, len(values)), list(values))
 
 
-def byte_pointer(context, builder, array_type, array, offset) -> ir.Value:
-    """i8* to byte `offset` (an i64 value) of an array's data, whatever its element type."""
+def byte_pointer(context, builder, array_type, array, offset=None) -> ir.Value:
+    """i8* to byte `offset` (an i64 value; None: 0) of an array's data, whatever its element type."""
     data = context.make_array(array_type)(context, builder, array).data
-    return builder.gep(builder.bitcast(data, I8.as_pointer()), [offset])
+    return builder.gep(builder.bitcast(data, I8.as_pointer()), [const(I64, 0) if offset is None else offset])
+
+
+def item_pointer(context, builder, array_type, array, index, size: int) -> ir.Value:
+    """i8* to item `index` (an i64 value) of an array's data taken as items of `size` bytes."""
+    return byte_pointer(context, builder, array_type, array, builder.mul(index, const(I64, size)))
+
+
+def ceil_div(builder, a, b: int) -> ir.Value:
+    """ceil(a / b) for an i64 a >= 0."""
+    return builder.sdiv(builder.add(a, const(I64, b - 1)), const(I64, b))
 
 
 def row_pointer(context, builder, array_type, array, row, index) -> ir.Value:
