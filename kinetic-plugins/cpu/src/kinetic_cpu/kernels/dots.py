@@ -78,11 +78,5 @@ def fold_pairs(builder, v) -> llvm.Value:
     return builder.add(even, odd)
 
 
-def fold_halves(builder, v) -> llvm.Value:
-    """Lane j plus lane j + n: <2n x i32> -> <n x i32>."""
-    n = v.type.count // 2
-    return builder.add(builder.shuffle_vector(v, v, indices(range(n))), builder.shuffle_vector(v, v, indices(range(n, 2 * n))))
-
-
 def int_sum(builder, v) -> llvm.Value:
     return call_intrinsic(builder, f"llvm.vector.reduce.add.v{v.type.count}i32", v.type.element, v)

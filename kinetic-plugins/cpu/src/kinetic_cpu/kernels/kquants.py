@@ -5,8 +5,8 @@ weights, each with its own scale) of s_run * ((q - offset) . x_q), an offset (32
 w = s * (q - offset)) coming off as offset * s_run * (sum of x_q in the run); and, for the types with
 minimums, M = the sum over runs of m_run * (sum of x_q in the run). Lane s % 8 of the token's accumulator
 takes acc = fma(d_w * d_x, I, acc), then acc = fma(-(dmin_w * d_x), M, acc), as the legacy kernels put a
-block's value in lane block % 8; the integers are summed in 8 vector lanes first, in any order (they are
-exact). One integer per super-block is what a tile product gives (amx.py).
+block's value in lane block % 8; the integers are summed in vector lanes first, in any order (they are
+exact). One integer per super-block is what tile products give (amx_k.py).
 """
 
 from __future__ import annotations
@@ -79,9 +79,9 @@ class _Spec(NamedTuple):
     offset: int = 0  # w = d * s * (q - offset)
 
 
-def _lanes(builder, spec: _Spec, quants, pair_scales, scales, x, run_sums):
-    """<8 x i32> of one token whose lanes sum to I (module docstring): lane j has bytes 4j .. 4j + 3 of each
-    chunk of 32; quants(c): chunk c's quants. Where dots.WIDE, two chunks a product (lanes j and j + 8, then added)."""
+def _exact(builder, spec: _Spec, quants, pair_scales, scales, x, run_sums):
+    """I (i32) of one token (module docstring), exact: the products' lanes summed, less the offset term;
+    quants(c): chunk c's quants. Where dots.WIDE, two chunks a product."""
     width = 2 if dots.WIDE else 1
     total = None
     for c in range(0, 8, width):
@@ -89,11 +89,11 @@ def _lanes(builder, spec: _Spec, quants, pair_scales, scales, x, run_sums):
             concat(builder, quants(c), quants(c + 1)), concat(builder, pair_scales[c], pair_scales[c + 1]))
         part = dots.scaled_quad_sums(builder, q, ir.load_bytes(builder, x, 32 * c, 32 * width), scale)
         total = part if total is None else builder.add(total, part)
-    total = total if width == 1 else dots.fold_halves(builder, total)
+    exact = dots.int_sum(builder, total)
     if spec.offset:
-        offsets = _eight(builder, builder.mul(run_sums, scales))
-        total = builder.sub(total, builder.mul(offsets, ir.const(offsets.type, spec.offset)))
-    return total
+        offsets = dots.int_sum(builder, builder.mul(run_sums, scales))
+        exact = builder.sub(exact, builder.mul(offsets, ir.const(I32, spec.offset)))
+    return exact
 
 
 def _super_block(spec: _Spec):
@@ -112,7 +112,7 @@ def _super_block(spec: _Spec):
             run_sums = _run_sums(b, sums, scales.type.count)
             x = step.activation(0, t, step.times_s(256))
             d_x = ir.load(b, step.activation(1, t, step.s), 0, d_w.type)
-            exact = b.sitofp(ir.as_lanes(b, dots.int_sum(b, _lanes(b, spec, quants, pair_scales, scales, x, run_sums))), one)
+            exact = b.sitofp(ir.as_lanes(b, _exact(b, spec, quants, pair_scales, scales, x, run_sums)), one)
 
             def update(total):
                 total = ir.fma(b, b.fmul(d_w, d_x), exact, total)
