@@ -94,6 +94,24 @@ def test_greedy_picks_among_the_survivors_of_the_chain():
     expect(probs, [0, 1, 0, 0])
 
 
+
+@pytest.mark.parametrize("settings", [
+    dict(top_k=1), dict(top_k=40, top_p=0.95, min_p=0.05), dict(top_p=0.01), dict(min_p=0.9), dict(top_n_sigma=0.5),
+    dict(top_k=2, repeat_penalty=1.3, frequency_penalty=0.5), dict(dry_multiplier=0.8, dry_allowed_length=1),
+    dict(logit_bias={3: 5.0, 9: float("-inf")}), dict(typical_p=0.3, top_k=5),
+    dict(xtc_probability=1.0, xtc_threshold=0.05, top_k=6)])
+def test_greedy_sample_is_the_argmax_of_the_whole_chain(settings):
+    # sample skips the filters that keep the likeliest token: it must still pick what the chain leaves
+    rng = np.random.default_rng(5)
+    chosen = dataclasses.replace(NEUTRAL, temp=0.0, **settings)
+    for trial in range(50):
+        logits = rng.integers(-4, 5, 64).astype(np.float32) / 2  # many ties, at the top too
+        history = list(rng.integers(0, 64, 20))
+        state = SamplerState.start(chosen)
+        expected = int(np.argmax(probabilities(logits, history, chosen, trial, state)))
+        assert sample(logits, history, chosen, trial, state) == expected
+
+
 # --- each sampler ---
 
 

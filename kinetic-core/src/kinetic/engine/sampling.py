@@ -63,10 +63,28 @@ def sample(
 ) -> int:
     """The answer's token number `index` (counting from 0); updates state (Mirostat's mu)."""
     # logits: [n_vocab] float32; history: every earlier token of the sequence, prompt included
+    if settings.is_greedy and not (settings.mirostat or _may_drop_the_best(settings)):
+        return _likeliest(logits, history, settings, state)
     probs = probabilities(logits, history, settings, index, state)
     token = int(np.argmax(probs)) if settings.is_greedy else pick(probs, draw(settings, index, PICK_STREAM))
     state.observe(token, probs, settings)
     return token
+
+
+def _may_drop_the_best(settings: SamplingSettings) -> bool:
+    """Whether typical or XTC is on: the only filters that can drop the likeliest token. Top-n-sigma,
+    top-k, top-p and min-p always keep it, and break ties to the lower id as argmax does."""
+    return settings.typical_p < 1.0 or (settings.xtc_probability > 0.0 and settings.xtc_threshold <= 0.5)
+
+
+def _likeliest(logits: np.ndarray, history: Sequence[int], settings: SamplingSettings, state: SamplerState) -> int:
+    """Greedy without the filters that keep the likeliest token anyway: the chain's answer, without its cost."""
+    # logits: [n_vocab] float32
+    scores = np.array(logits, dtype=np.float64)
+    apply_logit_bias(scores, settings.logit_bias)
+    _penalize(scores, history, settings, state.dry_breakers)
+    candidates = Candidates.from_scores(scores)
+    return int(candidates.ids[candidates.argmax()])
 
 
 def probabilities(
