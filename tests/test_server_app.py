@@ -139,6 +139,16 @@ def test_greedy_chat_is_the_engines_answer_and_reuses_the_cache(client, engine):
     assert recomputed["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
 
 
+def test_the_servers_warm_up_leaves_no_trace(qwen_gguf):
+    session = Session(qwen_gguf, device="cpu", ctx_size=256, off=["warm-start"])
+    prompt, greedy = session.chat_prompt(HI["messages"]), SamplingSettings(temp=0)
+    seq = session.new_sequence()
+    session.warm_up(seq)
+    assert seq.n_tokens == 0
+    assert list(session.generate(seq, prompt, greedy, 8)) == list(session.generate(session.new_sequence(), prompt,
+                                                                                    greedy, 8))
+
+
 def test_chat_logprobs_are_the_raw_logits(client, engine):
     body = {**HI, "max_tokens": 1, "logprobs": True, "top_logprobs": 3}
     entry = client.simulate_post("/v1/chat/completions", json=body).json["choices"][0]["logprobs"]["content"][0]

@@ -20,10 +20,11 @@ from kinetic.errors import KineticError
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
-from kinetic.spec.device import DeviceSequence, UploadOptions
+from kinetic.spec.device import DeviceSequence, Row, UploadOptions
 from kinetic.tokenizer import Tokenizer
 
 DEFAULT_CONTEXT = 32768
+WARM_UP_ROWS = (1, 16)  # a decoding step, then a batch as large as an AMX tile: every kind of kernel a request uses
 
 
 def context_for(requested: Optional[int], trained: int) -> int:
@@ -92,6 +93,18 @@ class Session:
 
     def new_sequence(self) -> DeviceSequence:
         return self.runner.new_sequence()
+
+    def warm_up(self, seq: DeviceSequence) -> None:
+        """Run a token and a batch through seq and forget them, so that the kernels load (and compile, the
+        first time) now instead of in the first request, as llama.cpp's warm-up run does."""
+        position = 0
+        for n in WARM_UP_ROWS:
+            n = min(n, self.context_length - 1 - position)
+            if n <= 0:
+                break
+            self.runner.forward([Row(seq, 0, position + i, parent=i - 1, logits=i == n - 1) for i in range(n)])
+            position += n
+        seq.truncate(0)
 
     def generate(self, seq: DeviceSequence, tokens: Sequence[int], settings: SamplingSettings,
                  max_tokens: int, cached: Sequence[int] = (),

@@ -74,6 +74,10 @@ class Engine:
     def context_length(self) -> int:
         return self.session.context_length
 
+    def warm_up(self) -> None:
+        """Load the kernels before the first request needs them."""
+        self.session.warm_up(self._seq)
+
     def check_prompt(self, tokens: list[int]) -> None:
         if not tokens:
             raise bad_request("the prompt is empty", "prompt")

@@ -33,7 +33,9 @@ def load_engine(model: Path, alias: Optional[str] = None, device: str = "auto", 
                 off: Collection[str] = (), state_dir: Optional[Path] = None) -> Engine:
     session = Session(Path(model), device=device, threads=threads, ctx_size=ctx_size,
                       chat_template_file=chat_template_file, off=off, state_dir=state_dir)
-    return Engine(session, alias)
+    engine = Engine(session, alias)
+    engine.warm_up()
+    return engine
 
 
 def speed_line(session: Session) -> str:
