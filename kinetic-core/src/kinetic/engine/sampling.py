@@ -77,9 +77,19 @@ def _may_drop_the_best(settings: SamplingSettings) -> bool:
     return settings.typical_p < 1.0 or (settings.xtc_probability > 0.0 and settings.xtc_threshold <= 0.5)
 
 
+def _may_change_scores(settings: SamplingSettings) -> bool:
+    """False when logit bias and every penalty surely leave the scores as they are."""
+    return bool(settings.logit_bias) or settings.dry_multiplier != 0.0 or (
+        settings.repeat_penalty != 1.0 or settings.frequency_penalty != 0.0 or settings.presence_penalty != 0.0)
+
+
 def _likeliest(logits: np.ndarray, history: Sequence[int], settings: SamplingSettings, state: SamplerState) -> int:
     """Greedy without the filters that keep the likeliest token anyway: the chain's answer, without its cost."""
     # logits: [n_vocab] float32
+    if not _may_change_scores(settings):
+        best = int(np.argmax(logits))  # float32 orders as its float64 copy does, ties to the lower id
+        if logits[best] > -np.inf:  # else a NaN (which the chain drops) or every token -inf (its error)
+            return best
     scores = np.array(logits, dtype=np.float64)
     apply_logit_bias(scores, settings.logit_bias)
     _penalize(scores, history, settings, state.dry_breakers)
