@@ -156,10 +156,10 @@ def test_drafter_lengthens_on_success_and_pauses_longer_after_misses():
     history = [1, 2, 3, 4] * 30
     drafter.begin(history)
     lengths = []
-    for _ in range(5):
+    for _ in range(4):
         lengths.append(len(drafter.propose(history, 100)))
         drafter.feedback(lengths[-1], lengths[-1])
-    assert lengths == [FIRST_LENGTH, 7, 15, 31, 31] and MAX_LENGTH == 31  # passes of 4, 8, 16 and 32 rows
+    assert lengths == [FIRST_LENGTH, 15, 31, 31] and MAX_LENGTH == 31  # passes of 4, 16 and 32 rows
     pauses = []
     for _ in range(3):
         drafter.feedback(4, 0)
@@ -170,6 +170,8 @@ def test_drafter_lengthens_on_success_and_pauses_longer_after_misses():
     assert pauses == [1, 2, 4]
     drafter.feedback(2, 1)  # a partial success ends the run of misses
     assert len(drafter.propose(history, 100)) == 2
+    drafter.feedback(2, 2)
+    assert len(drafter.propose(history, 100)) == 15  # from a short draft, up to the first whole tile
 
 
 def kinetic(*args: str) -> subprocess.CompletedProcess:

@@ -8,7 +8,8 @@ from typing import Sequence
 from kinetic_speed.rad1.lookup import ContextSource, TokenLog
 
 FIRST_LENGTH = 3
-MAX_LENGTH = 31  # drafts of 3, 7, 15, 31: with the last token, passes of 4 to 32 rows, whole tiles of 16 (AMX)
+TILE_ROWS = 16  # a pass of 9 to 16 rows costs about what one of 16 does (AMX tiles, vectors of 16 tokens)
+MAX_LENGTH = 31  # with the last token, passes of at most two tiles
 MAX_PAUSE = 64  # plain passes after a run of outright misses, at most
 TRUST_DECAY = 0.8  # weight of a source's earlier record against its latest draft
 
@@ -42,8 +43,8 @@ class Rad1Drafter:
     def feedback(self, proposed: int, accepted: int) -> None:
         self.trust[self._last_source] = TRUST_DECAY * self.trust[self._last_source] + (1 - TRUST_DECAY) * (
             accepted / proposed)
-        if accepted == proposed:
-            self.length = min(MAX_LENGTH, self.length * 2 + 1)
+        if accepted == proposed:  # the next pass fills the next whole tile: drafts of 3, 15, 31
+            self.length = min(MAX_LENGTH, (self.length + 1) // TILE_ROWS * TILE_ROWS + TILE_ROWS - 1)
         else:
             self.length = max(2, accepted + 1)
         if accepted == 0:
