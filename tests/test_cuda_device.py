@@ -208,6 +208,18 @@ def test_rad1_and_warm_start_change_no_token(tmp_path, settings):
     assert answer(session(()), 298) == (plain, len(prompt))
 
 
+@gpu
+def test_the_servers_warm_up_leaves_no_trace(tmp_path):
+    path = write_random_model(tmp_path / "m.gguf", "qwen2", Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512), "Q8_0")
+    session = Session(path, device="cuda", ctx_size=512, announce=lambda line: None, off=("warm-start",))
+    prompt, greedy = [1, *range(260, 280)], session.settings({"temp": 0})
+    seq = session.new_sequence()
+    session.warm_up(seq)
+    assert seq.n_tokens == 0
+    assert list(session.generate(seq, prompt, greedy, 20)) == list(session.generate(session.new_sequence(), prompt,
+                                                                                    greedy, 20))
+
+
 def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
     seq = ReferenceRunner(load_stack(path)).new_sequence()
     return seq.forward(tokens)
