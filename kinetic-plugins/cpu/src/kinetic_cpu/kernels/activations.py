@@ -107,7 +107,11 @@ def _q8_0_block(typingctx, x, b, words, first, width, d, sums):
         x_type, _, words_type, _, _, d_type, sums_type = signature.args
         x_value, block, words_value, first_value, width_value, d_value, sums_value = args
         floats, ints = ir.vector(ir.F32, 32), ir.vector(ir.I32, 32)
-        values = ir.load(builder, ir.byte_pointer(context, builder, x_type, x_value, builder.mul(block, ir.const(ir.I64, 128))), 0, floats)
+
+        def at(array_type, array, index, size: int):
+            return ir.item_pointer(context, builder, array_type, array, index, size)
+
+        values = ir.load(builder, at(x_type, x_value, block, 128), 0, floats)
         bits = builder.and_(builder.bitcast(values, ints), ir.const(ints, 0x7FFFFFFF))
         amax = builder.bitcast(ir.call_intrinsic(builder, "llvm.vector.reduce.umax.v32i32", ir.I32, bits), ir.F32)
         nonzero = builder.fcmp_unordered("!=", amax, ir.const(ir.F32, 0.0))
@@ -116,13 +120,12 @@ def _q8_0_block(typingctx, x, b, words, first, width, d, sums):
         q = builder.fptosi(ir.call_intrinsic(builder, "llvm.rint.v32f32", floats, scaled), ir.vector(ir.I8, 32))
         total = ir.call_intrinsic(builder, "llvm.vector.reduce.add.v32i32", ir.I32, builder.sext(q, ints))
         runs = builder.bitcast(q, ir.vector(ir.I32, 8))
-        at = builder.add(builder.mul(first_value, ir.const(ir.I64, 7)), block)  # 8 first + (b - first)
+        word0 = builder.add(builder.mul(first_value, ir.const(ir.I64, 7)), block)  # 8 first + (b - first)
         for i in range(8):
-            word = builder.add(at, builder.mul(width_value, ir.const(ir.I64, i)))
-            ir.store(builder, builder.extract_element(runs, ir.const(ir.I32, i)),
-                     ir.byte_pointer(context, builder, words_type, words_value, builder.mul(word, ir.const(ir.I64, 4))), 0)
-        ir.store(builder, amax, ir.byte_pointer(context, builder, d_type, d_value, builder.mul(block, ir.const(ir.I64, 4))), 0)
-        ir.store(builder, total, ir.byte_pointer(context, builder, sums_type, sums_value, builder.mul(block, ir.const(ir.I64, 4))), 0)
+            word = builder.add(word0, builder.mul(width_value, ir.const(ir.I64, i)))
+            ir.store(builder, builder.extract_element(runs, ir.const(ir.I32, i)), at(words_type, words_value, word, 4), 0)
+        ir.store(builder, amax, at(d_type, d_value, block, 4), 0)
+        ir.store(builder, total, at(sums_type, sums_value, block, 4), 0)
         return context.get_dummy_value()
 
     return types.none(x, types.intp, words, types.intp, types.intp, d, sums), codegen
