@@ -116,14 +116,12 @@ def _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, score
     last = positions[i]
     first = max(0, last - window + 1) if window > 0 else 0
     n = last - first + 1
-    heads = q[i, kv * group : (kv + 1) * group]
-    for g in range(0, group, attention.IN_FLIGHT):
-        attention.scores(heads[g : g + attention.IN_FLIGHT], k_cache[kv], first, n, scores[g : g + attention.IN_FLIGHT])
-    totals = np.empty(group)
-    for g in range(0, group, attention.IN_FLIGHT):
-        attention.softmax(scores[g : g + attention.IN_FLIGHT], n, scale, totals[g : g + attention.IN_FLIGHT])
-    for g in range(0, group, attention.IN_FLIGHT):
-        attention.weighted(scores[g : g + attention.IN_FLIGHT], n, v_cache[first:, kv], sums[g : g + attention.IN_FLIGHT])
+    heads, totals = q[i, kv * group : (kv + 1) * group], np.empty(group)
+    for g in range(0, group, attention.IN_FLIGHT):  # up to IN_FLIGHT heads a call: scores, softmax, sums
+        part = slice(g, g + attention.IN_FLIGHT)
+        attention.scores(heads[part], k_cache[kv], first, n, scores[part])
+        attention.softmax(scores[part], n, scale, totals[part])
+        attention.weighted(scores[part], n, v_cache[first:, kv], sums[part])
     for g in range(group):
         h = kv * group + g
         for j in range(hd):
