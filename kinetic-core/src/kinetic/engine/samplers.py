@@ -36,12 +36,17 @@ def apply_logit_bias(scores: np.ndarray, logit_bias: Mapping[int, float]) -> Non
     scores[ids[inside]] += biases[inside]
 
 
+def penalties_off(repeat: float, frequency: float, presence: float) -> bool:
+    """Whether these repeat, frequency and presence penalties change no score."""
+    return repeat == 1.0 and frequency == 0.0 and presence == 0.0
+
+
 def apply_penalties(
     scores: np.ndarray, history: Sequence[int], repeat: float, frequency: float, presence: float, last_n: int
 ) -> None:
     """Repeat, frequency and presence penalties for every token seen in the last `last_n` tokens."""
     # scores: [n_vocab] float64, changed in place
-    if repeat == 1.0 and frequency == 0.0 and presence == 0.0:
+    if penalties_off(repeat, frequency, presence):
         return
     ids, counts = np.unique(recent_tokens(history, last_n), return_counts=True)
     inside = (ids >= 0) & (ids < scores.size)

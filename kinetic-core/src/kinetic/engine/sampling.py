@@ -22,7 +22,8 @@ import numpy as np
 from kinetic.engine.candidates import Candidates
 from kinetic.engine.dry import NO_BREAKERS, DryBreakers, apply_dry
 from kinetic.engine.mirostat import mirostat_v1, mirostat_v2, next_mu
-from kinetic.engine.samplers import apply_logit_bias, apply_penalties, min_p, top_k, top_n_sigma, top_p, typical, xtc
+from kinetic.engine.samplers import (apply_logit_bias, apply_penalties, min_p, penalties_off, top_k, top_n_sigma,
+                                     top_p, typical, xtc)
 from kinetic.engine.sampling_settings import SamplingSettings, resolve_settings, with_fresh_seed
 from kinetic.engine.uniform import PICK_STREAM, XTC_STREAM, uniform
 
@@ -79,8 +80,8 @@ def _may_drop_the_best(settings: SamplingSettings) -> bool:
 
 def _may_change_scores(settings: SamplingSettings) -> bool:
     """False when logit bias and every penalty surely leave the scores as they are."""
-    return bool(settings.logit_bias) or settings.dry_multiplier != 0.0 or (
-        settings.repeat_penalty != 1.0 or settings.frequency_penalty != 0.0 or settings.presence_penalty != 0.0)
+    return bool(settings.logit_bias) or settings.dry_multiplier != 0.0 or not penalties_off(
+        settings.repeat_penalty, settings.frequency_penalty, settings.presence_penalty)
 
 
 def _likeliest(logits: np.ndarray, history: Sequence[int], settings: SamplingSettings, state: SamplerState) -> int:
