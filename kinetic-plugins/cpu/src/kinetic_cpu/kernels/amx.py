@@ -103,6 +103,14 @@ def block_dots(builder, name: str, first: int, a_at, b_at, c_at, run: int = 32) 
     _void(builder, "llvm.x86.tilestored64", c_tile, c_at, ir.const(ir.I64, 4 * TILE))
 
 
+def tile_row_block(context, builder, w_type, w, first, r: int, count, index):
+    """i8* to block `index` of row first + r of w, a tile's row r of the count rows (i64) that exist; past
+    them the last that exists, so a part tile reads nothing past the matrix."""
+    last = builder.sub(count, ir.const(ir.I64, 1))
+    existing = builder.select(builder.icmp_signed("<", ir.const(ir.I64, r), count), ir.const(ir.I64, r), last)
+    return ir.row_pointer(context, builder, w_type, w, builder.add(first, existing), index)
+
+
 @intrinsic
 def decode_rows(typingctx, w, row, n_rows, block, a, d_w):
     """Block `block` of rows row .. row + 15 of w: its quants into a's rows, its d into d_w; rows from n_rows
@@ -113,10 +121,8 @@ def decode_rows(typingctx, w, row, n_rows, block, a, d_w):
         w_type, _, _, _, a_type, d_type = signature.args
         w_value, first, count, index, a_value, d_value = args
         a_at, d_at = ir.byte_pointer(context, builder, a_type, a_value), ir.byte_pointer(context, builder, d_type, d_value)
-        last = builder.sub(count, ir.const(ir.I64, 1))
         for r in range(TILE):  # unrolled: straight-line code schedules the 16 decodes together
-            existing = builder.select(builder.icmp_signed("<", ir.const(ir.I64, r), count), ir.const(ir.I64, r), last)
-            block_at = ir.row_pointer(context, builder, w_type, w_value, builder.add(first, existing), index)
+            block_at = tile_row_block(context, builder, w_type, w_value, first, r, count, index)
             ir.store(builder, spec.decode(builder, block_at), a_at, 32 * r)
             ir.store(builder, halves.gather_f16(builder, block_at, 0, 0, 1), d_at, 4 * r)
         return context.get_dummy_value()

@@ -16,7 +16,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from kinetic_cpu.kernels import halves, ir, kquants
-from kinetic_cpu.kernels.amx import TILE, block_dots, configure, release, tile_config, write_tile
+from kinetic_cpu.kernels.amx import TILE, block_dots, configure, release, tile_config, tile_row_block, write_tile
 
 SPECS = kquants.SPECS
 MIN_TOKENS = 8  # a half-full tile already beats the K-quant step kernels (896x4864 x 8: Q4_K 0.69 vs 1.13 ms, Q6_K even)
@@ -71,10 +71,8 @@ def decode_rows(typingctx, w, row, n_rows, sb, a, scales, mins, d):
         w_value, first, count, index, a_value, s_value, m_value, d_value = args
         a_at, s_at, m_at, d_at = (ir.byte_pointer(context, builder, t, v) for t, v in
                                   ((a_type, a_value), (s_type, s_value), (m_type, m_value), (d_type, d_value)))
-        last = builder.sub(count, ir.const(ir.I64, 1))
         for r in range(TILE):
-            existing = builder.select(builder.icmp_signed("<", ir.const(ir.I64, r), count), ir.const(ir.I64, r), last)
-            block_at = ir.row_pointer(context, builder, w_type, w_value, builder.add(first, existing), index)
+            block_at = tile_row_block(context, builder, w_type, w_value, first, r, count, index)
             for c in range(8):  # chunk c: runs c (of 32) or 2c and 2c + 1 (of 16)
                 q = spec.decode(builder, block_at, c)
                 q = builder.sub(q, ir.const(q.type, spec.offset)) if spec.offset else q
