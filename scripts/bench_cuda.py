@@ -29,7 +29,7 @@ from random_blocks import random_blocks  # noqa: E402
 from kinetic.cli.llama_bench import run_llama_bench  # noqa: E402
 from kinetic.model.load import load_stack  # noqa: E402
 from kinetic.plugins import plugins  # noqa: E402
-from kinetic.spec.device import Row, UploadOptions  # noqa: E402
+from kinetic.contracts.device import Row, UploadOptions  # noqa: E402
 
 SHAPES = {  # n_embd, n_layer, n_ff, n_head, n_head_kv, as Llama 3.2 1B and 3B
     "1b": (2048, 16, 8192, 32, 8),

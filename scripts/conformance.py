@@ -71,7 +71,7 @@ def agreement(ours: list[int], theirs: list[int], margins: list[float], near_tie
 
 def kinetic_greedy(runner, prompt: list[int], n: int) -> list[int]:
     """n greedy tokens after prompt on a Kinetic runner (argmax, ties to the lowest id)."""
-    from kinetic.spec.device import Row
+    from kinetic.contracts.device import Row
 
     seq = runner.new_sequence()
     rows = [Row(seq, t, p, parent=p - 1, logits=p == len(prompt) - 1) for p, t in enumerate(prompt)]
@@ -158,7 +158,7 @@ def conforms(model: Path, args) -> bool:
     import make_greedy_golden as llama
     from kinetic.engine.devices import choose_device
     from kinetic.model.load import load_stack
-    from kinetic.spec.device import UploadOptions
+    from kinetic.contracts.device import UploadOptions
 
     def llama_greedy(port: int) -> list[dict]:
         answers = []

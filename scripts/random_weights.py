@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 # byte offsets of the f16 scales (d, dmin) inside one block, per type
 F16_SCALES = {

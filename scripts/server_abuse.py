@@ -138,7 +138,7 @@ def check_disconnect_mid_stream(server: Server) -> dict[str, bool]:
         got = b""
         while got.count(b"data: ") < 3:
             got += sock.recv(4096)
-    answered = server.request("POST", "/v1/chat/completions", CHAT)[0] == 200  # waits for the engine
+    answered = server.request("POST", "/v1/chat/completions", CHAT)[0] == 200  # waits for the model
     spent = predicted(server) - before
     return {"a client leaving mid-stream stops its generation": answered and spent < 100}
 

@@ -23,7 +23,7 @@ def greedy_answer(qwen_gguf) -> subprocess.CompletedProcess:
 
 def test_run_greedy_answer_is_the_engines(greedy_answer, qwen_gguf):
     from kinetic.engine.session import Session
-    from kinetic.engine.sampling_settings import SamplingSettings
+    from kinetic.sampling.settings import SamplingSettings
 
     assert greedy_answer.returncode == 0, greedy_answer.stderr
     assert STATUS.match(greedy_answer.stderr.strip().splitlines()[-1])

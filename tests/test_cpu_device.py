@@ -16,7 +16,7 @@ import kinetic.engine.session as session_module
 from kinetic.engine.session import Session
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
-from kinetic.spec.device import Device, Row, UploadOptions
+from kinetic.contracts.device import Device, Row, UploadOptions
 
 FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
 # The CPU quantizes activations to 8 bits per block where the reference multiplies in float32:

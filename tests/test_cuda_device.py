@@ -17,11 +17,11 @@ from random_blocks import random_blocks
 
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
-from kinetic.model.blocks import Attention
+from kinetic.contracts.blocks import Attention
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
 from kinetic.reference.executor import ReferenceRunner
-from kinetic.spec.device import Row, UploadOptions
+from kinetic.contracts.device import Row, UploadOptions
 
 kinetic_cuda = pytest.importorskip("kinetic_cuda.device", reason="the kinetic-cuda plugin is not installed")
 from kinetic_cuda.support import FLOATS, QUANTIZED  # noqa: E402

@@ -12,9 +12,9 @@ from gguf_factory import Dims, write_gguf, write_random_model
 from kinetic import open_model
 from kinetic.errors import ModelFileError
 from kinetic.model import load_stack
-from kinetic.model.blocks import Attention, GatedFeedForward
+from kinetic.contracts.blocks import Attention, GatedFeedForward
 from kinetic.reference import ReferenceRunner, generate
-from kinetic.spec.device import Row
+from kinetic.contracts.device import Row
 
 DIMS = Dims(n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_vocab=300)
 FAMILIES = ("llama", "qwen2", "qwen3", "gemma3")

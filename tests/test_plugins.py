@@ -15,7 +15,7 @@ from gguf_factory import write_gguf
 
 from kinetic.hookspecs import hookimpl
 from kinetic.plugins import load_plugins
-from kinetic.spec import Family, TensorType
+from kinetic.contracts import Family, TensorType
 
 
 def throwaway_plugin(**hooks) -> types.ModuleType:
@@ -80,7 +80,7 @@ def install_distribution(site: Path, dist: str, module: str, source: str) -> Non
 
 FAMILY_PLUGIN = """
     from kinetic.hookspecs import hookimpl
-    from kinetic.spec import Family
+    from kinetic.contracts import Family
 
     @hookimpl
     def register_families(register):

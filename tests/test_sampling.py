@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from kinetic.engine.dry import NO_BREAKERS, DryBreakers, apply_dry, resolve_breakers
-from kinetic.engine.sampling import SamplerState, pick, probabilities, sample
-from kinetic.engine.sampling_settings import RANDOM_SEED, SamplingSettings, resolve_settings, with_fresh_seed
-from kinetic.engine.uniform import PICK_STREAM, XTC_STREAM, uniform
+from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, apply_dry, resolve_breakers
+from kinetic.sampling.chain import SamplerState, pick, probabilities, sample
+from kinetic.sampling.settings import RANDOM_SEED, SamplingSettings, resolve_settings, with_fresh_seed
+from kinetic.sampling.uniform import PICK_STREAM, XTC_STREAM, uniform
 from kinetic.errors import KineticError
 
 # every sampler off, temperature 1: what the tests switch one sampler on against

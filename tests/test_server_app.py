@@ -8,23 +8,23 @@ import numpy as np
 import pytest
 from falcon import testing
 
-from kinetic.engine.sampling_settings import SamplingSettings
+from kinetic.sampling.settings import SamplingSettings
 from kinetic.engine.session import Session
-from kinetic.server import Engine, make_app
-from kinetic.server.engine import Job
+from kinetic.server import ServedModel, make_app
+from kinetic.server.served import Job
 from kinetic.server.stops import StopScanner
 
 HI = {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 3, "temperature": 0}
 
 
 @pytest.fixture(scope="module")
-def engine(qwen_gguf) -> Engine:
-    return Engine(Session(qwen_gguf, device="cpu", ctx_size=256), name="coder")
+def served(qwen_gguf) -> ServedModel:
+    return ServedModel(Session(qwen_gguf, device="cpu", ctx_size=256), name="coder")
 
 
 @pytest.fixture(scope="module")
-def client(engine) -> testing.TestClient:
-    return testing.TestClient(make_app(engine))
+def client(served) -> testing.TestClient:
+    return testing.TestClient(make_app(served))
 
 
 def error_of(result, status: int) -> dict:
@@ -77,8 +77,8 @@ def test_browser_origins_of_other_sites_are_refused(client):
         assert result.status_code == 200 and "Access-Control-Allow-Origin" not in result.headers
 
 
-def test_api_key_on_every_route_but_health(engine):
-    client = testing.TestClient(make_app(engine, api_key="sekrit"))
+def test_api_key_on_every_route_but_health(served):
+    client = testing.TestClient(make_app(served, api_key="sekrit"))
     assert error_of(client.simulate_get("/v1/models"), 401)["type"] == "authentication_error"
     error_of(client.simulate_get("/metrics", headers={"Authorization": "Bearer wrong"}), 401)
     assert client.simulate_get("/v1/models", headers={"Authorization": "Bearer sekrit"}).status_code == 200
@@ -87,8 +87,8 @@ def test_api_key_on_every_route_but_health(engine):
     assert client.simulate_get("/v1/health").status_code == 200
 
 
-def test_past_the_open_limit_is_a_503_until_a_stream_ends(engine):
-    app = make_app(engine, max_open=1)
+def test_past_the_open_limit_is_a_503_until_a_stream_ends(served):
+    app = make_app(served, max_open=1)
     environ = testing.create_environ("/v1/chat/completions", method="POST", headers={"Content-Type": "application/json"},
                                      body=testing.helpers.json.dumps({**HI, "stream": True}))
     stream = app(environ, lambda status, headers: None)  # open until it is closed
@@ -112,17 +112,17 @@ def test_models_health_props_slots_metrics(client):
         assert f"\nllamacpp:{name} " in metrics.text
 
 
-def test_tokenize_and_detokenize_round_trip(client, engine):
+def test_tokenize_and_detokenize_round_trip(client, served):
     result = client.simulate_post("/tokenize", json={"content": "Hello world", "with_pieces": True}).json
     assert [p["piece"] for p in result["tokens"]] == ["Hello", " world"]
     ids = [p["id"] for p in result["tokens"]]
-    assert ids == engine.session.tokenizer.encode("Hello world", add_special=False)
+    assert ids == served.session.tokenizer.encode("Hello world", add_special=False)
     assert client.simulate_post("/detokenize", json={"tokens": ids}).json == {"content": "Hello world"}
     error_of(client.simulate_post("/detokenize", json={"tokens": [10**9]}), 400)
 
 
-def test_greedy_chat_is_the_engines_answer_and_reuses_the_cache(client, engine):
-    session = engine.session
+def test_greedy_chat_is_the_engines_answer_and_reuses_the_cache(client, served):
+    session = served.session
     prompt = session.chat_prompt(HI["messages"])
     alone = Session(session.path, device="cpu", ctx_size=256)
     expected = list(alone.generate(alone.new_sequence(), prompt, SamplingSettings(temp=0), 3))
@@ -149,10 +149,10 @@ def test_the_servers_warm_up_leaves_no_trace(qwen_gguf):
                                                                                     greedy, 8))
 
 
-def test_chat_logprobs_are_the_raw_logits(client, engine):
+def test_chat_logprobs_are_the_raw_logits(client, served):
     body = {**HI, "max_tokens": 1, "logprobs": True, "top_logprobs": 3}
     entry = client.simulate_post("/v1/chat/completions", json=body).json["choices"][0]["logprobs"]["content"][0]
-    session = engine.session
+    session = served.session
     seq = session.new_sequence()
     from kinetic.engine.generate import feed
     logits = feed(session.runner, seq, session.chat_prompt(HI["messages"])).astype(np.float64)
@@ -193,14 +193,14 @@ def test_completions_stop_strings_and_legacy_logprobs(client):
     assert llama["content"] == full["text"] and llama["stop_type"] == "limit"
 
 
-def test_a_client_that_leaves_stops_its_generation(engine):
+def test_a_client_that_leaves_stops_its_generation(served):
     gone = []
-    prompt = engine.session.chat_prompt(HI["messages"])
-    run = engine.run(Job(prompt, {"temp": 0}, max_tokens=50), cancelled=lambda: len(gone) >= 2)
+    prompt = served.session.chat_prompt(HI["messages"])
+    run = served.run(Job(prompt, {"temp": 0}, max_tokens=50), cancelled=lambda: len(gone) >= 2)
     for piece in run:
         gone.append(piece)
     assert len(gone) == 2 and run.finish_reason is None and run.usage.completion_tokens == 2
-    assert not engine.turns.busy and engine.turns.waiting == 0
+    assert not served.turns.busy and served.turns.waiting == 0
 
 
 def test_stop_scanner_holds_back_what_may_start_a_stop():

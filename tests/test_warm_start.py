@@ -12,7 +12,7 @@ from gguf_factory import Dims, write_random_model
 
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
-from kinetic.spec.device import Row
+from kinetic.contracts.device import Row
 from kinetic_speed.warm_start import WarmStart
 from kinetic_speed.warm_start.disk import SUFFIX, DiskStates
 

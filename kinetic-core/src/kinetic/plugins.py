@@ -19,7 +19,7 @@ import pluggy
 from kinetic import hookspecs
 from kinetic.errors import PluginError
 from kinetic.registry import Registry
-from kinetic.spec import Device, Family, ModelFormat, SpeedTechnology, TensorType
+from kinetic.contracts import Device, Family, ModelFormat, SpeedTechnology, TensorType
 
 ENTRY_POINT_GROUP = "kinetic"
 BUILTIN_DISTRIBUTIONS = ("kinetic-formats", "kinetic-families", "kinetic-cpu", "kinetic-cuda", "kinetic-vulkan")

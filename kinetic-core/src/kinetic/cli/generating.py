@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from kinetic.cli.options import sampling_overrides, speed_off
 from kinetic.engine.session import Session
-from kinetic.spec.device import DeviceSequence
+from kinetic.contracts.device import DeviceSequence
 
 LIVE_EVERY = 0.5  # seconds between live speed updates on stderr
 

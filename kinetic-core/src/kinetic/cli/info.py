@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from kinetic.model import open_model
-from kinetic.spec import ModelFile
+from kinetic.contracts import ModelFile
 from kinetic.tokenizer import SUPPORTED_PRE_TOKENIZERS
 from kinetic.tokenizer.vocab import token_text
 

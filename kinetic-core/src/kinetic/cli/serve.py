@@ -7,12 +7,12 @@ from typing import Any, Mapping, Optional
 
 from kinetic.cli.options import speed_off
 from kinetic.server.app import make_app
-from kinetic.server.serving import load_engine, serve
+from kinetic.server.serving import load_served_model, serve
 
 
 def serve_command(model: Path, host: str, port: int, alias: Optional[str], api_key: Optional[str],
                   options: Mapping[str, Any]) -> None:
-    engine = load_engine(model, alias=alias, device=options["device"], threads=options["threads"],
+    served = load_served_model(model, alias=alias, device=options["device"], threads=options["threads"],
                          ctx_size=options["ctx_size"], chat_template_file=options["chat_template_file"],
                          off=speed_off(options), state_dir=options["cache_dir"])
-    serve(make_app(engine, api_key=api_key), engine, host, port)
+    serve(make_app(served, api_key=api_key), served, host, port)

@@ -10,9 +10,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from kinetic.engine.drafting import Drafter
+from kinetic.contracts.drafting import Drafter
 from kinetic.engine.generate import Generation, feed
-from kinetic.spec.device import Row, Runner
+from kinetic.contracts.device import Row, Runner
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import Callable
 
 from kinetic.errors import KineticError
 from kinetic.plugins import plugins
-from kinetic.spec import Device
+from kinetic.contracts import Device
 
 AUTO_ORDER = ("cuda", "vulkan", "cpu")
 TITLES = {"cuda": "CUDA", "vulkan": "Vulkan", "cpu": "the CPU"}

@@ -10,17 +10,17 @@ import numpy as np
 
 from kinetic.chat.template import ChatTemplate, load_chat_template
 from kinetic.engine.devices import choose_device
-from kinetic.engine.drafting import Drafter
-from kinetic.engine.dry import NO_BREAKERS, DryBreakers, resolve_breakers
+from kinetic.contracts.drafting import Drafter
+from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, resolve_breakers
 from kinetic.engine.generate import Generation
-from kinetic.engine.prompt_states import PromptStates, common_prefix
-from kinetic.engine.sampling import SamplerState, sample
-from kinetic.engine.sampling_settings import SamplingSettings, resolve_settings, with_fresh_seed
+from kinetic.contracts.prompt_states import PromptStates, common_prefix
+from kinetic.sampling.chain import SamplerState, sample
+from kinetic.sampling.settings import SamplingSettings, resolve_settings, with_fresh_seed
 from kinetic.errors import KineticError
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
-from kinetic.spec.device import DeviceSequence, Row, UploadOptions
+from kinetic.contracts.device import DeviceSequence, Row, UploadOptions
 from kinetic.tokenizer import Tokenizer
 
 DEFAULT_CONTEXT = 32768

@@ -1,7 +1,5 @@
-"""Model files and the blocks families build from them."""
+"""Model files and the Stack of blocks their family builds from them."""
 
-from kinetic.model.files import open_model
-from kinetic.model.load import load_stack
-from kinetic.model.loader import Loader
+from kinetic.model.load import load_stack, open_model
 
-__all__ = ["Loader", "load_stack", "open_model"]
+__all__ = ["load_stack", "open_model"]

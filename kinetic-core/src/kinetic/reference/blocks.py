@@ -6,7 +6,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Weight
 from kinetic.reference import ops
 from kinetic.reference.sequence import Sequence
 

@@ -13,10 +13,10 @@ from typing import Optional, Sequence as Seq
 import numpy as np
 
 from kinetic.errors import KineticError
-from kinetic.model.blocks import Attention, GatedFeedForward, Stack, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Stack, Weight
 from kinetic.reference import blocks, ops
 from kinetic.reference.sequence import Sequence
-from kinetic.spec.device import Row
+from kinetic.contracts.device import Row
 
 
 class ReferenceRunner:

@@ -6,9 +6,9 @@ from typing import Sequence as Seq, Union
 
 import numpy as np
 
-from kinetic.model.blocks import Stack
+from kinetic.contracts.blocks import Stack
 from kinetic.reference.executor import ReferenceRunner
-from kinetic.spec.device import Row
+from kinetic.contracts.device import Row
 
 
 def generate(model: Union[Stack, ReferenceRunner], prompt_ids: Seq[int], n: int) -> list[int]:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from kinetic.model.blocks import Rope
+from kinetic.contracts.blocks import Rope
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:

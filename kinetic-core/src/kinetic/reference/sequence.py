@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence as Seq
 
 import numpy as np
 
-from kinetic.spec.device import Row
+from kinetic.contracts.device import Row
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""make_app(engine) -> falcon.App: every route of the server, the guard in front, errors in the OpenAI shape."""
+"""make_app(served) -> falcon.App: every route of the server, the guard in front, errors in the OpenAI shape."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Optional
 import falcon
 
 from kinetic.server import llamacpp, openai
-from kinetic.server.engine import Engine
+from kinetic.server.served import ServedModel
 from kinetic.server.errors import add_handlers
 from kinetic.server.security import MAX_OPEN, Guard
 
@@ -15,24 +15,24 @@ from kinetic.server.security import MAX_OPEN, Guard
 JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions"})
 
 
-def make_app(engine: Engine, api_key: Optional[str] = None, max_open: int = MAX_OPEN) -> falcon.App:
+def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int = MAX_OPEN) -> falcon.App:
     """api_key: required on every route but /health; max_open: requests served at once, more get a 503."""
     app = falcon.App(middleware=[Guard(api_key, JSON_ROUTES, max_open)], cors_enable=False)
     app.req_options.strip_url_path_trailing_slash = True
     add_handlers(app)
-    health = llamacpp.Health(engine)
-    models = openai.Models(engine)
-    chat = openai.Completions(engine, chat=True)
-    llama_completion = llamacpp.Completion(engine)
-    metrics = llamacpp.Metrics(engine)
+    health = llamacpp.Health(served)
+    models = openai.Models(served)
+    chat = openai.Completions(served, chat=True)
+    llama_completion = llamacpp.Completion(served)
+    metrics = llamacpp.Metrics(served)
     routes = {
         "/v1/health": health, "/health": health,
         "/v1/models": models, "/models": models,
         "/v1/chat/completions": chat, "/chat/completions": chat,
-        "/v1/completions": openai.Completions(engine, chat=False),
+        "/v1/completions": openai.Completions(served, chat=False),
         "/completion": llama_completion, "/completions": llama_completion,
-        "/tokenize": llamacpp.Tokenize(engine), "/detokenize": llamacpp.Detokenize(engine),
-        "/props": llamacpp.Props(engine), "/slots": llamacpp.Slots(engine),
+        "/tokenize": llamacpp.Tokenize(served), "/detokenize": llamacpp.Detokenize(served),
+        "/props": llamacpp.Props(served), "/slots": llamacpp.Slots(served),
         "/metrics": metrics, "/v1/metrics": metrics,
     }
     for path, resource in routes.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kinetic.server.engine import Engine, Job
+from kinetic.server.served import ServedModel, Job
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, json_type
 from kinetic.server.logprobs import MAX_TOP
@@ -46,10 +46,10 @@ def max_tokens(fields: Fields, *names: str) -> int:
     return -1
 
 
-def job(engine: Engine, fields: Fields, prompt: list[int], prompt_text: str, limit: int,
+def job(served: ServedModel, fields: Fields, prompt: list[int], prompt_text: str, limit: int,
         top_logprobs: Optional[int], thinking: Optional[bool] = None) -> Job:
-    engine.check_prompt(prompt)
-    return Job(prompt=prompt, overrides=sampling_overrides(fields, engine.session.tokenizer.n_vocab),
+    served.check_prompt(prompt)
+    return Job(prompt=prompt, overrides=sampling_overrides(fields, served.session.tokenizer.n_vocab),
                max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
                prompt_text=prompt_text, thinking=thinking, cache_prompt=fields.boolean("cache_prompt", True))
 
@@ -92,20 +92,20 @@ def chat_messages(fields: Fields) -> list[dict[str, Any]]:
     return prepared
 
 
-def chat_job(engine: Engine, fields: Fields) -> Job:
+def chat_job(served: ServedModel, fields: Fields) -> Job:
     refuse_unsupported(fields)
     messages = chat_messages(fields)
     kwargs = fields.mapping("chat_template_kwargs")
-    prompt = engine.session.chat_prompt(messages, **kwargs)
-    text = engine.session.tokenizer.decode(prompt)
-    thinking = thinking_start(engine.session.template.source, text, kwargs)
-    return job(engine, fields, prompt, text, max_tokens(fields, "max_completion_tokens", "max_tokens"),
+    prompt = served.session.chat_prompt(messages, **kwargs)
+    text = served.session.tokenizer.decode(prompt)
+    thinking = thinking_start(served.session.template.source, text, kwargs)
+    return job(served, fields, prompt, text, max_tokens(fields, "max_completion_tokens", "max_tokens"),
                chat_logprobs(fields), thinking)
 
 
-def prompt_tokens(engine: Engine, prompt: Any, allow_ids: bool) -> tuple[list[int], str]:
+def prompt_tokens(served: ServedModel, prompt: Any, allow_ids: bool) -> tuple[list[int], str]:
     """A raw prompt (a string, a list of one string, or with allow_ids token ids) as tokens and text."""
-    tokenizer = engine.session.tokenizer
+    tokenizer = served.session.tokenizer
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
     if isinstance(prompt, str):
@@ -117,8 +117,8 @@ def prompt_tokens(engine: Engine, prompt: Any, allow_ids: bool) -> tuple[list[in
     raise bad_request(f"prompt must be {wanted}", "prompt")
 
 
-def completion_job(engine: Engine, fields: Fields) -> Job:
+def completion_job(served: ServedModel, fields: Fields) -> Job:
     refuse_unsupported(fields)
-    prompt, text = prompt_tokens(engine, fields.body.get("prompt"), allow_ids=False)
+    prompt, text = prompt_tokens(served, fields.body.get("prompt"), allow_ids=False)
     top = fields.integer("logprobs", None, 0, MAX_TOP)
-    return job(engine, fields, prompt, text, max_tokens(fields, "max_tokens"), top)
+    return job(served, fields, prompt, text, max_tokens(fields, "max_tokens"), top)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from kinetic import __version__
-from kinetic.engine.sampling_settings import resolve_settings
-from kinetic.server.engine import Engine, Run, settings_report
+from kinetic.sampling.settings import resolve_settings
+from kinetic.server.served import ServedModel, Run, settings_report
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, read_json
 from kinetic.server.jobs import job, prompt_tokens, refuse_unsupported
@@ -17,15 +17,15 @@ from kinetic.server.sse import stream
 class Completion:
     """POST /completion: continue a prompt (text or token ids), as llama-server does."""
 
-    def __init__(self, engine: Engine):
-        self.engine = engine
+    def __init__(self, served: ServedModel):
+        self.served = served
 
     def on_post(self, req, resp):
         fields = Fields(read_json(req))
         refuse_unsupported(fields)
-        prompt, text = prompt_tokens(self.engine, fields.body.get("prompt"), allow_ids=True)
+        prompt, text = prompt_tokens(self.served, fields.body.get("prompt"), allow_ids=True)
         limit = fields.integer("n_predict", -1)  # -1 or 0: no limit, as kinetic run's -n
-        run = self.engine.run(job(self.engine, fields, prompt, text, limit, None), cancelled_by(req))
+        run = self.served.run(job(self.served, fields, prompt, text, limit, None), cancelled_by(req))
         if fields.boolean("stream"):
             stream(resp, lambda: self._events(run), done=False)
             return
@@ -43,7 +43,7 @@ class Completion:
         stop_type = "word" if run.stop_word else {"stop": "eos", "length": "limit"}.get(run.finish_reason, "none")
         t = run.timings
         return {
-            "index": 0, "content": content, "tokens": [], "id_slot": 0, "stop": True, "model": self.engine.name,
+            "index": 0, "content": content, "tokens": [], "id_slot": 0, "stop": True, "model": self.served.name,
             "tokens_predicted": run.usage.completion_tokens, "tokens_evaluated": run.usage.prompt_tokens,
             "generation_settings": settings_report(run.settings), "prompt": run.job.prompt_text,
             "has_new_line": "\n" in content, "truncated": False, "stop_type": stop_type,
@@ -65,8 +65,8 @@ def timings_report(prompt_n: int, prompt_s: float, predicted_n: int, predicted_s
 
 
 class Tokenize:
-    def __init__(self, engine: Engine):
-        self.tokenizer = engine.session.tokenizer
+    def __init__(self, served: ServedModel):
+        self.tokenizer = served.session.tokenizer
 
     def on_post(self, req, resp):
         fields = Fields(read_json(req))
@@ -90,8 +90,8 @@ class Tokenize:
 
 
 class Detokenize:
-    def __init__(self, engine: Engine):
-        self.tokenizer = engine.session.tokenizer
+    def __init__(self, served: ServedModel):
+        self.tokenizer = served.session.tokenizer
 
     def on_post(self, req, resp):
         tokens = read_json(req).get("tokens", [])
@@ -103,45 +103,45 @@ class Detokenize:
 
 
 class Props:
-    def __init__(self, engine: Engine):
-        self.engine = engine
+    def __init__(self, served: ServedModel):
+        self.served = served
 
     def on_get(self, req, resp):
-        session = self.engine.session
+        session = self.served.session
         template = session.model.metadata.get("tokenizer.chat_template")
         resp.media = {
-            "default_generation_settings": {"n_ctx": self.engine.context_length, "model": self.engine.name,
+            "default_generation_settings": {"n_ctx": self.served.context_length, "model": self.served.name,
                                             "params": settings_report(resolve_settings(session.model.metadata))},
-            "total_slots": 1, "model_path": str(session.path), "model_alias": self.engine.name,
+            "total_slots": 1, "model_path": str(session.path), "model_alias": self.served.name,
             "chat_template": template if isinstance(template, str) else "",
             "modalities": {"vision": False, "audio": False}, "build_info": f"kinetic {__version__}",
         }
 
 
 class Slots:
-    def __init__(self, engine: Engine):
-        self.engine = engine
+    def __init__(self, served: ServedModel):
+        self.served = served
 
     def on_get(self, req, resp):
-        resp.media = [self.engine.slot.report(self.engine.context_length)]
+        resp.media = [self.served.slot.report(self.served.context_length)]
 
 
 class Health:
     """/health and /v1/health: ok once the model is loaded (it is, before the app exists), and the slots."""
 
-    def __init__(self, engine: Engine):
-        self.engine = engine
+    def __init__(self, served: ServedModel):
+        self.served = served
 
     def on_get(self, req, resp):
-        busy = int(self.engine.turns.busy)
+        busy = int(self.served.turns.busy)
         resp.media = {"status": "ok", "slots_idle": 1 - busy, "slots_processing": busy}
 
 
 class Metrics:
-    def __init__(self, engine: Engine):
-        self.engine = engine
+    def __init__(self, served: ServedModel):
+        self.served = served
 
     def on_get(self, req, resp):
-        turns = self.engine.turns
+        turns = self.served.turns
         resp.content_type = "text/plain; version=0.0.4"
-        resp.text = self.engine.metrics.prometheus(int(turns.busy), turns.waiting)
+        resp.text = self.served.metrics.prometheus(int(turns.busy), turns.waiting)

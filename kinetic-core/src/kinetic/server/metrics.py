@@ -19,7 +19,7 @@ GAUGES = {
     "prompt_tokens_seconds": "Average prompt throughput in tokens/s.",
     "predicted_tokens_seconds": "Average generation throughput in tokens/s.",
     "requests_processing": "Number of requests processing.",
-    "requests_deferred": "Number of requests deferred (waiting for the engine).",
+    "requests_deferred": "Number of requests deferred (waiting for the model).",
 }
 
 

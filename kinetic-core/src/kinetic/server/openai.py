@@ -8,7 +8,7 @@ from typing import Any, Iterator, Optional
 
 import falcon
 
-from kinetic.server.engine import Engine, Piece, Run
+from kinetic.server.served import ServedModel, Piece, Run
 from kinetic.server.fields import Fields, read_json
 from kinetic.server.jobs import chat_job, completion_job
 from kinetic.server.logprobs import TokenLogprobs
@@ -22,29 +22,29 @@ def cancelled_by(req: falcon.Request):
 
 
 class Models:
-    def __init__(self, engine: Engine):
-        self.engine = engine
+    def __init__(self, served: ServedModel):
+        self.served = served
 
     def on_get(self, req, resp):
         resp.media = {"object": "list", "data": [{
-            "id": self.engine.name, "object": "model", "created": self.engine.created, "owned_by": "kinetic",
-            "context_length": self.engine.context_length}]}
+            "id": self.served.name, "object": "model", "created": self.served.created, "owned_by": "kinetic",
+            "context_length": self.served.context_length}]}
 
 
 class Completions:
     """POST /v1/chat/completions (chat=True) or /v1/completions."""
 
-    def __init__(self, engine: Engine, chat: bool):
-        self.engine = engine
+    def __init__(self, served: ServedModel, chat: bool):
+        self.served = served
         self.chat = chat
         self.kind = "chat.completion" if chat else "text_completion"
 
     def on_post(self, req, resp):
         fields = Fields(read_json(req))
-        job = (chat_job if self.chat else completion_job)(self.engine, fields)
-        run = self.engine.run(job, cancelled_by(req))
+        job = (chat_job if self.chat else completion_job)(self.served, fields)
+        run = self.served.run(job, cancelled_by(req))
         head = {"id": ("chatcmpl-" if self.chat else "cmpl-") + secrets.token_hex(12),
-                "created": int(time.time()), "model": self.engine.name}
+                "created": int(time.time()), "model": self.served.name}
         if fields.boolean("stream"):
             usage = bool(fields.mapping("stream_options").get("include_usage"))
             stream(resp, lambda: self._chunks(run, head, usage))
@@ -70,7 +70,7 @@ class Completions:
         if run.job.top_logprobs is None:
             return None
         scored = [piece for piece in pieces if piece.logprobs is not None]
-        tokenizer = run.engine.session.tokenizer
+        tokenizer = run.served.session.tokenizer
         if self.chat:
             return {"content": [chat_entry(tokenizer, piece.logprobs) for piece in scored]}
         return legacy_logprobs(tokenizer, pieces, offset)

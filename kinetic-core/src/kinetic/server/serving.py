@@ -9,7 +9,7 @@ from typing import Callable, Collection, Optional
 import falcon
 
 from kinetic.engine.session import Session
-from kinetic.server.engine import Engine
+from kinetic.server.served import ServedModel
 from kinetic.server.fields import MAX_BODY
 from kinetic.server.security import MAX_OPEN, is_loopback
 
@@ -28,14 +28,14 @@ WAITRESS = {
 }
 
 
-def load_engine(model: Path, alias: Optional[str] = None, device: str = "auto", threads: Optional[int] = None,
+def load_served_model(model: Path, alias: Optional[str] = None, device: str = "auto", threads: Optional[int] = None,
                 ctx_size: Optional[int] = None, chat_template_file: Optional[Path] = None,
-                off: Collection[str] = (), state_dir: Optional[Path] = None) -> Engine:
+                off: Collection[str] = (), state_dir: Optional[Path] = None) -> ServedModel:
     session = Session(Path(model), device=device, threads=threads, ctx_size=ctx_size,
                       chat_template_file=chat_template_file, off=off, state_dir=state_dir)
-    engine = Engine(session, alias)
-    engine.warm_up()
-    return engine
+    served = ServedModel(session, alias)
+    served.warm_up()
+    return served
 
 
 def speed_line(session: Session) -> str:
@@ -49,7 +49,7 @@ def base_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/v1"
 
 
-def serve(app: falcon.App, engine: Engine, host: str, port: int,
+def serve(app: falcon.App, served: ServedModel, host: str, port: int,
           announce: Callable[[str], None] = lambda line: print(line, flush=True)) -> None:
     """Listen, print the start-up line, and serve until Ctrl+C (waitress stops its threads then)."""
     import waitress
@@ -59,9 +59,9 @@ def serve(app: falcon.App, engine: Engine, host: str, port: int,
               "pair it with --api-key", file=sys.stderr, flush=True)
     server = waitress.create_server(app, host=host, port=port, **WAITRESS)
     try:
-        announce(f"Serving {engine.name} on {engine.session.runner.device_name} at "
+        announce(f"Serving {served.name} on {served.session.runner.device_name} at "
                  f"{base_url(host, server.effective_port)}")
-        announce(speed_line(engine.session))
+        announce(speed_line(served.session))
         server.run()
     finally:
         server.close()

@@ -1,4 +1,4 @@
-"""The engine runs one request at a time; waiting requests queue, first come first served."""
+"""The served model runs one request at a time; waiting requests queue, first come first served."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ POLL = 0.25  # seconds between checks that a waiting client is still there
 
 
 class Turns:
-    """A fair lock: acquire() queues the caller and returns once it is first and the engine is free."""
+    """A fair lock: acquire() queues the caller and returns once it is first and the model is free."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -26,7 +26,7 @@ class Turns:
         return self._busy
 
     def acquire(self, cancelled: Callable[[], bool]) -> bool:
-        """Wait for the engine; False (and out of the queue) when cancelled() turns true first."""
+        """Wait for the model; False (and out of the queue) when cancelled() turns true first."""
         me = object()
         with self._cond:
             self._queue.append(me)

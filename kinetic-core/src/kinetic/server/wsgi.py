@@ -17,7 +17,7 @@ import falcon
 
 from kinetic.errors import KineticError
 from kinetic.server.app import make_app
-from kinetic.server.serving import load_engine
+from kinetic.server.serving import load_served_model
 
 
 def _integer(env: Mapping[str, str], name: str) -> Optional[int]:
@@ -36,11 +36,11 @@ def app_from_environment(env: Mapping[str, str]) -> falcon.App:
         raise KineticError("set KINETIC_MODEL to the .gguf file to serve, e.g. "
                            "KINETIC_MODEL=model.gguf waitress-serve kinetic.server.wsgi:app")
     template = env.get("KINETIC_CHAT_TEMPLATE_FILE")
-    engine = load_engine(Path(model), alias=env.get("KINETIC_ALIAS") or None,
+    served = load_served_model(Path(model), alias=env.get("KINETIC_ALIAS") or None,
                          device=env.get("KINETIC_DEVICE") or "auto", threads=_integer(env, "KINETIC_THREADS"),
                          ctx_size=_integer(env, "KINETIC_CTX_SIZE"),
                          chat_template_file=Path(template) if template else None)
-    return make_app(engine, api_key=env.get("KINETIC_API_KEY") or None)
+    return make_app(served, api_key=env.get("KINETIC_API_KEY") or None)
 
 
 app = app_from_environment(os.environ)

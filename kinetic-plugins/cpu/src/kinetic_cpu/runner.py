@@ -7,8 +7,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic.errors import KineticError
-from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
-from kinetic.spec.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
+from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
+from kinetic.contracts.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
 from kinetic_cpu import ops
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.matmul import Matrix, activations

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Optional
 
 from kinetic.errors import KineticError
-from kinetic.model.blocks import Stack
-from kinetic.spec import Device
-from kinetic.spec.device import UploadOptions
+from kinetic.contracts.blocks import Stack
+from kinetic.contracts import Device
+from kinetic.contracts.device import UploadOptions
 
 MIN_CAPABILITY = (8, 0)
 

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 import cupy
 import numpy as np
 
-from kinetic.model.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic_cuda import ops
 from kinetic_cuda.weights import GpuMatrix, vector
 from kinetic_cuda.workspace import Activations, Workspace

@@ -10,8 +10,8 @@ import cupy
 import numpy as np
 
 from kinetic.errors import KineticError
-from kinetic.model.blocks import Attention, Rope, Stack, Weight
-from kinetic.spec.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
+from kinetic.contracts.blocks import Attention, Rope, Stack, Weight
+from kinetic.contracts.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
 from kinetic_cuda import ops
 from kinetic_cuda.device import gpu_name
 from kinetic_cuda.module import kernel

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from kinetic.model.blocks import Attention, GatedFeedForward, Stack, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Stack, Weight
 
 QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # against int8 activations
 FLOATS = ("F32", "F16", "BF16")  # against float32 activations

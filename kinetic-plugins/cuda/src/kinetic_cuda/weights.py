@@ -5,7 +5,7 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from kinetic.model.blocks import Weight
+from kinetic.contracts.blocks import Weight
 from kinetic_cuda.module import kernel
 from kinetic_cuda.support import QUANTIZED
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import cupy
 
-from kinetic.model.blocks import Attention, GatedFeedForward, Stack
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Stack
 
 SCORES_BYTES = 1 << 30  # attention scores scratch; fewer rows per pass where long contexts need it
 MAX_ROWS = 512

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from kinetic.errors import ModelFileError
-from kinetic.model.blocks import Attention, Block, GatedFeedForward, Rope, RmsNorm, Stack
-from kinetic.model.loader import Loader
+from kinetic.contracts.blocks import Attention, Block, GatedFeedForward, Rope, RmsNorm, Stack
+from kinetic.contracts.loader import Loader
 
 
 @dataclass(frozen=True)

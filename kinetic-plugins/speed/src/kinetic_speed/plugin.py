@@ -5,7 +5,7 @@ from pathlib import Path
 
 from kinetic.hookspecs import hookimpl
 from kinetic.paths import cache_dir
-from kinetic.spec import SpeedTechnology
+from kinetic.contracts import SpeedTechnology
 
 from kinetic_speed.rad1 import Rad1Drafter, TokenLog
 from kinetic_speed.warm_start import WarmStart

@@ -4,8 +4,8 @@ with AVX2, quantize_row_q8_K_ref), so the quantized kernels take integer dot pro
 Q8_0: blocks of 32, scale d = amax / 127 rounded to f16, q = x * (127 / amax) rounded half to even, as
 ggml's AVX2 quantize_row_q8_0 does (the reference quantizer's roundf(x / d) parts from it on ties and in
 the last bit of the inverse, and llama.cpp on x86 runs the AVX2 one); the block sums of q take off the
-offsets and serve the types with a minimum (Q4_1, Q5_1), as ggml's Q8_1 does; q is stored in the legacy
-kernels' order (see q8_0_group). Q8_K: blocks of 256, scale d = max / -127 (max: the value of largest
+offsets and serve the types with a minimum (Q4_1, Q5_1), as ggml's Q8_1 does; q is stored in the 32-weight
+block kernels' order (see q8_0_group). Q8_K: blocks of 256, scale d = max / -127 (max: the value of largest
 magnitude), q = nearest int of x / d, and the sum of every 16 q.
 """
 
@@ -87,7 +87,7 @@ def _rows_parallel(kind, x, q, d, sums):
 def q8_0_group(b, n_blocks):
     """(first block, width) of block b's group in the Q8_0 layout: whole groups of 8, then one of 4 where
     4 or more blocks remain, then single blocks. A group stores run i (4 bytes) of its blocks side by
-    side, run i of block first + l at byte 32 * first + 4 * width * i + 4 * l: the legacy kernels' order."""
+    side, run i of block first + l at byte 32 * first + 4 * width * i + 4 * l: the 32-weight block kernels' order."""
     whole = n_blocks // 8 * 8
     if b < whole:
         return b - b % 8, 8

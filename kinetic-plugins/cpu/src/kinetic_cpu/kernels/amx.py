@@ -1,8 +1,8 @@
 """Batch products of Q8_0, Q4_0 and Q5_0 weights on Intel AMX tiles (Intel SDM vol. 1, ch. 18), with the
-legacy kernels' values bit for bit.
+32-weight block kernels' values bit for bit.
 
 One tile product gives a block's exact integer dots for 16 weight rows and 16 tokens (tdpbssd for Q8_0's
-signed quants, tdpbusd for the unsigned ones); then, as in legacy.py, lane (block % 8) of each (row, token)
+signed quants, tdpbusd for the unsigned ones); then, as in block32.py, lane (block % 8) of each (row, token)
 accumulator takes fma(d_w * d_x, S - offset * sum x_q, lane), and kernel.lanes_sum's tree sums the 8 lanes. Only
 the integer sums move to the tiles, and they are exact, so a batch here gives each token what the one-token
 kernels give it.
@@ -12,7 +12,7 @@ B (tmm2) 8 runs of 4 bytes x 16 tokens, a block's activations as tiles() lays th
 of a lane use tmm3..5 the same way, so a block's product need not wait for the one before to be stored.
 The blocks go lane by lane, so a lane's 16 row accumulators (16 tokens each) stay in registers. Linux lends the
 tile state to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM); without AMX-INT8 or that permission,
-AVAILABLE is False and the legacy kernels take every batch.
+AVAILABLE is False and the 32-weight block kernels take every batch.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from kinetic_cpu.kernels import halves, ir, legacy
+from kinetic_cpu.kernels import block32, halves, ir
 from kinetic_cpu.kernels.activations import q8_0_group
 
 TILE = 16  # rows and tokens per tile
-SPECS = {name: legacy.SPECS[name] for name in ("Q8_0", "Q4_0", "Q5_0")}
-MIN_TOKENS = 16  # fewer: the legacy kernels are as fast (a tile of 16 tokens costs the same however full)
+SPECS = {name: block32.SPECS[name] for name in ("Q8_0", "Q4_0", "Q5_0")}
+MIN_TOKENS = 16  # fewer: the 32-weight block kernels are as fast (a tile of 16 tokens costs the same however full)
 
 
 def _spec_of(w_type):
@@ -152,7 +152,7 @@ def _offset_of(w):
 
 
 @njit(cache=True, nogil=True)
-def tiles(q, d, sums):  # q: [n, k] int8 in the legacy kernels' order; d, sums: [n, k / 32]
+def tiles(q, d, sums):  # q: [n, k] int8 in the 32-weight block kernels' order; d, sums: [n, k / 32]
     """The activations as tiles take them: (b [token tiles, blocks, 8 runs, 16 tokens, 4] int8, d_x and
     sums [token tiles, blocks, 16]), tokens past n zero."""
     n, n_blocks = q.shape[0], q.shape[1] // 32
@@ -175,7 +175,7 @@ def tiles(q, d, sums):  # q: [n, k] int8 in the legacy kernels' order; d, sums: 
 
 def _accumulate(builder, c_at, d_w_at, d_x, offsets, accs) -> None:
     """Each row r of c ([16 rows, 16 tokens] int32 sums) into its accumulator: accs[r] = fma(d_w[r] * d_x,
-    c[r] - offsets, accs[r]), as the legacy kernels' lanes do, 16 tokens a vector."""
+    c[r] - offsets, accs[r]), as the 32-weight block kernels' lanes do, 16 tokens a vector."""
     floats, words = ir.vector(ir.F32, TILE), ir.vector(ir.I32, TILE)
     for r, slot in enumerate(accs):
         value = builder.sitofp(builder.sub(ir.load(builder, c_at, 4 * TILE * r, words), offsets), floats)

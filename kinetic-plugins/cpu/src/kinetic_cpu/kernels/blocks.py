@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 
 @lru_cache(maxsize=None)

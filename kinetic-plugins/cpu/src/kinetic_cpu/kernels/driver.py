@@ -15,11 +15,11 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
-from kinetic_cpu.kernels import amx, amx_k, floats, kquants, legacy
+from kinetic_cpu.kernels import amx, amx_k, block32, floats, kquants
 from kinetic_cpu.kernels.intrinsics import fetch_add
 from kinetic_cpu.kernels.kernel import lanes_sum
 
-KERNELS = {**legacy.KERNELS, **kquants.KERNELS, **floats.KERNELS}
+KERNELS = {**block32.KERNELS, **kquants.KERNELS, **floats.KERNELS}
 ROWS = 64  # rows per chunk: 4 AMX tiles, and still small enough for an even split over threads of unequal speed
 PAD = 2  # spare acc rows (of 8 float32) after each worker's, so workers never write one cache line
 

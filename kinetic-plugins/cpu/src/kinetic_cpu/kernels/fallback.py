@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_cpu.kernels.blocks import as_blocks
 from kinetic_cpu.kernels.driver import PAD, rows

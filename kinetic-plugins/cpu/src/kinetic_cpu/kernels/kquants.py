@@ -4,7 +4,7 @@ A step is one super-block s, whose value is two exact integers: I = the sum over
 weights, each with its own scale) of s_run * ((q - offset) . x_q), an offset (32 for Q6_K, 4 for Q3_K,
 w = s * (q - offset)) coming off as offset * s_run * (sum of x_q in the run); and, for the types with
 minimums, M = the sum over runs of m_run * (sum of x_q in the run). Lane s % 8 of the token's accumulator
-takes acc = fma(d_w * d_x, I, acc), then acc = fma(-(dmin_w * d_x), M, acc), as the legacy kernels put a
+takes acc = fma(d_w * d_x, I, acc), then acc = fma(-(dmin_w * d_x), M, acc), as the 32-weight block kernels put a
 block's value in lane block % 8; the integers are summed in vector lanes first, in any order (they are
 exact). One integer per super-block is what tile products give (amx_k.py).
 """

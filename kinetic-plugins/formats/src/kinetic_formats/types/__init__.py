@@ -1,6 +1,6 @@
 """Every GGUF weight type, one module each, defined by its reference numpy dequantization."""
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types import (
     bf16,

@@ -6,7 +6,7 @@ from typing import Callable
 
 import numpy as np
 
-from kinetic.spec.tensor_type import Dequantize
+from kinetic.contracts.tensor_type import Dequantize
 
 # Weights decoded per step: bounds the temporaries (512 KB of float32); 2^17 measured fastest.
 _CHUNK_WEIGHTS = 1 << 17

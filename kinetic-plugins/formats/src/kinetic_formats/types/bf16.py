@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 
 def _dequantize(blocks: np.ndarray) -> np.ndarray:  # blocks: [n, 2] uint8 -> [n, 1]

@@ -1,6 +1,6 @@
 """F64: each weight stored as a little-endian float64."""
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import elementwise
 

@@ -1,6 +1,6 @@
 """I32: each weight stored as a little-endian int32."""
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import elementwise
 

@@ -1,6 +1,6 @@
 """I64: each weight stored as a little-endian int64."""
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import elementwise
 

@@ -1,6 +1,6 @@
 """I8: each weight stored as an int8."""
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import elementwise
 

@@ -4,7 +4,7 @@ w = (d * (2s + 1)) * (grid + delta)."""
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, fields
 from kinetic_formats.types.grids import IQ1S_DELTA, IQ1S_GRID

@@ -3,7 +3,7 @@ bits) and a sign byte; a 4-bit scale s per 16 weights and an f16 d; w = (d * (0.
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, f16_at, fields
 from kinetic_formats.types.grids import IQ2S_GRID, SIGNS

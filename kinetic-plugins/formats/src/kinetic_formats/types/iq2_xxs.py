@@ -3,7 +3,7 @@ one u32 holding four 7-bit sign indices and a 4-bit scale s; an f16 d; w = (d * 
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, f16_at, ksign_indices
 from kinetic_formats.types.grids import IQ2XXS_GRID, KSIGNS

@@ -3,7 +3,7 @@ the high bits), a sign byte per 8 weights, a 4-bit scale s per run and an f16 d;
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, f16_at, fields
 from kinetic_formats.types.grids import IQ3S_GRID, SIGNS

@@ -4,7 +4,7 @@ w = (d * (0.5 + s) * 0.5) * grid * sign."""
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, f16_at, ksign_indices
 from kinetic_formats.types.grids import IQ3XXS_GRID, KSIGNS

@@ -3,7 +3,7 @@ bits) and an f16 d; w = (d * (s - 32)) * value."""
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, f16_at, fields
 from kinetic_formats.types.grids import IQ4NL_VALUES

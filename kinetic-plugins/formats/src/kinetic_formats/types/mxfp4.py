@@ -3,7 +3,7 @@ w = value(code) * 2^(e - 128), with values doubled as in ggml."""
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, fields
 from kinetic_formats.types.grids import MXFP4_VALUES

@@ -3,7 +3,7 @@ block, 2-bit quants q; w = (d * s) * q - (dmin * m)."""
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, f16_at, fields
 

@@ -3,7 +3,7 @@ bit means -4), a signed 6-bit scale s per run and an f16 d; w = (d * (s - 32)) *
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, f16_at, fields
 

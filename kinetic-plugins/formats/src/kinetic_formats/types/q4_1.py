@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, f16_at, fields
 

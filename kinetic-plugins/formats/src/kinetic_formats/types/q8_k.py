@@ -3,7 +3,7 @@ products use; w = d * q."""
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked
 

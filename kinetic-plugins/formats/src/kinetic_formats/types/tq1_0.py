@@ -3,7 +3,7 @@ w = (digit - 1) * d."""
 
 import numpy as np
 
-from kinetic.spec import TensorType
+from kinetic.contracts import TensorType
 
 from kinetic_formats.types._common import chunked, f16_at
 

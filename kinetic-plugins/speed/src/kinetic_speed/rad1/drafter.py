@@ -15,7 +15,7 @@ TRUST_DECAY = 0.8  # weight of a source's earlier record against its latest draf
 
 
 class Rad1Drafter:
-    """A Drafter (kinetic.engine.drafting) for one loaded model; log is shared across its generations."""
+    """A Drafter (kinetic.contracts.drafting) for one loaded model; log is shared across its generations."""
 
     def __init__(self, log: TokenLog):
         self.log = log

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from kinetic.engine.prompt_states import common_prefix
+from kinetic.contracts.prompt_states import common_prefix
 from kinetic.errors import KineticError
 from kinetic_speed.warm_start.disk import DiskStates
 
@@ -22,7 +22,7 @@ RATE_WEIGHT = 0.5  # of the latest measurement in a running speed
 
 
 class WarmStart:
-    """A PromptStates (kinetic.engine.prompt_states) for one loaded model on one device."""
+    """A PromptStates (kinetic.contracts.prompt_states) for one loaded model on one device."""
 
     def __init__(self, folder: Path, identity: dict, memory_bytes: int = MEMORY_BYTES, disk_bytes: int = DISK_BYTES):
         self.memory: OrderedDict[tuple[int, ...], bytes] = OrderedDict()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
-from kinetic.spec.device import DeviceSequence, Runner
+from kinetic.contracts.device import DeviceSequence, Runner
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int], limit: int) -> int:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinetic.engine.candidates import Candidates
-from kinetic.engine.samplers import top_k
+from kinetic.sampling.candidates import Candidates
+from kinetic.sampling.filters import top_k
 
 ZIPF_SAMPLE = 100  # llama.cpp's m: the likeliest tokens that estimate the Zipf exponent
 

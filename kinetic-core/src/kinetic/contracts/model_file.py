@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from kinetic.spec.tensor_type import TensorType
+from kinetic.contracts.tensor_type import TensorType
 
 
 @dataclass(frozen=True)

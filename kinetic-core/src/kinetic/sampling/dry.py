@@ -11,7 +11,7 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
-from kinetic.engine.samplers import recent_tokens
+from kinetic.sampling.filters import recent_tokens
 
 MAX_BREAKER_BYTES = 40  # llama.cpp truncates a breaker to this many bytes
 MAX_TAIL_TOKENS = 20  # and its tail after the head token to this many tokens

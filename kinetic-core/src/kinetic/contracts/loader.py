@@ -11,8 +11,8 @@ from typing import Any, Optional
 import numpy as np
 
 from kinetic.errors import ModelFileError
-from kinetic.model.blocks import Weight
-from kinetic.spec import ModelFile
+from kinetic.contracts.blocks import Weight
+from kinetic.contracts import ModelFile
 
 REQUIRED = object()  # hp()'s default when the key must be present
 

@@ -19,13 +19,13 @@ from typing import Sequence
 
 import numpy as np
 
-from kinetic.engine.candidates import Candidates
-from kinetic.engine.dry import NO_BREAKERS, DryBreakers, apply_dry
-from kinetic.engine.mirostat import mirostat_v1, mirostat_v2, next_mu
-from kinetic.engine.samplers import (apply_logit_bias, apply_penalties, min_p, penalties_off, top_k, top_n_sigma,
+from kinetic.sampling.candidates import Candidates
+from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, apply_dry
+from kinetic.sampling.mirostat import mirostat_v1, mirostat_v2, next_mu
+from kinetic.sampling.filters import (apply_logit_bias, apply_penalties, min_p, penalties_off, top_k, top_n_sigma,
                                      top_p, typical, xtc)
-from kinetic.engine.sampling_settings import SamplingSettings, resolve_settings, with_fresh_seed
-from kinetic.engine.uniform import PICK_STREAM, XTC_STREAM, uniform
+from kinetic.sampling.settings import SamplingSettings, resolve_settings, with_fresh_seed
+from kinetic.sampling.uniform import PICK_STREAM, XTC_STREAM, uniform
 
 __all__ = [
     "SamplerState",

@@ -11,7 +11,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from kinetic.engine.candidates import Candidates
+from kinetic.sampling.candidates import Candidates
 
 # top-p first sorts only this many best tokens, and eight times more while they fall short (llama.cpp starts so too)
 TOP_P_FIRST_LOOK = 256

@@ -56,7 +56,7 @@ class Usage:
                 "prompt_tokens_details": {"cached_tokens": self.cached_tokens}}
 
 
-class Engine:
+class ServedModel:
     """The model the server answers with. Not thread-safe itself: every run takes a turn first."""
 
     def __init__(self, session: Session, name: Optional[str] = None):
@@ -108,9 +108,9 @@ def settings_report(settings) -> dict[str, Any]:
 
 @dataclass
 class Run:
-    """One request on the engine: iterate for Pieces; finish_reason and usage are set when it ends."""
+    """One request on the served model: iterate for Pieces; finish_reason and usage are set when it ends."""
 
-    engine: Engine
+    served: ServedModel
     job: Job
     cancelled: Cancelled
     finish_reason: Optional[str] = None  # "stop" or "length"; None while running or when the client left
@@ -120,23 +120,23 @@ class Run:
     timings: Any = None  # the generation's Timings, once it ended
 
     def __iter__(self) -> Iterator[Piece]:
-        if not self.engine.turns.acquire(self.cancelled):
+        if not self.served.turns.acquire(self.cancelled):
             return
         try:
             yield from self._generate()
         finally:
-            self.engine.slot.is_processing = False
-            self.engine.turns.release()
+            self.served.slot.is_processing = False
+            self.served.turns.release()
 
     def _generate(self) -> Iterator[Piece]:
-        engine, job = self.engine, self.job
-        session = engine.session
+        served, job = self.served, self.job
+        session = served.session
         self.settings = session.settings(job.overrides)
         picked: list[TokenLogprobs] = []
         on_pick = None if job.top_logprobs is None else (
             lambda logits, token: picked.append(token_logprobs(logits, token, job.top_logprobs)))
-        cached = engine._cached if job.cache_prompt else []
-        generation = session.generate(engine._seq, job.prompt, self.settings, job.max_tokens, cached, on_pick,
+        cached = served._cached if job.cache_prompt else []
+        generation = session.generate(served._seq, job.prompt, self.settings, job.max_tokens, cached, on_pick,
                                       reuse=job.cache_prompt)
         self._start(len(generation.context))
         tokens = iter(generation)
@@ -144,11 +144,11 @@ class Run:
         try:
             yield from self._pieces(tokens, answer, picked, session.tokenizer.detokenizer(special=False))
         except Exception:
-            engine._forget()
+            served._forget()
             raise
         finally:
             tokens.close()
-            engine._remember(job.prompt + answer)
+            served._remember(job.prompt + answer)
             self._finish(generation.timings, len(answer))
 
     def _pieces(self, tokens: Iterator[int], answer: list[int], picked: list[TokenLogprobs],
@@ -156,7 +156,7 @@ class Run:
         scanner = StopScanner(self.job.stops)
         for token in tokens:
             answer.append(token)
-            self.engine.slot.n_decoded = len(answer)
+            self.served.slot.n_decoded = len(answer)
             yield Piece(scanner.feed(detokenizer.feed(token)), token, picked[-1] if picked else None)
             if scanner.found is not None or self.cancelled():
                 break
@@ -167,11 +167,11 @@ class Run:
             self.finish_reason, self.stop_word = "stop", scanner.found
 
     def _start(self, cached: int) -> None:
-        engine, job = self.engine, self.job
-        engine._tasks += 1
+        served, job = self.served, self.job
+        served._tasks += 1
         self.usage = Usage(prompt_tokens=len(job.prompt), cached_tokens=cached)
-        engine.slot = dataclasses.replace(
-            engine.slot, id_task=engine._tasks, is_processing=True, n_prompt_tokens=len(job.prompt),
+        served.slot = dataclasses.replace(
+            served.slot, id_task=served._tasks, is_processing=True, n_prompt_tokens=len(job.prompt),
             n_prompt_tokens_processed=len(job.prompt) - cached, n_prompt_tokens_cache=cached, n_decoded=0,
             n_predict=job.max_tokens, prompt=job.prompt_text, params=settings_report(self.settings))
 
@@ -180,5 +180,5 @@ class Run:
         self.usage.completion_tokens = n_answer
         if self.finish_reason is None and not self.cancelled():
             self.finish_reason = timings.finish_reason
-        self.engine.metrics.record(timings.prompt_tokens, self.usage.cached_tokens, timings.prompt_seconds,
+        self.served.metrics.record(timings.prompt_tokens, self.usage.cached_tokens, timings.prompt_seconds,
                                    n_answer, timings.generate_seconds, len(self.job.prompt) + n_answer)

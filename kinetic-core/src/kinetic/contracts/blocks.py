@@ -11,7 +11,7 @@ from typing import Literal, Optional, Union
 
 import numpy as np
 
-from kinetic.spec import ModelFile, TensorType
+from kinetic.contracts import ModelFile, TensorType
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,9 @@
+"""The contracts between the core and its plugins (see DESIGN.md)."""
+
+from kinetic.contracts.device import Device
+from kinetic.contracts.family import Family
+from kinetic.contracts.model_file import ModelFile, ModelFormat, TensorInfo
+from kinetic.contracts.speed import SpeedTechnology
+from kinetic.contracts.tensor_type import TensorType
+
+__all__ = ["Device", "Family", "ModelFile", "ModelFormat", "SpeedTechnology", "TensorInfo", "TensorType"]
