@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, apply_dry, resolve_breakers
+from kinetic.sampling.names import SETTINGS
 from kinetic.sampling.chain import SamplerState, pick, probabilities, sample
 from kinetic.sampling.settings import RANDOM_SEED, SamplingSettings, resolve_settings, with_fresh_seed
 from kinetic.sampling.uniform import PICK_STREAM, XTC_STREAM, uniform
@@ -466,3 +467,33 @@ def test_model_file_defaults_come_between_llama_cpps_and_the_users():
     assert resolve_settings({}) == SamplingSettings()
     with pytest.raises(ValueError):
         SamplingSettings(mirostat=3)
+
+
+def _example(setting) -> object:
+    """A value inside the setting's range that is not its default."""
+    if setting.kind is list:
+        return ["@@"]
+    if setting.field == "mirostat":
+        return 2
+    return setting.kind(1 if setting.low <= 1 <= setting.high else setting.low)
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.field)
+def test_each_setting_reaches_its_field_by_all_three_names(setting):
+    """The flag, the request field and the GGUF key of one row of the table all set the same field."""
+    from kinetic.cli.options import GENERATION, sampling_overrides as cli_overrides
+    from kinetic.server.fields import Fields
+    from kinetic.server.sampling import sampling_overrides as request_overrides
+
+    value = _example(setting)
+    want = SamplingSettings(**{setting.field: value})
+    assert setting.field in {f.name for f in dataclasses.fields(SamplingSettings)}
+    for name in setting.request:
+        got = request_overrides(Fields({name: value}), n_vocab=10)
+        assert list(got) == [setting.field] and SamplingSettings(**got) == want, name
+    if setting.gguf:
+        assert resolve_settings({f"general.sampling.{setting.gguf}": value}) == want
+    (param,) = [p for p in GENERATION if p.name == setting.field]
+    assert param.default.param_decls == setting.flags
+    options = {p.name: None for p in GENERATION} | {setting.field: value}
+    assert SamplingSettings(**cli_overrides(options)) == want

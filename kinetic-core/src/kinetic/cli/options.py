@@ -9,6 +9,8 @@ from typing import Any, Callable, Optional
 
 import typer
 
+from kinetic.sampling.names import SETTINGS
+
 _KW = inspect.Parameter.KEYWORD_ONLY
 
 
@@ -30,29 +32,9 @@ def speed_names(value: Optional[str]) -> frozenset[str]:
     return names
 
 
-# name -> the SamplingSettings field it sets
-GENERATION = [
-    _option("temp", Optional[float], "--temp", help="temperature; 0 always picks the likeliest token [default: the model's]"),
-    _option("top_k", Optional[int], "--top-k", help="sample from the N likeliest tokens; 0 for all"),
-    _option("top_p", Optional[float], "--top-p", help="sample from the likeliest tokens that add up to P"),
-    _option("min_p", Optional[float], "--min-p", help="skip tokens less than P times as likely as the best"),
-    _option("repeat_penalty", Optional[float], "--repeat-penalty", help="penalty for repeating recent tokens; 1 for none"),
-    _option("seed", Optional[int], "-s", "--seed", help="seed for repeatable sampling"),
-    _option("presence_penalty", Optional[float], "--presence-penalty", help="subtracted once from the logits of recent tokens"),
-    _option("frequency_penalty", Optional[float], "--frequency-penalty", help="subtracted per time seen"),
-    _option("typical_p", Optional[float], "--typical", help="locally typical sampling; 1 for none"),
-    _option("top_n_sigma", Optional[float], "--top-nsigma", help="keep tokens within N standard deviations of the best logit; -1 for none"),
-    _option("xtc_probability", Optional[float], "--xtc-probability", help="XTC: the chance of dropping the likeliest tokens"),
-    _option("xtc_threshold", Optional[float], "--xtc-threshold", help="XTC: how likely a token must be to be dropped"),
-    _option("dry_multiplier", Optional[float], "--dry-multiplier", help="DRY repetition penalty; 0 for none"),
-    _option("dry_base", Optional[float], "--dry-base", help="DRY base"),
-    _option("dry_allowed_length", Optional[int], "--dry-allowed-length", help="DRY: repeats this long are free"),
-    _option("dry_penalty_last_n", Optional[int], "--dry-penalty-last-n", help="DRY: tokens looked back at; -1 for all"),
-    _option("dry_sequence_breakers", Optional[list[str]], "--dry-sequence-breaker",
-            help="text that ends a repetition for DRY, repeatable; none for none"),
-    _option("mirostat", Optional[int], "--mirostat", help="Mirostat 1 or 2, in place of the other samplers"),
-    _option("mirostat_eta", Optional[float], "--mirostat-lr", help="Mirostat learning rate (eta)"),
-    _option("mirostat_tau", Optional[float], "--mirostat-ent", help="Mirostat target entropy (tau)"),
+GENERATION = [  # named as the SamplingSettings field each sets
+    _option(s.field, Optional[list[str]] if s.kind is list else Optional[s.kind], *s.flags, help=s.help)
+    for s in SETTINGS if s.flags
 ]
 ANSWER = [
     _option("system", Optional[str], "--system", help="system prompt"),

@@ -6,6 +6,8 @@ import dataclasses
 import secrets
 from typing import Any, Mapping
 
+from kinetic.sampling.names import SETTINGS
+
 # llama.cpp's LLAMA_DEFAULT_SEED: "pick a fresh seed", as -1 is on its command line and server
 RANDOM_SEED = 0xFFFFFFFF
 
@@ -51,20 +53,8 @@ class SamplingSettings:
         return self.seed >= 0 and self.seed != RANDOM_SEED
 
 
-# general.sampling.<key> -> (field, type); the keys llama.cpp's common_params_sampling reads (common.cpp)
-METADATA_KEYS: dict[str, tuple[str, type]] = {
-    "top_k": ("top_k", int),
-    "top_p": ("top_p", float),
-    "min_p": ("min_p", float),
-    "xtc_probability": ("xtc_probability", float),
-    "xtc_threshold": ("xtc_threshold", float),
-    "temp": ("temp", float),
-    "penalty_last_n": ("repeat_last_n", int),
-    "penalty_repeat": ("repeat_penalty", float),
-    "mirostat": ("mirostat", int),
-    "mirostat_tau": ("mirostat_tau", float),
-    "mirostat_eta": ("mirostat_eta", float),
-}
+# general.sampling.<key> -> (field, type)
+METADATA_KEYS: dict[str, tuple[str, type]] = {s.gguf: (s.field, s.kind) for s in SETTINGS if s.gguf}
 
 
 def metadata_defaults(metadata: Mapping[str, Any]) -> dict[str, Any]:
