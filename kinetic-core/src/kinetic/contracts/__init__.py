@@ -1,4 +1,4 @@
-"""The contracts between the core and its plugins (see DESIGN.md)."""
+"""The contracts between the core and its plugins (see docs/architecture.md, section 2)."""
 
 from kinetic.contracts.device import Device
 from kinetic.contracts.family import Family

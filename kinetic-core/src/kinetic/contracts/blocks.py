@@ -1,7 +1,7 @@
 """The blocks every family maps onto and every device implements: plain data, no computation.
 
 A family never computes and a device never reads GGUF names: a Stack of these dataclasses, holding
-weight handles and hyper-parameters, is the whole contract between them (DESIGN.md).
+weight handles and hyper-parameters, is the whole contract between them (docs/architecture.md, section 2).
 """
 
 from __future__ import annotations

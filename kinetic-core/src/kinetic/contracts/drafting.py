@@ -3,7 +3,7 @@
 The loop runs the last picked token and the draft as one linear batch, then picks each next token from
 its row's logits exactly as plain decoding would (the same history, the same uniform u_i); a guess is
 kept only while it equals the token picked at its place, so the answer is the plain answer by
-construction (DESIGN.md, Exactness 4). Batch invariance makes each row's logits those of one-by-one
+construction (docs/exactness.md, section 5). Batch invariance makes each row's logits those of one-by-one
 decoding.
 """
 

@@ -1,6 +1,6 @@
 """What a prompt-state cache gives the engine (Warm Start is one): a sequence resumed from the longest
 prefix an earlier request left behind. Because a batch gives each row exactly what it gives alone
-(DESIGN.md, Exactness 1 and 3), a resumed sequence holds bit for bit what recomputing would give."""
+(docs/exactness.md, sections 1 and 6), a resumed sequence holds bit for bit what recomputing would give."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from kinetic.contracts.drafting import Drafter
 from kinetic.errors import KineticError
 from kinetic.contracts.device import DeviceSequence, Row, Runner
 
-PROMPT_GRID = 512  # prompt batches end on multiples of this position, warm or cold (DESIGN.md, Exactness 3)
+PROMPT_GRID = 512  # prompt batches end on multiples of this position, warm or cold (docs/exactness.md, section 3)
 
 # (logits [n_vocab] float32, tokens so far, index of the token being generated) -> token id
 PickNext = Callable[[np.ndarray, Sequence[int], int], int]

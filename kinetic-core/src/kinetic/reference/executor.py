@@ -1,6 +1,6 @@
 """The reference executor: runs any Stack in plain numpy, obviously correct and slow.
 
-It has the device contract's shape (DESIGN.md): runner.new_sequence(), runner.forward(rows) with the
+It has the device contract's shape (docs/architecture.md, section 2): new_sequence(), forward(rows) with the
 logits of the rows that ask, seq.truncate(n). Rows of one pass may belong to several sequences and share
 every matrix product; a row attends to its own sequence: its cached tokens and this pass's rows of it,
 those at positions up to its own.

@@ -4,8 +4,8 @@ The chain runs in llama.cpp's default order: logit bias, penalties (repeat, freq
 presence), DRY, top-n-sigma, top-k, typical, top-p, min-p, XTC, temperature. With Mirostat
 it is logit bias, temperature, Mirostat. The result is a distribution over the whole
 vocabulary; pick is its inverse CDF over ascending token ids, so a speculative verifier can
-compute pick(p_i, u_i) for a drafted token and get exactly the plain answer (DESIGN.md,
-Exactness 4). Greedy (temp <= 0) is the likeliest surviving token, ties to the lowest id.
+compute pick(p_i, u_i) for a drafted token and get exactly the plain answer (docs/exactness.md,
+sections 4 and 5). Greedy (temp <= 0) is the likeliest surviving token, ties to the lowest id.
 
 Floating point: logits become float64 before anything else; every softmax subtracts the max,
 exponentiates, and sums in ascending id order; pick's running sum is sequential in the same order.

@@ -1,7 +1,7 @@
 """The counter-based uniform stream: u = uniform(seed, index, stream), a pure function with no generator state.
 
 Token i's draw depends only on (seed, i), never on how many draws came before, so a
-speculative verifier can recompute any token's draw on its own (DESIGN.md, Exactness 4).
+speculative verifier can recompute any token's draw on its own (docs/exactness.md, section 4).
 """
 
 from __future__ import annotations

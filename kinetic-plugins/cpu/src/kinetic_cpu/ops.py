@@ -1,7 +1,7 @@
 """The CPU device's non-matrix kernels: norms, rotary embeddings, attention, gates.
 
 Each output element is computed by one fixed sequence of operations whatever the batch size, thread
-count or row position (DESIGN.md, Exactness 1): numba without fastmath keeps every sum in loop order.
+count or row position (docs/exactness.md, sections 1 and 2): numba without fastmath keeps every sum in loop order.
 Norms and rotations run on one thread: they are cheap, and starting threads costs more; gates and attention
 split over threads once they are large enough.
 """
