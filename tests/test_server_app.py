@@ -47,6 +47,14 @@ def test_chat_refusals_are_400_naming_the_field(client, change, param):
     assert (error["type"], error["param"]) == ("invalid_request_error", param)
 
 
+def test_receipts_are_refused_until_they_exist(client):
+    for path, body in (("/v1/chat/completions", HI), ("/v1/completions", {"prompt": "x"}),
+                       ("/completion", {"prompt": "x"})):
+        error = error_of(client.simulate_post(path, json={**body, "receipt": True}), 400)
+        assert error["param"] == "receipt" and "receipts are not available" in error["message"]
+    assert client.simulate_post("/v1/chat/completions", json={**HI, "receipt": False}).status_code == 200
+
+
 def test_malformed_bodies_and_prompts_past_the_context(client):
     for body in (b'{"messages": [', b"[1]", b'{"temperature": NaN}', b"\xff\xfe"):
         error_of(client.simulate_post("/v1/chat/completions", body=body,

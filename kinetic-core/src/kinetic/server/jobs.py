@@ -33,6 +33,9 @@ def refuse_unsupported(fields: Fields) -> None:
                           "tools")
     if fields.boolean("echo"):
         raise bad_request("echo is not supported: the prompt is not repeated in the answer", "echo")
+    if fields.boolean("receipt"):
+        raise bad_request("receipts are not available in this server yet; send the request without receipt",
+                          "receipt")
 
 
 def max_tokens(fields: Fields, *names: str) -> int:
