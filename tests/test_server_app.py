@@ -55,6 +55,17 @@ def test_receipts_are_refused_until_they_exist(client):
     assert client.simulate_post("/v1/chat/completions", json={**HI, "receipt": False}).status_code == 200
 
 
+@pytest.mark.parametrize("path, needs", [
+    ("/v1/embeddings", "an embedding model"), ("/embeddings", "an embedding model"),
+    ("/embedding", "an embedding model"), ("/v1/rerank", "a reranking model"),
+    ("/v1/reranking", "a reranking model"), ("/rerank", "a reranking model"), ("/reranking", "a reranking model"),
+])
+def test_endpoints_for_other_kinds_of_model_are_400_naming_what_is_served(client, path, needs):
+    error = error_of(client.simulate_post(path, json={"input": "hi", "query": "q", "documents": ["d"]}), 400)
+    assert error["message"] == (f"coder is a text model and {path} needs {needs}; "
+                                "use /v1/chat/completions or /v1/completions")
+
+
 def test_malformed_bodies_and_prompts_past_the_context(client):
     for body in (b'{"messages": [', b"[1]", b'{"temperature": NaN}', b"\xff\xfe"):
         error_of(client.simulate_post("/v1/chat/completions", body=body,

@@ -10,6 +10,7 @@ from kinetic.server import llamacpp, openai
 from kinetic.server.served import ServedModel
 from kinetic.server.errors import add_handlers
 from kinetic.server.security import MAX_OPEN, Guard
+from kinetic.server.unserved import not_served_routes
 
 # Bodies of these must be application/json (the OpenAI routes); llama-server's routes take any type.
 JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions"})
@@ -34,6 +35,7 @@ def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int =
         "/tokenize": llamacpp.Tokenize(served), "/detokenize": llamacpp.Detokenize(served),
         "/props": llamacpp.Props(served), "/slots": llamacpp.Slots(served),
         "/metrics": metrics, "/v1/metrics": metrics,
+        **not_served_routes(served),
     }
     for path, resource in routes.items():
         app.add_route(path, resource)
