@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Collection, Optional
 
 import falcon
 
@@ -16,9 +16,11 @@ from kinetic.server.unserved import not_served_routes
 JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions"})
 
 
-def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int = MAX_OPEN) -> falcon.App:
-    """api_key: required on every route but /health; max_open: requests served at once, more get a 503."""
-    app = falcon.App(middleware=[Guard(api_key, JSON_ROUTES, max_open)], cors_enable=False)
+def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int = MAX_OPEN,
+             allowed_hosts: Collection[str] = ()) -> falcon.App:
+    """api_key: required on every route but /health; max_open: requests served at once, more get a 503;
+    allowed_hosts: without api_key, the Host names answered besides loopback ones (--host, --allowed-hosts)."""
+    app = falcon.App(middleware=[Guard(api_key, JSON_ROUTES, max_open, allowed_hosts)], cors_enable=False)
     app.req_options.strip_url_path_trailing_slash = True
     add_handlers(app)
     health = llamacpp.Health(served)
