@@ -11,6 +11,7 @@ from falcon import testing
 
 from kinetic.sampling.settings import SamplingSettings
 from kinetic.engine.session import Session
+from kinetic.errors import PromptError, PromptTooLong
 from kinetic.server import ServedModel, make_app
 from kinetic.server.served import Job
 from kinetic.server.stops import StopScanner
@@ -78,6 +79,26 @@ def test_malformed_bodies_and_prompts_past_the_context(client):
     huge = client.simulate_post("/v1/completions", body=b"x", headers={"Content-Type": "application/json",
                                                                        "Content-Length": str(64 << 20)})
     error_of(huge, 413)
+
+
+def test_the_engine_checks_a_prompt_once_before_any_work_and_the_server_words_it(client, served):
+    session, greedy = served.session, SamplingSettings(temp=0)
+    seq = session.new_sequence()
+    with pytest.raises(PromptTooLong) as long:
+        session.generate(seq, [1] * 300, greedy, 3)
+    assert str(long.value) == ("the prompt is 300 tokens, more than the context of 256; use a larger -c or a "
+                               "shorter prompt")
+    with pytest.raises(PromptError, match="token id 999999 is not in the model's vocabulary"):
+        session.generate(seq, [1, 999999], greedy, 3)
+    with pytest.raises(PromptError, match="the prompt is empty"):
+        session.generate(seq, [], greedy, 3)
+    assert seq.n_tokens == 0
+    words = {**HI, "messages": [{"role": "user", "content": "word " * 400}], "stream": True}
+    error = error_of(client.simulate_post("/v1/chat/completions", json=words), 400)  # before the stream starts
+    assert error["message"].endswith("more than the context of 256; start the server with a larger -c or send a "
+                                      "shorter prompt")
+    empty = error_of(client.simulate_post("/v1/completions", json={"prompt": ""}), 400)
+    assert (empty["message"], empty["param"]) == ("the prompt is empty", "prompt")
 
 
 def test_statuses_404_405_415(client):

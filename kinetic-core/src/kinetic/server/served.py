@@ -9,10 +9,9 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
-from kinetic.engine.generate import Generation
+from kinetic.engine.generate import Generation, check_prompt
 from kinetic.engine.session import Session
 from kinetic.sampling.settings import SamplingSettings
-from kinetic.server.errors import bad_request
 from kinetic.server.logprobs import TokenLogprobs, token_logprobs
 from kinetic.server.metrics import Metrics, Slot
 from kinetic.server.stops import StopScanner
@@ -82,15 +81,10 @@ class ServedModel:
         """Load the kernels before the first request needs them."""
         self.session.warm_up(self._seq)
 
-    def check_prompt(self, tokens: list[int]) -> None:
-        if not tokens:
-            raise bad_request("the prompt is empty", "prompt")
-        if len(tokens) >= self.context_length:
-            raise bad_request(f"the prompt is {len(tokens)} tokens, more than the context of "
-                              f"{self.context_length}; start the server with a larger -c or send a shorter prompt")
-
     def run(self, job: Job, cancelled: Cancelled = never) -> Run:
-        self.check_prompt(job.prompt)
+        """The run of job, once its turn comes. The engine checks the prompt when the run starts; it is checked
+        here too, as the request arrives, so that a refused stream gets its 400 instead of a 200 and an error."""
+        check_prompt(job.prompt, self.session.tokenizer.n_vocab, self.context_length)
         return Run(self, job, cancelled)
 
     def generate(self, job: Job, settings: SamplingSettings,
