@@ -58,3 +58,10 @@ def test_run_failures(tmp_path, qwen_gguf):
     cuda = kinetic("run", str(qwen_gguf), "Hi", "--device", "cuda")
     assert cuda.returncode == 1 and cuda.stderr.startswith("kinetic: CUDA is not usable: ")  # no GPU here
     assert cuda.stderr.count("\n") == 1
+
+
+def test_a_prompt_past_the_context_is_one_line(qwen_gguf):
+    done = kinetic("run", str(qwen_gguf), PROMPT, "-c", "8", "--device", "cpu")
+    assert done.returncode == 1 and done.stdout == ""
+    assert re.fullmatch(r"kinetic: the prompt is \d+ tokens, more than the context of 8; use a larger -c or a "
+                        r"shorter prompt\n", done.stderr), done.stderr

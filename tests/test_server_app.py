@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -10,11 +11,13 @@ from falcon import testing
 
 from kinetic.sampling.settings import SamplingSettings
 from kinetic.engine.session import Session
+from kinetic.errors import PromptError, PromptTooLong
 from kinetic.server import ServedModel, make_app
 from kinetic.server.served import Job
 from kinetic.server.stops import StopScanner
 
 HI = {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 3, "temperature": 0}
+LOCAL = {"Host": "localhost:8080"}  # falcon's test requests are addressed to falconframework.org otherwise
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +27,7 @@ def served(qwen_gguf) -> ServedModel:
 
 @pytest.fixture(scope="module")
 def client(served) -> testing.TestClient:
-    return testing.TestClient(make_app(served))
+    return testing.TestClient(make_app(served), headers=LOCAL)
 
 
 def error_of(result, status: int) -> dict:
@@ -47,6 +50,25 @@ def test_chat_refusals_are_400_naming_the_field(client, change, param):
     assert (error["type"], error["param"]) == ("invalid_request_error", param)
 
 
+def test_receipts_are_refused_until_they_exist(client):
+    for path, body in (("/v1/chat/completions", HI), ("/v1/completions", {"prompt": "x"}),
+                       ("/completion", {"prompt": "x"})):
+        error = error_of(client.simulate_post(path, json={**body, "receipt": True}), 400)
+        assert error["param"] == "receipt" and "receipts are not available" in error["message"]
+    assert client.simulate_post("/v1/chat/completions", json={**HI, "receipt": False}).status_code == 200
+
+
+@pytest.mark.parametrize("path, needs", [
+    ("/v1/embeddings", "an embedding model"), ("/embeddings", "an embedding model"),
+    ("/embedding", "an embedding model"), ("/v1/rerank", "a reranking model"),
+    ("/v1/reranking", "a reranking model"), ("/rerank", "a reranking model"), ("/reranking", "a reranking model"),
+])
+def test_endpoints_for_other_kinds_of_model_are_400_naming_what_is_served(client, path, needs):
+    error = error_of(client.simulate_post(path, json={"input": "hi", "query": "q", "documents": ["d"]}), 400)
+    assert error["message"] == (f"coder is a text model and {path} needs {needs}; "
+                                "use /v1/chat/completions or /v1/completions")
+
+
 def test_malformed_bodies_and_prompts_past_the_context(client):
     for body in (b'{"messages": [', b"[1]", b'{"temperature": NaN}', b"\xff\xfe"):
         error_of(client.simulate_post("/v1/chat/completions", body=body,
@@ -57,6 +79,26 @@ def test_malformed_bodies_and_prompts_past_the_context(client):
     huge = client.simulate_post("/v1/completions", body=b"x", headers={"Content-Type": "application/json",
                                                                        "Content-Length": str(64 << 20)})
     error_of(huge, 413)
+
+
+def test_the_engine_checks_a_prompt_once_before_any_work_and_the_server_words_it(client, served):
+    session, greedy = served.session, SamplingSettings(temp=0)
+    seq = session.new_sequence()
+    with pytest.raises(PromptTooLong) as long:
+        session.generate(seq, [1] * 300, greedy, 3)
+    assert str(long.value) == ("the prompt is 300 tokens, more than the context of 256; use a larger -c or a "
+                               "shorter prompt")
+    with pytest.raises(PromptError, match="token id 999999 is not in the model's vocabulary"):
+        session.generate(seq, [1, 999999], greedy, 3)
+    with pytest.raises(PromptError, match="the prompt is empty"):
+        session.generate(seq, [], greedy, 3)
+    assert seq.n_tokens == 0
+    words = {**HI, "messages": [{"role": "user", "content": "word " * 400}], "stream": True}
+    error = error_of(client.simulate_post("/v1/chat/completions", json=words), 400)  # before the stream starts
+    assert error["message"].endswith("more than the context of 256; start the server with a larger -c or send a "
+                                      "shorter prompt")
+    empty = error_of(client.simulate_post("/v1/completions", json={"prompt": ""}), 400)
+    assert (empty["message"], empty["param"]) == ("the prompt is empty", "prompt")
 
 
 def test_statuses_404_405_415(client):
@@ -77,6 +119,33 @@ def test_browser_origins_of_other_sites_are_refused(client):
         assert result.status_code == 200 and "Access-Control-Allow-Origin" not in result.headers
 
 
+def test_requests_addressed_to_other_names_are_refused_without_a_key(client, served):
+    rebound = {"Host": "evil.com:8080", "Origin": "http://evil.com:8080"}  # a page whose name now means 127.0.0.1
+    error = error_of(client.simulate_get("/v1/models", headers=rebound), 403)
+    assert error["type"] == "permission_error" and "--allowed-hosts" in error["message"]
+    error_of(client.simulate_post("/v1/chat/completions", json=HI, headers=rebound), 403)
+    for local in ("localhost:8080", "127.0.0.1:8080", "127.0.0.2", "[::1]:8080", "LOCALHOST"):
+        assert client.simulate_get("/v1/models", headers={"Host": local}).status_code == 200, local
+    allowed = testing.TestClient(make_app(served, allowed_hosts=("192.168.1.5", "box.lan")))
+    assert allowed.simulate_get("/v1/models", headers={"Host": "box.lan:8080"}).status_code == 200
+    assert allowed.simulate_get("/v1/models", headers={"Host": "192.168.1.5:8080"}).status_code == 200
+    error_of(allowed.simulate_get("/v1/models", headers={"Host": "evil.com"}), 403)
+    keyed = testing.TestClient(make_app(served, api_key="sekrit"))  # the key guards it: any name is answered
+    assert keyed.simulate_get("/v1/models", headers={"Host": "evil.com:8080", "X-Api-Key": "sekrit"}).status_code == 200
+
+
+def test_the_wsgi_entry_point_answers_the_names_of_kinetic_allowed_hosts(qwen_gguf, monkeypatch):
+    for name, value in (("KINETIC_MODEL", str(qwen_gguf)), ("KINETIC_CTX_SIZE", "256"), ("KINETIC_DEVICE", "cpu"),
+                        ("KINETIC_ALLOWED_HOSTS", "box.lan, other.lan")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delitem(sys.modules, "kinetic.server.wsgi", raising=False)
+    from kinetic.server.wsgi import app
+
+    client = testing.TestClient(app)
+    for host, status in (("box.lan", 200), ("other.lan:8080", 200), ("evil.com", 403), ("localhost", 200)):
+        assert client.simulate_get("/v1/models", headers={"Host": host}).status_code == status, host
+
+
 def test_api_key_on_every_route_but_health(served):
     client = testing.TestClient(make_app(served, api_key="sekrit"))
     assert error_of(client.simulate_get("/v1/models"), 401)["type"] == "authentication_error"
@@ -89,13 +158,14 @@ def test_api_key_on_every_route_but_health(served):
 
 def test_past_the_open_limit_is_a_503_until_a_stream_ends(served):
     app = make_app(served, max_open=1)
-    environ = testing.create_environ("/v1/chat/completions", method="POST", headers={"Content-Type": "application/json"},
+    environ = testing.create_environ("/v1/chat/completions", method="POST",
+                                     headers={**LOCAL, "Content-Type": "application/json"},
                                      body=testing.helpers.json.dumps({**HI, "stream": True}))
     stream = app(environ, lambda status, headers: None)  # open until it is closed
-    busy = testing.TestClient(app).simulate_get("/v1/models")
+    busy = testing.TestClient(app, headers=LOCAL).simulate_get("/v1/models")
     assert busy.status_code == 503 and busy.json["error"]["type"] == "server_busy_error"
     stream.close()  # the client left before reading a byte: nothing was generated
-    assert testing.TestClient(app).simulate_get("/v1/models").status_code == 200
+    assert testing.TestClient(app, headers=LOCAL).simulate_get("/v1/models").status_code == 200
 
 
 def test_models_health_props_slots_metrics(client):

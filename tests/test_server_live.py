@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 
@@ -84,3 +85,15 @@ def test_abuse_then_still_answers_then_ctrl_c_stops_it(server):
     assert abuse(["--quick", "--url", url.removesuffix("/v1")]) == 0
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
+
+
+def test_a_port_in_use_is_one_line_and_exit_1(qwen_gguf):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "kinetic", "serve", str(qwen_gguf), "--port", str(port),
+                               "-c", "256", "--device", "cpu"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (f"kinetic: port {port} is in use on 127.0.0.1; pick another with --port "
+                           "(--port 0 picks a free one)\n")

@@ -45,7 +45,7 @@ def client(qwen_gguf, tmp_path_factory) -> testing.TestClient:
     template = tmp_path_factory.mktemp("reasoning") / "thinking.jinja"
     template.write_text(THINKING_TEMPLATE)
     session = Session(qwen_gguf, device="cpu", ctx_size=256, chat_template_file=template, announce=lambda line: None)
-    return testing.TestClient(make_app(ServedModel(session, name="thinker")))
+    return testing.TestClient(make_app(ServedModel(session, name="thinker")), headers={"Host": "localhost"})
 
 
 def test_reasoning_content_in_messages_and_deltas(client):

@@ -13,6 +13,24 @@ class PluginError(KineticError):
     """A plugin that failed to import or registered something twice."""
 
 
+class PromptError(KineticError):
+    """A prompt the engine refuses before any work starts (engine.generate.check_prompt); str(error) is the
+    command line's line, and the server words it for its clients."""
+
+
+class PromptTooLong(PromptError):
+    """A prompt that does not fit the context; each front end says how to make room in its own words."""
+
+    def __init__(self, length: int, context_length: int):
+        self.length = length
+        self.context_length = context_length
+        super().__init__(f"{self.facts}; use a larger -c or a shorter prompt")
+
+    @property
+    def facts(self) -> str:
+        return f"the prompt is {self.length} tokens, more than the context of {self.context_length}"
+
+
 class ChatTemplateError(KineticError):
     """A chat template that cannot be read, does not compile, fails or runs away while rendering."""
 

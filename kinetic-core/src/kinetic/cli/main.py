@@ -90,12 +90,15 @@ def serve(
                                         show_default=False),
     api_key: Optional[str] = typer.Option(None, "--api-key", show_default=False,
                                           help="require Authorization: Bearer KEY (or X-Api-Key) on all but /health"),
+    allowed_hosts: str = typer.Option("", "--allowed-hosts", metavar="NAMES", show_default=False,
+                                      help="without --api-key, host names to answer besides localhost and --host, "
+                                           "comma-separated"),
     options: dict = None,
 ) -> None:
     """Serve the OpenAI- and llama-server-compatible API at http://127.0.0.1:8080/v1 until Ctrl+C."""
     from kinetic.cli.serve import serve_command
 
-    serve_command(_one_model(model, model_option), host, port, alias, api_key, options)
+    serve_command(_one_model(model, model_option), host, port, alias, api_key, options, allowed_hosts)
 
 
 @app.command()

@@ -9,7 +9,7 @@ from typing import Callable, Iterator, Optional, Sequence
 import numpy as np
 
 from kinetic.contracts.drafting import Drafter
-from kinetic.errors import KineticError
+from kinetic.errors import KineticError, PromptError, PromptTooLong
 from kinetic.contracts.device import DeviceSequence, Row, Runner
 
 PROMPT_GRID = 512  # prompt batches end on multiples of this position, warm or cold (docs/exactness.md, section 3)
@@ -35,6 +35,18 @@ class Timings:
 
 def _rate(n: int, seconds: float) -> str:
     return f"{n / seconds:.1f}" if seconds > 0 else "0.0"
+
+
+def check_prompt(tokens: Sequence[int], n_vocab: int, context_length: int) -> None:
+    """A PromptError for a prompt the model cannot take: empty, longer than the context (which must keep room
+    for an answer token) or with a token id outside the vocabulary. Session.generate calls it before any work."""
+    if not tokens:
+        raise PromptError("the prompt is empty")
+    if len(tokens) >= context_length:
+        raise PromptTooLong(len(tokens), context_length)
+    bad = next((t for t in tokens if not 0 <= t < n_vocab), None)
+    if bad is not None:
+        raise PromptError(f"token id {bad} is not in the model's vocabulary of {n_vocab}")
 
 
 def prompt_batches(start: int, end: int, grid: int = PROMPT_GRID) -> Iterator[tuple[int, int]]:
@@ -77,10 +89,6 @@ class Generation:
     timings: Timings = field(default_factory=Timings)
 
     def __iter__(self) -> Iterator[int]:
-        total = len(self.context) + len(self.prompt)
-        if total >= self.context_length:
-            raise KineticError(f"the prompt is {total} tokens, more than the context of "
-                               f"{self.context_length}; use a larger -c or a shorter prompt")
         start = time.perf_counter()
         logits = feed(self.runner, self.seq, self.prompt)
         self.timings.prompt_tokens = len(self.prompt)

@@ -12,11 +12,10 @@ from kinetic.chat.template import ChatTemplate, load_chat_template
 from kinetic.engine.devices import choose_device
 from kinetic.contracts.drafting import Drafter
 from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, resolve_breakers
-from kinetic.engine.generate import Generation
+from kinetic.engine.generate import Generation, check_prompt
 from kinetic.contracts.prompt_states import PromptStates, common_prefix
 from kinetic.sampling.chain import SamplerState, sample
 from kinetic.sampling.settings import SamplingSettings, resolve_settings, with_fresh_seed
-from kinetic.errors import KineticError
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
@@ -112,6 +111,7 @@ class Session:
         """An answer to the whole context `tokens`; seq holds `cached`, and keeps their common start.
         on_pick(logits [n_vocab] float32, token) sees the raw logits of every token picked (for logprobs);
         reuse=False restores no kept prompt state (the answer is the same either way, only slower)."""
+        check_prompt(tokens, self.tokenizer.n_vocab, self.context_length)
         state = SamplerState.start(settings, self._dry_breakers(settings))
 
         def pick_next(logits, history, index):
@@ -120,9 +120,6 @@ class Session:
                 on_pick(logits, token)
             return token
 
-        bad = next((t for t in tokens if not 0 <= t < self.tokenizer.n_vocab), None)
-        if bad is not None:
-            raise KineticError(f"token id {bad} is not in the model's vocabulary of {self.tokenizer.n_vocab}")
         keep = common_prefix(cached, tokens, limit=len(tokens) - 1)  # at least one token runs, for its logits
         states = self.prompt_states
         if states is not None and reuse:

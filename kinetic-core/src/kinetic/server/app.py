@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Collection, Optional
 
 import falcon
 
@@ -10,14 +10,17 @@ from kinetic.server import llamacpp, openai
 from kinetic.server.served import ServedModel
 from kinetic.server.errors import add_handlers
 from kinetic.server.security import MAX_OPEN, Guard
+from kinetic.server.unserved import not_served_routes
 
 # Bodies of these must be application/json (the OpenAI routes); llama-server's routes take any type.
 JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions"})
 
 
-def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int = MAX_OPEN) -> falcon.App:
-    """api_key: required on every route but /health; max_open: requests served at once, more get a 503."""
-    app = falcon.App(middleware=[Guard(api_key, JSON_ROUTES, max_open)], cors_enable=False)
+def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int = MAX_OPEN,
+             allowed_hosts: Collection[str] = ()) -> falcon.App:
+    """api_key: required on every route but /health; max_open: requests served at once, more get a 503;
+    allowed_hosts: without api_key, the Host names answered besides loopback ones (--host, --allowed-hosts)."""
+    app = falcon.App(middleware=[Guard(api_key, JSON_ROUTES, max_open, allowed_hosts)], cors_enable=False)
     app.req_options.strip_url_path_trailing_slash = True
     add_handlers(app)
     health = llamacpp.Health(served)
@@ -34,6 +37,7 @@ def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int =
         "/tokenize": llamacpp.Tokenize(served), "/detokenize": llamacpp.Detokenize(served),
         "/props": llamacpp.Props(served), "/slots": llamacpp.Slots(served),
         "/metrics": metrics, "/v1/metrics": metrics,
+        **not_served_routes(served),
     }
     for path, resource in routes.items():
         app.add_route(path, resource)

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import falcon
 
-from kinetic.errors import KineticError
+from kinetic.errors import KineticError, PromptError, PromptTooLong
 
 log = logging.getLogger("kinetic.server")
 
@@ -61,6 +61,15 @@ def handle_kinetic_error(req, resp, error: KineticError, params) -> None:
     _answer(resp, 400, error_body(400, str(error)))
 
 
+def handle_prompt_error(req, resp, error: PromptError, params) -> None:
+    """The engine's refusal of a prompt, in the server's words: the context is the one the server started with."""
+    if isinstance(error, PromptTooLong):
+        refusal = ApiError(400, f"{error.facts}; start the server with a larger -c or send a shorter prompt")
+    else:
+        refusal = ApiError(400, str(error), "prompt")
+    handle_api_error(req, resp, refusal, params)
+
+
 def handle_unexpected(req, resp, error: Exception, params) -> None:
     """A bug: logged with its traceback, answered with a 500, and the server goes on."""
     log.exception("unexpected error on %s %s", req.method, req.path)
@@ -71,5 +80,6 @@ def add_handlers(app: falcon.App) -> None:
     """Falcon looks handlers up by the most specific class, so the order here does not matter."""
     app.add_error_handler(Exception, handle_unexpected)
     app.add_error_handler(KineticError, handle_kinetic_error)
+    app.add_error_handler(PromptError, handle_prompt_error)
     app.add_error_handler(falcon.HTTPError, handle_http_error)
     app.add_error_handler(ApiError, handle_api_error)

@@ -33,6 +33,9 @@ def refuse_unsupported(fields: Fields) -> None:
                           "tools")
     if fields.boolean("echo"):
         raise bad_request("echo is not supported: the prompt is not repeated in the answer", "echo")
+    if fields.boolean("receipt"):
+        raise bad_request("receipts are not available in this server yet; send the request without receipt",
+                          "receipt")
 
 
 def max_tokens(fields: Fields, *names: str) -> int:
@@ -48,7 +51,6 @@ def max_tokens(fields: Fields, *names: str) -> int:
 
 def job(served: ServedModel, fields: Fields, prompt: list[int], prompt_text: str, limit: int,
         top_logprobs: Optional[int], thinking: Optional[bool] = None) -> Job:
-    served.check_prompt(prompt)
     return Job(prompt=prompt, overrides=sampling_overrides(fields, served.session.tokenizer.n_vocab),
                max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
                prompt_text=prompt_text, thinking=thinking, cache_prompt=fields.boolean("cache_prompt", True))

@@ -1,14 +1,16 @@
-"""What every request passes first: the connection limit, the browser-origin check, the API key, JSON bodies."""
+"""What every request passes first: the connection limit, the Host and browser-origin checks, the API key,
+JSON bodies."""
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
 import threading
-from typing import Callable, Iterator, Optional
+from typing import Callable, Collection, Iterator, Optional
 from urllib.parse import urlsplit
 
 import falcon
+from falcon.util.uri import parse_host
 
 from kinetic.server.errors import ApiError
 
@@ -25,6 +27,26 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_name(value: str) -> str:
+    """A Host header, --host or --allowed-hosts entry in one spelling: lower case, without port, brackets or a
+    final dot, an IP address in its standard form."""
+    name = value.strip().lower()
+    try:
+        name = parse_host(name)[0]
+    except ValueError:  # a port that is not a number: kept whole, so it matches no allowed name
+        pass
+    name = name.rstrip(".")
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        return name
+
+
+def host_list(names: str) -> tuple[str, ...]:
+    """--allowed-hosts a,b (or KINETIC_ALLOWED_HOSTS) as its names."""
+    return tuple(name.strip() for name in names.split(",") if name.strip())
+
+
 def local_origin(origin: str, server_host: str) -> bool:
     """Whether a browser's Origin is this computer: a loopback address or the host the server was reached at."""
     try:
@@ -35,12 +57,15 @@ def local_origin(origin: str, server_host: str) -> bool:
 
 
 class Guard:
-    """Falcon middleware; json_routes are the routes that take only application/json bodies."""
+    """Falcon middleware; json_routes are the routes that take only application/json bodies; allowed_hosts the
+    Host names answered, besides loopback ones, when there is no API key."""
 
-    def __init__(self, api_key: Optional[str], json_routes: frozenset[str], max_open: int = MAX_OPEN):
+    def __init__(self, api_key: Optional[str], json_routes: frozenset[str], max_open: int = MAX_OPEN,
+                 allowed_hosts: Collection[str] = ()):
         self.api_key = api_key
         self.json_routes = json_routes
         self.max_open = max_open
+        self.allowed_hosts = frozenset(host_name(host) for host in allowed_hosts)
         self.open = 0
         self._lock = threading.Lock()
 
@@ -50,6 +75,8 @@ class Guard:
                 raise ApiError(503, f"the server is busy: {self.max_open} requests are already open; try again")
             self.open += 1
         req.context.counted = True
+        if self.api_key is None:
+            self._check_host(req.get_header("Host"))
         origin = req.get_header("Origin")
         if origin is not None and not local_origin(origin, req.host):
             raise ApiError(403, "requests from web pages of other sites are refused: the model is this "
@@ -58,6 +85,17 @@ class Guard:
             raise ApiError(401, "invalid or missing API key: send Authorization: Bearer KEY or X-Api-Key: KEY")
         if req.method == "POST" and req.path in self.json_routes and not _is_json(req.content_type):
             raise ApiError(415, f"the body must be sent as application/json, not {req.content_type or 'without a type'}")
+
+    def _check_host(self, header: Optional[str]) -> None:
+        """Refuse a Host that is not this server's. Without this, a web page whose name was rebound to this
+        computer (DNS rebinding) could drive the model: to the browser, the page and the server are one site.
+        A request without a Host came from no browser."""
+        if header is None:
+            return
+        name = host_name(header)
+        if not (is_loopback(name) or name in self.allowed_hosts):
+            raise ApiError(403, f"requests addressed to {name} are refused: use localhost or 127.0.0.1, or start "
+                                "the server with --allowed-hosts NAME (or --api-key) to accept that name")
 
     def _authorized(self, req: falcon.Request) -> bool:
         bearer = req.get_header("Authorization") or ""

@@ -7,8 +7,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
+import numpy as np
+
+from kinetic.engine.generate import Generation, check_prompt
 from kinetic.engine.session import Session
-from kinetic.server.errors import bad_request
+from kinetic.sampling.settings import SamplingSettings
 from kinetic.server.logprobs import TokenLogprobs, token_logprobs
 from kinetic.server.metrics import Metrics, Slot
 from kinetic.server.stops import StopScanner
@@ -78,23 +81,36 @@ class ServedModel:
         """Load the kernels before the first request needs them."""
         self.session.warm_up(self._seq)
 
-    def check_prompt(self, tokens: list[int]) -> None:
-        if not tokens:
-            raise bad_request("the prompt is empty", "prompt")
-        if len(tokens) >= self.context_length:
-            raise bad_request(f"the prompt is {len(tokens)} tokens, more than the context of "
-                              f"{self.context_length}; start the server with a larger -c or send a shorter prompt")
-
     def run(self, job: Job, cancelled: Cancelled = never) -> Run:
-        self.check_prompt(job.prompt)
+        """The run of job, once its turn comes. The engine checks the prompt when the run starts; it is checked
+        here too, as the request arrives, so that a refused stream gets its 400 instead of a 200 and an error."""
+        check_prompt(job.prompt, self.session.tokenizer.n_vocab, self.context_length)
         return Run(self, job, cancelled)
 
-    def _remember(self, tokens: list[int]) -> None:
+    def generate(self, job: Job, settings: SamplingSettings,
+                 on_pick: Optional[Callable[[np.ndarray, int], None]] = None) -> Generation:
+        """The answer to job on the served sequence, resuming from the tokens it holds unless job.cache_prompt
+        is off. Run calls it on its turn, then remember or forget when the answer ends."""
+        cached = self._cached if job.cache_prompt else []
+        return self.session.generate(self._seq, job.prompt, settings, job.max_tokens, cached, on_pick,
+                                     reuse=job.cache_prompt)
+
+    def remember(self, tokens: list[int]) -> None:
+        """After an answer: the context it ended with; the sequence holds its start, which the next request reuses."""
         self._cached = tokens[: self._seq.n_tokens]
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
+        """After a failed answer: what the sequence holds is unknown, so the next request starts from nothing."""
         self._seq.truncate(0)
         self._cached = []
+
+    def start_task(self, job: Job, cached: int, settings: SamplingSettings) -> None:
+        """What /slots shows from now on: a new task running job, with cached prompt tokens reused."""
+        self._tasks += 1
+        self.slot = dataclasses.replace(
+            self.slot, id_task=self._tasks, is_processing=True, n_prompt_tokens=len(job.prompt),
+            n_prompt_tokens_processed=len(job.prompt) - cached, n_prompt_tokens_cache=cached, n_decoded=0,
+            n_predict=job.max_tokens, prompt=job.prompt_text, params=settings_report(settings))
 
 
 def settings_report(settings) -> dict[str, Any]:
@@ -130,25 +146,24 @@ class Run:
 
     def _generate(self) -> Iterator[Piece]:
         served, job = self.served, self.job
-        session = served.session
-        self.settings = session.settings(job.overrides)
+        self.settings = served.session.settings(job.overrides)
         picked: list[TokenLogprobs] = []
         on_pick = None if job.top_logprobs is None else (
             lambda logits, token: picked.append(token_logprobs(logits, token, job.top_logprobs)))
-        cached = served._cached if job.cache_prompt else []
-        generation = session.generate(served._seq, job.prompt, self.settings, job.max_tokens, cached, on_pick,
-                                      reuse=job.cache_prompt)
-        self._start(len(generation.context))
+        generation = served.generate(job, self.settings, on_pick)
+        cached = len(generation.context)
+        self.usage = Usage(prompt_tokens=len(job.prompt), cached_tokens=cached)
+        served.start_task(job, cached, self.settings)
         tokens = iter(generation)
         answer: list[int] = []
         try:
-            yield from self._pieces(tokens, answer, picked, session.tokenizer.detokenizer(special=False))
+            yield from self._pieces(tokens, answer, picked, served.session.tokenizer.detokenizer(special=False))
         except Exception:
-            served._forget()
+            served.forget()
             raise
         finally:
             tokens.close()
-            served._remember(job.prompt + answer)
+            served.remember(job.prompt + answer)
             self._finish(generation.timings, len(answer))
 
     def _pieces(self, tokens: Iterator[int], answer: list[int], picked: list[TokenLogprobs],
@@ -165,15 +180,6 @@ class Run:
             yield Piece(tail)
         if scanner.found is not None:
             self.finish_reason, self.stop_word = "stop", scanner.found
-
-    def _start(self, cached: int) -> None:
-        served, job = self.served, self.job
-        served._tasks += 1
-        self.usage = Usage(prompt_tokens=len(job.prompt), cached_tokens=cached)
-        served.slot = dataclasses.replace(
-            served.slot, id_task=served._tasks, is_processing=True, n_prompt_tokens=len(job.prompt),
-            n_prompt_tokens_processed=len(job.prompt) - cached, n_prompt_tokens_cache=cached, n_decoded=0,
-            n_predict=job.max_tokens, prompt=job.prompt_text, params=settings_report(self.settings))
 
     def _finish(self, timings, n_answer: int) -> None:
         self.timings = timings

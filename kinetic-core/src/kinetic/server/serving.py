@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 from typing import Callable, Collection, Optional
@@ -9,6 +10,7 @@ from typing import Callable, Collection, Optional
 import falcon
 
 from kinetic.engine.session import Session
+from kinetic.errors import KineticError
 from kinetic.server.served import ServedModel
 from kinetic.server.fields import MAX_BODY
 from kinetic.server.security import MAX_OPEN, is_loopback
@@ -49,15 +51,26 @@ def base_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/v1"
 
 
+def listening(app: falcon.App, host: str, port: int):
+    """waitress's server bound to host:port; an address it cannot bind is one line, not a traceback."""
+    import waitress
+
+    try:
+        return waitress.create_server(app, host=host, port=port, **WAITRESS)
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise KineticError(f"port {port} is in use on {host}; pick another with --port "
+                               "(--port 0 picks a free one)") from None
+        raise KineticError(f"cannot listen on {host} port {port}: {error.strerror or error}") from None
+
+
 def serve(app: falcon.App, served: ServedModel, host: str, port: int,
           announce: Callable[[str], None] = lambda line: print(line, flush=True)) -> None:
     """Listen, print the start-up line, and serve until Ctrl+C (waitress stops its threads then)."""
-    import waitress
-
     if not is_loopback(host):
         print(f"kinetic: warning: listening on {host} lets anyone who can reach it use the model; "
               "pair it with --api-key", file=sys.stderr, flush=True)
-    server = waitress.create_server(app, host=host, port=port, **WAITRESS)
+    server = listening(app, host, port)
     try:
         announce(f"Serving {served.name} on {served.session.runner.device_name} at "
                  f"{base_url(host, server.effective_port)}")

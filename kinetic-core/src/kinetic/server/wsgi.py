@@ -2,9 +2,11 @@
 
     KINETIC_MODEL=model.gguf waitress-serve --port 8080 kinetic.server.wsgi:app
 
-KINETIC_MODEL (required) names the .gguf file; KINETIC_ALIAS, KINETIC_API_KEY, KINETIC_CTX_SIZE,
-KINETIC_THREADS, KINETIC_DEVICE and KINETIC_CHAT_TEMPLATE_FILE are serve's --alias, --api-key, -c, -t,
---device and --chat-template-file. The model loads when this module is imported.
+KINETIC_MODEL (required) names the .gguf file; KINETIC_ALIAS, KINETIC_API_KEY, KINETIC_ALLOWED_HOSTS,
+KINETIC_CTX_SIZE, KINETIC_THREADS, KINETIC_DEVICE and KINETIC_CHAT_TEMPLATE_FILE are serve's --alias,
+--api-key, --allowed-hosts, -c, -t, --device and --chat-template-file. The model loads when this module is
+imported. The WSGI server's address is not known here: without an API key, a name other than a loopback one
+that clients use to reach it goes in KINETIC_ALLOWED_HOSTS.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import falcon
 
 from kinetic.errors import KineticError
 from kinetic.server.app import make_app
+from kinetic.server.security import host_list
 from kinetic.server.serving import load_served_model
 
 
@@ -40,7 +43,8 @@ def app_from_environment(env: Mapping[str, str]) -> falcon.App:
                          device=env.get("KINETIC_DEVICE") or "auto", threads=_integer(env, "KINETIC_THREADS"),
                          ctx_size=_integer(env, "KINETIC_CTX_SIZE"),
                          chat_template_file=Path(template) if template else None)
-    return make_app(served, api_key=env.get("KINETIC_API_KEY") or None)
+    return make_app(served, api_key=env.get("KINETIC_API_KEY") or None,
+                    allowed_hosts=host_list(env.get("KINETIC_ALLOWED_HOSTS", "")))
 
 
 app = app_from_environment(os.environ)
