@@ -79,7 +79,8 @@ def translate(argv: list[str]) -> list[str]:
 
 
 def gpu_layers(value: str) -> list[str]:
-    """-ngl 0 means the CPU; any other number CUDA with that many layers at most; all (or 99+) as many as fit."""
+    """-ngl 0 means the CPU; all (or 99 and up, as llama.cpp users write it) CUDA with every layer; any other
+    number CUDA with --gpu-layers N, which the Session refuses when N is below the model's layer count."""
     if value.strip() == "0":
         return ["--device", "cpu"]
     if value in ("all", "auto") or (value.isdigit() and int(value) >= 99):

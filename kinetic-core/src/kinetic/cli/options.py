@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 import inspect
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import typer
+
+from kinetic.engine.options import SessionOptions
 
 _KW = inspect.Parameter.KEYWORD_ONLY
 
@@ -76,9 +78,11 @@ RUNTIME = [
 ]
 
 
-def speed_off(options: dict[str, Any]) -> frozenset[str]:
-    """--off's names, with warm-start when --no-prompt-cache is given."""
-    return options["off"] | ({"warm-start"} if options["no_prompt_cache"] else frozenset())
+def session_options(options: Mapping[str, Any]) -> SessionOptions:
+    """The RUNTIME group's flags as the options a Session loads with; --no-prompt-cache adds warm-start to --off."""
+    off = options["off"] | ({"warm-start"} if options["no_prompt_cache"] else frozenset())
+    return SessionOptions(device=options["device"], threads=options["threads"], ctx_size=options["ctx_size"],
+                          chat_template_file=options["chat_template_file"], off=off, state_dir=options["cache_dir"])
 
 
 def with_options(*groups: list[inspect.Parameter]) -> Callable:
