@@ -1,14 +1,16 @@
-"""Speed technologies through their contract: attach(host) returns what a technology provides, and the
-Session collects it."""
+"""Speed technologies through their contract: attach(host) returns what a technology provides, the Session
+collects it, --off takes the registered names only, and the start-up line lists what is registered."""
 
 from __future__ import annotations
 
 import types
 
 import pytest
+import typer
 from gguf_factory import Dims, write_random_model
 
 import kinetic.plugins
+from kinetic.cli.options import speed_names
 from kinetic.contracts import Provision, SpeedHost, SpeedTechnology
 from kinetic.engine import session as session_module
 from kinetic.engine.options import SessionOptions
@@ -69,3 +71,17 @@ def test_the_session_collects_what_each_technology_provides(with_more_speed, hos
     assert (host.model_path, host.runner, host.state_dir) == (model, session.runner, tmp_path)
     assert [t.name for t in session.speed_on] == ["warm-start", "guess"]
     assert speed_line(session) == "Speed technologies on: Warm Start, Guess; off: RAD-1, Never"
+
+
+def test_off_takes_registered_names(with_more_speed):
+    assert speed_names("guess, rad1") == {"guess", "rad1"}
+    assert speed_names(None) == frozenset()
+    with pytest.raises(typer.BadParameter) as refused:
+        speed_names("zero-wait")
+    assert str(refused.value) == ("unknown speed technology 'zero-wait'; use a comma-separated list of "
+                                  "rad1, warm-start, guess, never")
+
+
+def test_the_start_up_line_lists_the_registered_technologies_only(model):
+    session = Session(model, SessionOptions(device="cpu", ctx_size=64, off=("warm-start",)), announce=lambda line: None)
+    assert speed_line(session) == "Speed technologies on: RAD-1; off: Warm Start"

@@ -19,16 +19,18 @@ def _option(name: str, annotation: Any, *decls: str, help: str, default: Any = N
     return inspect.Parameter(name, _KW, default=option, annotation=annotation)
 
 
-SPEED_NAMES = ("rad1", "warm-start", "zero-wait", "shortlist", "torque", "convoy")  # --off's names, as documented
-
-
 def speed_names(value: Optional[str]) -> frozenset[str]:
-    """--off rad1,warm-start -> {"rad1", "warm-start"}; an unknown name is a usage error."""
+    """--off rad1,warm-start -> {"rad1", "warm-start"}; a name no plugin registered is a usage error."""
     names = frozenset(name.strip() for name in (value or "").split(",") if name.strip())
-    unknown = sorted(names - set(SPEED_NAMES))
+    if not names:
+        return names
+    from kinetic.plugins import plugins  # loaded only when needed, so that --help and info stay quick
+
+    registered = [technology.name for technology in plugins().speed_technologies]
+    unknown = sorted(names - set(registered))
     if unknown:
         raise typer.BadParameter(f"unknown speed technology {unknown[0]!r}; use a comma-separated list of "
-                                 f"{', '.join(SPEED_NAMES)}")
+                                 f"{', '.join(registered) or 'none: no speed technology is registered'}")
     return names
 
 
@@ -70,7 +72,7 @@ RUNTIME = [
     _option("chat_template_file", Optional[Path], "--chat-template-file",
             help="Jinja chat template to use instead of the model's own"),
     _option("off", Optional[str], "--off", callback=speed_names,
-            help=f"turn speed technologies off, comma-separated: {', '.join(SPEED_NAMES)}"),
+            help="turn speed technologies off by name, comma-separated: rad1, warm-start (kinetic doctor lists them)"),
     _option("no_prompt_cache", bool, "--no-prompt-cache", default=False,
             help="run every prompt from its first token; same as --off warm-start"),
     _option("cache_dir", Optional[Path], "--cache-dir",
