@@ -68,7 +68,9 @@ RUNTIME = [
             help="most tokens per conversation; 0 uses all the model supports [default: 32768 or the model's]"),
     _option("threads", Optional[int], "-t", "--threads", help="CPU threads [default: all]"),
     _option("device", str, "--device", default="auto", help="where the model runs: auto, cpu, cuda or vulkan"),
-    _option("gpu_layers", Optional[int], "--gpu-layers", help="most layers on the GPU [default: as many as fit]"),
+    _option("gpu_layers", Optional[int], "--gpu-layers",
+            help="layers on the GPU: all, or a number no less than the model's layers (a layer split is not "
+                 "available yet) [default: all]"),
     _option("chat_template_file", Optional[Path], "--chat-template-file",
             help="Jinja chat template to use instead of the model's own"),
     _option("off", Optional[str], "--off", callback=speed_names,
@@ -84,7 +86,8 @@ def session_options(options: Mapping[str, Any]) -> SessionOptions:
     """The RUNTIME group's flags as the options a Session loads with; --no-prompt-cache adds warm-start to --off."""
     off = options["off"] | ({"warm-start"} if options["no_prompt_cache"] else frozenset())
     return SessionOptions(device=options["device"], threads=options["threads"], ctx_size=options["ctx_size"],
-                          chat_template_file=options["chat_template_file"], off=off, state_dir=options["cache_dir"])
+                          gpu_layers=options["gpu_layers"], chat_template_file=options["chat_template_file"],
+                          off=off, state_dir=options["cache_dir"])
 
 
 def with_options(*groups: list[inspect.Parameter]) -> Callable:

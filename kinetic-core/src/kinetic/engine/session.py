@@ -21,6 +21,7 @@ from kinetic.model import open_model
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
 from kinetic.contracts.device import DeviceSequence, Row, UploadOptions
+from kinetic.contracts.model_file import ModelFile
 from kinetic.contracts.speed import Provision, SpeedHost, SpeedTechnology
 from kinetic.engine.options import SessionOptions
 from kinetic.tokenizer import Tokenizer
@@ -38,6 +39,15 @@ def context_for(requested: Optional[int], trained: int) -> int:
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def check_gpu_layers(requested: Optional[int], model: ModelFile) -> None:
+    """--gpu-layers N: the whole model runs on one device, so N must cover every layer; until layers can be
+    split between devices, fewer is refused rather than ignored."""
+    layers = int(model.arch_value("block_count", 0))
+    if requested is not None and requested < layers:
+        raise KineticError(f"--gpu-layers {requested}: Kinetic runs all {layers} layers of this model on one "
+                           "device until layers can be split; use --gpu-layers all, or --device cpu")
 
 
 def attach_speed(host: SpeedHost, off: Collection[str]) -> tuple[list[SpeedTechnology], Provision]:
@@ -68,6 +78,7 @@ class Session:
         self._template: Optional[ChatTemplate] = None
         self._breakers: dict[tuple[str, ...], DryBreakers] = {}
         stack = load_stack(self.model)
+        check_gpu_layers(options.gpu_layers, self.model)
         self.context_length = context_for(options.ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
         self.device = choose_device(options.device, announce)
         upload = UploadOptions(threads=options.threads, context_length=self.context_length,
