@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 
 
@@ -45,8 +46,9 @@ def main(argv: list[str]) -> int:
     folder = Path(tempfile.mkdtemp(prefix="kinetic-warm-bench-"))
 
     def session(off=()) -> Session:
-        return Session(args.model, device="cpu", threads=args.threads, ctx_size=args.tokens + 512,
-                       announce=lambda line: None, off=off, state_dir=folder)
+        options = SessionOptions(device="cpu", threads=args.threads, ctx_size=args.tokens + 512, off=off,
+                                 state_dir=folder)
+        return Session(args.model, options, announce=lambda line: None)
 
     first = session()
     cold_seconds, _, _ = first_token(first, long_prompt(first, args.tokens, "# the first question\n"))

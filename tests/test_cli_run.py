@@ -22,12 +22,13 @@ def greedy_answer(qwen_gguf) -> subprocess.CompletedProcess:
 
 
 def test_run_greedy_answer_is_the_engines(greedy_answer, qwen_gguf):
+    from kinetic.engine.options import SessionOptions
     from kinetic.engine.session import Session
     from kinetic.sampling.settings import SamplingSettings
 
     assert greedy_answer.returncode == 0, greedy_answer.stderr
     assert STATUS.match(greedy_answer.stderr.strip().splitlines()[-1])
-    session = Session(qwen_gguf, device="cpu", ctx_size=1024)
+    session = Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=1024))
     tokens = session.chat_prompt([{"role": "user", "content": PROMPT}])
     answer = list(session.generate(session.new_sequence(), tokens, SamplingSettings(temp=0), 12))
     assert greedy_answer.stdout == session.tokenizer.decode(answer, special=False) + "\n"

@@ -13,6 +13,7 @@ from gguf_factory import Dims, write_random_model
 from greedy_golden import divergences, load_golden
 
 import kinetic.engine.session as session_module
+from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
@@ -152,9 +153,9 @@ def test_a_context_shrunk_to_fit_the_device_is_announced_and_kept(tmp_path, monk
 
     monkeypatch.setattr(session_module, "choose_device", lambda name, announce: Device("small", lambda: None, upload))
     lines: list[str] = []
-    shrunk = Session(path, announce=lines.append, off=("warm-start",))
+    shrunk = Session(path, SessionOptions(off=("warm-start",)), announce=lines.append)
     assert (shrunk.context_length, shrunk.runner.context_length) == (8192, 8192)
     assert lines == ["context 8k to fit the GPU; -c to change"]
     lines.clear()
-    given = Session(path, ctx_size=12288, announce=lines.append, off=("warm-start",))
+    given = Session(path, SessionOptions(ctx_size=12288, off=("warm-start",)), announce=lines.append)
     assert given.context_length == given.runner.context_length == 12288 and lines == []

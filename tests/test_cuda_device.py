@@ -15,6 +15,7 @@ import pytest
 from gguf_factory import Dims, write_random_model
 from random_blocks import random_blocks
 
+from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
 from kinetic.contracts.blocks import Attention
@@ -197,8 +198,8 @@ def test_rad1_and_warm_start_change_no_token(tmp_path, settings):
         return list(generation), len(generation.context)
 
     def session(off: tuple[str, ...]) -> Session:
-        return Session(path, device="cuda", ctx_size=512, announce=lambda line: None, off=off,
-                       state_dir=tmp_path / "warm")
+        options = SessionOptions(device="cuda", ctx_size=512, off=off, state_dir=tmp_path / "warm")
+        return Session(path, options, announce=lambda line: None)
 
     plain, _ = answer(session(("rad1", "warm-start")), 298)
     fast = session(())
@@ -211,7 +212,7 @@ def test_rad1_and_warm_start_change_no_token(tmp_path, settings):
 @gpu
 def test_the_servers_warm_up_leaves_no_trace(tmp_path):
     path = write_random_model(tmp_path / "m.gguf", "qwen2", Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512), "Q8_0")
-    session = Session(path, device="cuda", ctx_size=512, announce=lambda line: None, off=("warm-start",))
+    session = Session(path, SessionOptions(device="cuda", ctx_size=512, off=("warm-start",)), announce=lambda line: None)
     prompt, greedy = [1, *range(260, 280)], session.settings({"temp": 0})
     seq = session.new_sequence()
     session.warm_up(seq)

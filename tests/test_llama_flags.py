@@ -44,6 +44,24 @@ def test_refused_flag_exits_2_with_one_line():
                              "choose it with --device.\n")
 
 
+@pytest.mark.parametrize("flag, reason", [
+    ("-np", "Kinetic serves one request at a time"), ("--parallel", "Kinetic serves one request at a time"),
+    ("-ctk", "Kinetic keeps keys and values in a float16 cache, llama.cpp's default"),
+    ("--cache-type-v=q8_0", "Kinetic keeps keys and values in a float16 cache, llama.cpp's default"),
+])
+def test_flags_of_later_versions_are_refused_as_not_available_yet(flag, reason):
+    with pytest.raises(RefusedFlag) as refused:
+        translate(["serve", "model.gguf", flag, "4"])
+    assert str(refused.value) == f"{flag.partition('=')[0]} is not available yet: {reason}."
+
+
+def test_parallel_exits_2_with_one_line():
+    result = subprocess.run([sys.executable, "-m", "kinetic", "serve", "model.gguf", "-np", "4"],
+                            capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "kinetic: -np is not available yet: Kinetic serves one request at a time.\n"
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["bench", "m.gguf", "--compare"], ["bench", "m.gguf", "--compare="]),
     (["bench", "m.gguf", "--compare", "--json"], ["bench", "m.gguf", "--compare=", "--json"]),

@@ -13,6 +13,7 @@ from typing import Sequence
 import pytest
 from gguf_factory import Dims, write_random_model
 
+from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic_speed.rad1 import Rad1Drafter, TokenLog
 from kinetic_speed.rad1.drafter import FIRST_LENGTH, MAX_LENGTH
@@ -71,7 +72,7 @@ def answer(session: Session, prompt: list[int], settings: dict, n: int) -> tuple
 def random_session(request, tmp_path_factory) -> Session:
     path = tmp_path_factory.mktemp("rad1") / f"{request.param}.gguf"
     write_random_model(path, request.param, Dims(n_embd=64, n_head=4, n_head_kv=2, n_ff=128), "Q8_0", seed=5)
-    return Session(path, device="cpu", ctx_size=256, announce=lambda line: None)
+    return Session(path, SessionOptions(device="cpu", ctx_size=256), announce=lambda line: None)
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))
@@ -90,7 +91,8 @@ def test_drafted_equals_plain_random(random_session, settings):
 @pytest.fixture(scope="module", params=["qwen", "gemma"])
 def real_sessions(request) -> tuple[Session, Session]:
     path = request.getfixturevalue(f"{request.param}_gguf")
-    make = lambda off: Session(path, device="cpu", ctx_size=1024, announce=lambda line: None, off=off)  # noqa: E731
+    make = lambda off: Session(path, SessionOptions(device="cpu", ctx_size=1024, off=off),  # noqa: E731
+                               announce=lambda line: None)
     return make(()), make(("rad1",))
 
 

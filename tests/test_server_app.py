@@ -10,6 +10,7 @@ import pytest
 from falcon import testing
 
 from kinetic.sampling.settings import SamplingSettings
+from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import PromptError, PromptTooLong
 from kinetic.server import ServedModel, make_app
@@ -22,7 +23,7 @@ LOCAL = {"Host": "localhost:8080"}  # falcon's test requests are addressed to fa
 
 @pytest.fixture(scope="module")
 def served(qwen_gguf) -> ServedModel:
-    return ServedModel(Session(qwen_gguf, device="cpu", ctx_size=256), name="coder")
+    return ServedModel(Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=256)), name="coder")
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +195,7 @@ def test_tokenize_and_detokenize_round_trip(client, served):
 def test_greedy_chat_is_the_engines_answer_and_reuses_the_cache(client, served):
     session = served.session
     prompt = session.chat_prompt(HI["messages"])
-    alone = Session(session.path, device="cpu", ctx_size=256)
+    alone = Session(session.path, SessionOptions(device="cpu", ctx_size=256))
     expected = list(alone.generate(alone.new_sequence(), prompt, SamplingSettings(temp=0), 3))
     first = client.simulate_post("/v1/chat/completions", json=HI).json
     second = client.simulate_post("/v1/chat/completions", json=HI).json
@@ -210,7 +211,7 @@ def test_greedy_chat_is_the_engines_answer_and_reuses_the_cache(client, served):
 
 
 def test_the_servers_warm_up_leaves_no_trace(qwen_gguf):
-    session = Session(qwen_gguf, device="cpu", ctx_size=256, off=["warm-start"])
+    session = Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=256, off=["warm-start"]))
     prompt, greedy = session.chat_prompt(HI["messages"]), SamplingSettings(temp=0)
     seq = session.new_sequence()
     session.warm_up(seq)

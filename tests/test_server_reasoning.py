@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from falcon import testing
 
+from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.server import ServedModel, make_app
 from kinetic.server.reasoning import ReasoningSplit, thinking_start
@@ -44,7 +45,8 @@ def test_thinking_start():
 def client(qwen_gguf, tmp_path_factory) -> testing.TestClient:
     template = tmp_path_factory.mktemp("reasoning") / "thinking.jinja"
     template.write_text(THINKING_TEMPLATE)
-    session = Session(qwen_gguf, device="cpu", ctx_size=256, chat_template_file=template, announce=lambda line: None)
+    options = SessionOptions(device="cpu", ctx_size=256, chat_template_file=template)
+    session = Session(qwen_gguf, options, announce=lambda line: None)
     return testing.TestClient(make_app(ServedModel(session, name="thinker")), headers={"Host": "localhost"})
 
 

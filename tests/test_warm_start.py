@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from gguf_factory import Dims, write_random_model
 
+from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
 from kinetic.contracts.device import Row
@@ -28,7 +29,8 @@ def model(request, tmp_path_factory) -> Path:
 
 def session(model: Path, folder: Path, warm: bool = True) -> Session:
     off = () if warm else ("warm-start",)
-    return Session(model, device="cpu", ctx_size=256, announce=lambda line: None, off=off, state_dir=folder)
+    options = SessionOptions(device="cpu", ctx_size=256, off=off, state_dir=folder)
+    return Session(model, options, announce=lambda line: None)
 
 
 def answer(s: Session, prompt: list[int], settings: dict) -> tuple[list[int], int]:

@@ -10,7 +10,9 @@ from typing import Collection, Optional
 import typer
 
 from kinetic.cli.llama_bench import compare_card, run_llama_bench
+from kinetic.contracts.drafting import Drafter
 from kinetic.engine.bench import EDIT_TOKENS, edit_prompt, edit_run, peak_rss_bytes, run_bench
+from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 
 GIB = 1 << 30
@@ -19,7 +21,8 @@ GIB = 1 << 30
 def bench_command(model: Path, repetitions: int, threads: Optional[int], device: str, as_json: bool,
                   compare: Optional[str], off: Collection[str] = ()) -> None:
     start = time.perf_counter()
-    session = Session(model, device=device, threads=threads, ctx_size=2048, off=off)  # room for edit256
+    options = SessionOptions(device=device, threads=threads, ctx_size=2048, off=off)  # room for edit256
+    session = Session(model, options)
     load_seconds = time.perf_counter() - start
     n_threads = threads or _all_threads()
     result = run_bench(session.runner, session.tokenizer.n_vocab, repetitions)
@@ -50,14 +53,17 @@ def edit_report(session: Session, repetitions: int) -> dict:
     decoding. RAD-1 attaches afresh before each run, so no run drafts from an earlier one's answer."""
     prompt = edit_prompt(lambda text: session.tokenizer.encode(text, add_special=True))
     plain, _ = edit_run(session.runner, prompt, session.context_length, None)
-    runs = []
-    for _ in range(repetitions):
-        for technology in session.speed_on:
-            if technology.name == "rad1":
-                technology.attach(session)
-        runs.append(edit_run(session.runner, prompt, session.context_length, session.drafter))
+    runs = [edit_run(session.runner, prompt, session.context_length, fresh_drafter(session))
+            for _ in range(repetitions)]
     return {"edit_tokens": EDIT_TOKENS, "edit_tokens_per_second": round(EDIT_TOKENS / min(s for _, s in runs), 2),
             "edit_drafted": session.drafter is not None, "edit_identical": all(t == plain for t, _ in runs)}
+
+
+def fresh_drafter(session: Session) -> Optional[Drafter]:
+    """A new RAD-1 drafter for the session's model, or None when RAD-1 is off."""
+    rad1 = next((technology for technology in session.speed_on if technology.name == "rad1"), None)
+    provision = rad1.attach(session.speed_host) if rad1 is not None else None
+    return provision.drafter if provision is not None else None
 
 
 def table(report: dict, name: str) -> list[str]:

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Any, Mapping, Sequence
 
-from kinetic.cli.options import sampling_overrides, speed_off
+from kinetic.cli.options import sampling_overrides, session_options
 from kinetic.engine.session import Session
 from kinetic.contracts.device import DeviceSequence
 
@@ -14,9 +14,7 @@ LIVE_EVERY = 0.5  # seconds between live speed updates on stderr
 
 
 def open_session(model, options: Mapping[str, Any]) -> Session:
-    return Session(model, device=options["device"], threads=options["threads"], ctx_size=options["ctx_size"],
-                   chat_template_file=options["chat_template_file"], off=speed_off(options),
-                   state_dir=options["cache_dir"])
+    return Session(model, session_options(options))
 
 
 def template_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:

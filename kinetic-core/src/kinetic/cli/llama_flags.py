@@ -1,4 +1,5 @@
-"""llama.cpp's flags on Kinetic's command line: renamed, accepted and ignored, or refused with what to use.
+"""llama.cpp's flags on Kinetic's command line: renamed, accepted and ignored, refused with what to use, or
+refused as not available yet.
 
 The table is the reference docs' "llama.cpp flags" chapter. translate() rewrites argv before typer
 parses it, so every command takes the same spellings llama-cli and llama-server do.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 RENAMED = {
     "-sys": "--system", "--system-prompt": "--system", "--temperature": "--temp", "-dev": "--device",
-    "-np": "--parallel", "-ctk": "--cache-type-k", "-ctv": "--cache-type-v", "-a": "--alias", "-rea": "--reasoning",
+    "-a": "--alias", "-rea": "--reasoning",
 }
 
 # Things Kinetic does by itself: accepted and not needed. Values: whether the flag takes an argument.
@@ -43,6 +44,15 @@ REFUSED = {
 }
 
 
+# Flags the reference docs give Kinetic in a later version, in llama.cpp's spelling and in Kinetic's own.
+_ONE_REQUEST = "Kinetic serves one request at a time"
+_F16_CACHE = "Kinetic keeps keys and values in a float16 cache, llama.cpp's default"
+NOT_YET = {
+    **dict.fromkeys(["-np", "--parallel"], _ONE_REQUEST),
+    **dict.fromkeys(["-ctk", "--cache-type-k", "-ctv", "--cache-type-v"], _F16_CACHE),
+}
+
+
 class RefusedFlag(Exception):
     """A llama.cpp flag with no equivalent; str() is the one line to print."""
 
@@ -55,6 +65,8 @@ def translate(argv: list[str]) -> list[str]:
         flag, has_value, value = arg.partition("=")
         if flag in REFUSED:
             raise RefusedFlag(f"{flag} is a llama.cpp flag: {REFUSED[flag]}.")
+        if flag in NOT_YET:
+            raise RefusedFlag(f"{flag} is not available yet: {NOT_YET[flag]}.")
         if flag in ACCEPTED:
             if ACCEPTED[flag] and not has_value:
                 next(args, None)
@@ -67,7 +79,8 @@ def translate(argv: list[str]) -> list[str]:
 
 
 def gpu_layers(value: str) -> list[str]:
-    """-ngl 0 means the CPU; any other number CUDA with that many layers at most; all (or 99+) as many as fit."""
+    """-ngl 0 means the CPU; all (or 99 and up, as llama.cpp users write it) CUDA with every layer; any other
+    number CUDA with --gpu-layers N, which the Session refuses when N is below the model's layer count."""
     if value.strip() == "0":
         return ["--device", "cpu"]
     if value in ("all", "auto") or (value.isdigit() and int(value) >= 99):

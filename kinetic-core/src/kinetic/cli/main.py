@@ -11,10 +11,8 @@ import typer
 from kinetic import __version__
 from kinetic.cli.llama_flags import RefusedFlag, translate
 from kinetic.cli.options import ANSWER, GENERATION, RUNTIME, speed_names, with_options
+from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
-
-# typer vendors click in recent releases; take its UsageError from a public class either way.
-UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 app = typer.Typer(
     name="kinetic",

@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 import inspect
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import typer
 
+from kinetic.engine.options import SessionOptions
 from kinetic.sampling.names import SETTINGS
 
 _KW = inspect.Parameter.KEYWORD_ONLY
@@ -19,16 +20,18 @@ def _option(name: str, annotation: Any, *decls: str, help: str, default: Any = N
     return inspect.Parameter(name, _KW, default=option, annotation=annotation)
 
 
-SPEED_NAMES = ("rad1", "warm-start", "zero-wait", "shortlist", "torque", "convoy")  # --off's names, as documented
-
-
 def speed_names(value: Optional[str]) -> frozenset[str]:
-    """--off rad1,warm-start -> {"rad1", "warm-start"}; an unknown name is a usage error."""
+    """--off rad1,warm-start -> {"rad1", "warm-start"}; a name no plugin registered is a usage error."""
     names = frozenset(name.strip() for name in (value or "").split(",") if name.strip())
-    unknown = sorted(names - set(SPEED_NAMES))
+    if not names:
+        return names
+    from kinetic.plugins import plugins  # loaded only when needed, so that --help and info stay quick
+
+    registered = [technology.name for technology in plugins().speed_technologies]
+    unknown = sorted(names - set(registered))
     if unknown:
         raise typer.BadParameter(f"unknown speed technology {unknown[0]!r}; use a comma-separated list of "
-                                 f"{', '.join(SPEED_NAMES)}")
+                                 f"{', '.join(registered) or 'none: no speed technology is registered'}")
     return names
 
 
@@ -46,11 +49,13 @@ RUNTIME = [
             help="most tokens per conversation; 0 uses all the model supports [default: 32768 or the model's]"),
     _option("threads", Optional[int], "-t", "--threads", help="CPU threads [default: all]"),
     _option("device", str, "--device", default="auto", help="where the model runs: auto, cpu, cuda or vulkan"),
-    _option("gpu_layers", Optional[int], "--gpu-layers", help="most layers on the GPU [default: as many as fit]"),
+    _option("gpu_layers", Optional[int], "--gpu-layers",
+            help="layers on the GPU: all, or a number no less than the model's layers (a layer split is not "
+                 "available yet) [default: all]"),
     _option("chat_template_file", Optional[Path], "--chat-template-file",
             help="Jinja chat template to use instead of the model's own"),
     _option("off", Optional[str], "--off", callback=speed_names,
-            help=f"turn speed technologies off, comma-separated: {', '.join(SPEED_NAMES)}"),
+            help="turn speed technologies off by name, comma-separated: rad1, warm-start (kinetic doctor lists them)"),
     _option("no_prompt_cache", bool, "--no-prompt-cache", default=False,
             help="run every prompt from its first token; same as --off warm-start"),
     _option("cache_dir", Optional[Path], "--cache-dir",
@@ -58,9 +63,12 @@ RUNTIME = [
 ]
 
 
-def speed_off(options: dict[str, Any]) -> frozenset[str]:
-    """--off's names, with warm-start when --no-prompt-cache is given."""
-    return options["off"] | ({"warm-start"} if options["no_prompt_cache"] else frozenset())
+def session_options(options: Mapping[str, Any]) -> SessionOptions:
+    """The RUNTIME group's flags as the options a Session loads with; --no-prompt-cache adds warm-start to --off."""
+    off = options["off"] | ({"warm-start"} if options["no_prompt_cache"] else frozenset())
+    return SessionOptions(device=options["device"], threads=options["threads"], ctx_size=options["ctx_size"],
+                          gpu_layers=options["gpu_layers"], chat_template_file=options["chat_template_file"],
+                          off=off, state_dir=options["cache_dir"])
 
 
 def with_options(*groups: list[inspect.Parameter]) -> Callable:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kinetic.cli.generating import answer, open_session, template_kwargs
+from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
 
 
@@ -23,8 +24,6 @@ def run_command(model_option: Optional[Path], words: list[str], prompt_option: O
 def model_and_prompt(model_option: Optional[Path], words: list[str],
                      prompt_option: Optional[str]) -> tuple[Path, str]:
     """`run MODEL [PROMPT]`, `run -m MODEL [PROMPT]`, `-p PROMPT`, or the prompt from stdin."""
-    from kinetic.cli.main import UsageError
-
     positional = list(words)
     if len(positional) > (1 if model_option else 2):
         raise UsageError("too many arguments: quote the prompt, e.g. kinetic run model.gguf \"Hello there\"")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from kinetic.cli.options import speed_off
+from kinetic.cli.options import session_options
 from kinetic.server.app import make_app
 from kinetic.server.security import host_list
 from kinetic.server.serving import load_served_model, serve
@@ -13,8 +13,6 @@ from kinetic.server.serving import load_served_model, serve
 
 def serve_command(model: Path, host: str, port: int, alias: Optional[str], api_key: Optional[str],
                   options: Mapping[str, Any], allowed_hosts: str) -> None:
-    served = load_served_model(model, alias=alias, device=options["device"], threads=options["threads"],
-                         ctx_size=options["ctx_size"], chat_template_file=options["chat_template_file"],
-                         off=speed_off(options), state_dir=options["cache_dir"])
+    served = load_served_model(model, session_options(options), alias=alias)
     app = make_app(served, api_key=api_key, allowed_hosts=(host, *host_list(allowed_hosts)))
     serve(app, served, host, port)

@@ -3,7 +3,8 @@
 from kinetic.contracts.device import Device
 from kinetic.contracts.family import Family
 from kinetic.contracts.model_file import ModelFile, ModelFormat, TensorInfo
-from kinetic.contracts.speed import SpeedTechnology
+from kinetic.contracts.speed import Provision, SpeedHost, SpeedTechnology
 from kinetic.contracts.tensor_type import TensorType
 
-__all__ = ["Device", "Family", "ModelFile", "ModelFormat", "SpeedTechnology", "TensorInfo", "TensorType"]
+__all__ = ["Device", "Family", "ModelFile", "ModelFormat", "Provision", "SpeedHost", "SpeedTechnology", "TensorInfo",
+           "TensorType"]

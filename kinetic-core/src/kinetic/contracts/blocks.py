@@ -11,7 +11,8 @@ from typing import Literal, Optional, Union
 
 import numpy as np
 
-from kinetic.contracts import ModelFile, TensorType
+from kinetic.contracts.model_file import ModelFile
+from kinetic.contracts.tensor_type import TensorType
 
 
 @dataclass(frozen=True)

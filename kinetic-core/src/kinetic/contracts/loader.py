@@ -12,7 +12,7 @@ import numpy as np
 
 from kinetic.errors import ModelFileError
 from kinetic.contracts.blocks import Weight
-from kinetic.contracts import ModelFile
+from kinetic.contracts.model_file import ModelFile
 
 REQUIRED = object()  # hp()'s default when the key must be present
 

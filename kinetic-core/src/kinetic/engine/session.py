@@ -20,6 +20,9 @@ from kinetic.model import open_model
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
 from kinetic.contracts.device import DeviceSequence, Row, UploadOptions
+from kinetic.contracts.model_file import ModelFile
+from kinetic.contracts.speed import Provision, SpeedHost, SpeedTechnology
+from kinetic.engine.options import SessionOptions
 from kinetic.tokenizer import Tokenizer
 
 DEFAULT_CONTEXT = 32768
@@ -37,34 +40,57 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def check_gpu_layers(requested: Optional[int], model: ModelFile) -> None:
+    """--gpu-layers N: the whole model runs on one device, so N must cover every layer; until layers can be
+    split between devices, fewer is refused rather than ignored."""
+    layers = int(model.arch_value("block_count", 0))
+    if requested is not None and requested < layers:
+        raise KineticError(f"--gpu-layers {requested}: Kinetic runs all {layers} layers of this model on one "
+                           "device until layers can be split; use --gpu-layers all, or --device cpu")
+
+
+def attach_speed(host: SpeedHost, off: Collection[str]) -> tuple[list[SpeedTechnology], Provision]:
+    """The registered speed technologies not turned off that attach to host, and what they provide together
+    (a later technology's drafter or prompt states replace an earlier one's)."""
+    on, drafter, prompt_states = [], None, None
+    for technology in plugins().speed_technologies:
+        provision = None if technology.name in off else technology.attach(host)
+        if provision is None:
+            continue
+        on.append(technology)
+        drafter = drafter if provision.drafter is None else provision.drafter
+        prompt_states = prompt_states if provision.prompt_states is None else provision.prompt_states
+    return on, Provision(drafter, prompt_states)
+
+
 class Session:
     """Everything one loaded model needs to answer prompts."""
 
-    def __init__(self, path: Path, device: str = "auto", threads: Optional[int] = None,
-                 ctx_size: Optional[int] = None, chat_template_file: Optional[Path] = None,
-                 announce: Callable[[str], None] = _stderr, off: Collection[str] = (),
-                 state_dir: Optional[Path] = None):
+    def __init__(self, path: Path, options: SessionOptions = SessionOptions(),
+                 announce: Callable[[str], None] = _stderr):
         self.path = Path(path)
+        self.options = options
         self.model = open_model(self.path)
         self.name = self.path.stem
         self.tokenizer = Tokenizer.from_metadata(self.model.metadata)
-        self._template_file = chat_template_file
+        self._template_file = options.chat_template_file
         self._template: Optional[ChatTemplate] = None
         self._breakers: dict[tuple[str, ...], DryBreakers] = {}
         stack = load_stack(self.model)
-        self.context_length = context_for(ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
-        self.device = choose_device(device, announce)
-        options = UploadOptions(threads=threads, context_length=self.context_length, context_given=ctx_size is not None)
-        self.runner = self.device.upload(stack, options)
+        check_gpu_layers(options.gpu_layers, self.model)
+        self.context_length = context_for(options.ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
+        self.device = choose_device(options.device, announce)
+        upload = UploadOptions(threads=options.threads, context_length=self.context_length,
+                               context_given=options.ctx_size is not None)
+        self.runner = self.device.upload(stack, upload)
         if self.runner.context_length < self.context_length:  # shrunk to fit the device (reference docs, -c)
             self.context_length = self.runner.context_length
             announce(f"context {self.context_length // 1024}k to fit the GPU; -c to change")
-        self.drafter: Optional[Drafter] = None  # set by RAD-1 when it attaches
-        self.prompt_states: Optional[PromptStates] = None  # set by Warm Start when it attaches
-        self.state_dir = state_dir  # where Warm Start keeps states on disk; None: its default
-        wanted = [t for t in plugins().speed_technologies if t.name not in off]
-        self.speed_on = [t for t in wanted if t.attach(self)]
+        self.speed_host = SpeedHost(self.path, self.runner, options.state_dir)
+        self.speed_on, provided = attach_speed(self.speed_host, options.off)
         self.speed_off = [t for t in plugins().speed_technologies if t not in self.speed_on]
+        self.drafter: Optional[Drafter] = provided.drafter
+        self.prompt_states: Optional[PromptStates] = provided.prompt_states
 
     @property
     def template(self) -> ChatTemplate:

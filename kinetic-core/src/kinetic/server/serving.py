@@ -5,10 +5,11 @@ from __future__ import annotations
 import errno
 import sys
 from pathlib import Path
-from typing import Callable, Collection, Optional
+from typing import Callable, Optional
 
 import falcon
 
+from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
 from kinetic.server.served import ServedModel
@@ -30,11 +31,8 @@ WAITRESS = {
 }
 
 
-def load_served_model(model: Path, alias: Optional[str] = None, device: str = "auto", threads: Optional[int] = None,
-                ctx_size: Optional[int] = None, chat_template_file: Optional[Path] = None,
-                off: Collection[str] = (), state_dir: Optional[Path] = None) -> ServedModel:
-    session = Session(Path(model), device=device, threads=threads, ctx_size=ctx_size,
-                      chat_template_file=chat_template_file, off=off, state_dir=state_dir)
+def load_served_model(model: Path, options: SessionOptions, alias: Optional[str] = None) -> ServedModel:
+    session = Session(Path(model), options)
     served = ServedModel(session, alias)
     served.warm_up()
     return served

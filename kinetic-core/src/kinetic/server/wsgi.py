@@ -13,24 +13,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping
 
 import falcon
 
+from kinetic.engine.options import SessionOptions
 from kinetic.errors import KineticError
 from kinetic.server.app import make_app
 from kinetic.server.security import host_list
 from kinetic.server.serving import load_served_model
-
-
-def _integer(env: Mapping[str, str], name: str) -> Optional[int]:
-    value = env.get(name, "").strip()
-    if not value:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise KineticError(f"{name} must be a whole number, not {value!r}") from None
 
 
 def app_from_environment(env: Mapping[str, str]) -> falcon.App:
@@ -38,11 +29,7 @@ def app_from_environment(env: Mapping[str, str]) -> falcon.App:
     if not model:
         raise KineticError("set KINETIC_MODEL to the .gguf file to serve, e.g. "
                            "KINETIC_MODEL=model.gguf waitress-serve kinetic.server.wsgi:app")
-    template = env.get("KINETIC_CHAT_TEMPLATE_FILE")
-    served = load_served_model(Path(model), alias=env.get("KINETIC_ALIAS") or None,
-                         device=env.get("KINETIC_DEVICE") or "auto", threads=_integer(env, "KINETIC_THREADS"),
-                         ctx_size=_integer(env, "KINETIC_CTX_SIZE"),
-                         chat_template_file=Path(template) if template else None)
+    served = load_served_model(Path(model), SessionOptions.from_env(env), alias=env.get("KINETIC_ALIAS") or None)
     return make_app(served, api_key=env.get("KINETIC_API_KEY") or None,
                     allowed_hosts=host_list(env.get("KINETIC_ALLOWED_HOSTS", "")))
 

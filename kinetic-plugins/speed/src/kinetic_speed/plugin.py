@@ -5,27 +5,23 @@ from pathlib import Path
 
 from kinetic.hookspecs import hookimpl
 from kinetic.paths import cache_dir
-from kinetic.contracts import SpeedTechnology
+from kinetic.contracts import Provision, SpeedHost, SpeedTechnology
 
 from kinetic_speed.rad1 import Rad1Drafter, TokenLog
 from kinetic_speed.warm_start import WarmStart
 from kinetic_speed.warm_start.identity import build_identity, model_identity
 
 
-def _attach_rad1(session) -> bool:
-    session.drafter = Rad1Drafter(TokenLog())
-    return True
+def _attach_rad1(host: SpeedHost) -> Provision:
+    return Provision(drafter=Rad1Drafter(TokenLog()))
 
 
-def _attach_warm_start(session) -> bool:
-    """States under --cache-dir, else $KINETIC_WARM_DIR, else kinetic/warm in the user cache; only on a
-    device whose runner loads saved sequences (the device contract pairs seq.save with runner.load)."""
-    if not hasattr(session.runner, "load"):
-        return False
-    identity = {"model": model_identity(session.path), "build": build_identity(session.runner)}
-    folder = session.state_dir or Path(os.environ.get("KINETIC_WARM_DIR") or cache_dir("warm"))
-    session.prompt_states = WarmStart(folder, identity)
-    return True
+def _attach_warm_start(host: SpeedHost) -> Provision:
+    """States under --cache-dir, else $KINETIC_WARM_DIR, else kinetic/warm in the user cache; every device
+    hosts it, since the runner contract pairs seq.save with runner.load."""
+    identity = {"model": model_identity(host.model_path), "build": build_identity(host.runner)}
+    folder = host.state_dir or Path(os.environ.get("KINETIC_WARM_DIR") or cache_dir("warm"))
+    return Provision(prompt_states=WarmStart(folder, identity))
 
 
 RAD1 = SpeedTechnology(name="rad1", title="RAD-1", attach=_attach_rad1)

@@ -1,0 +1,77 @@
+"""The one options object a Session loads with: from flags, from the environment, from keywords; and
+--gpu-layers, honoured as far as a model on one device can be."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gguf_factory import Dims, write_random_model
+
+from kinetic.cli.options import session_options
+from kinetic.engine.options import SessionOptions
+from kinetic.engine.session import Session
+from kinetic.errors import KineticError
+
+QUIET = {"announce": lambda line: None}
+
+
+def kinetic(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kinetic", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def two_layers(tmp_path_factory) -> Path:
+    return write_random_model(tmp_path_factory.mktemp("options") / "m.gguf", "llama", Dims(n_layer=2), "Q8_0")
+
+
+def test_keywords_take_any_collection_of_names_to_turn_off():
+    options = SessionOptions(device="cpu", off=["rad1"])
+    assert options.off == frozenset({"rad1"}) and options.threads is None and options.state_dir is None
+
+
+def test_from_env_reads_the_documented_variables():
+    env = {"KINETIC_DEVICE": "cpu", "KINETIC_THREADS": "2", "KINETIC_CTX_SIZE": " 512 ",
+           "KINETIC_CHAT_TEMPLATE_FILE": "t.jinja", "KINETIC_MODEL": "m.gguf"}
+    assert SessionOptions.from_env(env) == SessionOptions(device="cpu", threads=2, ctx_size=512,
+                                                          chat_template_file=Path("t.jinja"))
+    assert SessionOptions.from_env({"KINETIC_DEVICE": "", "KINETIC_THREADS": " "}) == SessionOptions()
+    with pytest.raises(KineticError, match="^KINETIC_CTX_SIZE must be a whole number, not 'big'$"):
+        SessionOptions.from_env({"KINETIC_CTX_SIZE": "big"})
+
+
+def test_flags_make_the_same_options():
+    flags = {"device": "cpu", "threads": 3, "ctx_size": 0, "gpu_layers": 24, "chat_template_file": None,
+             "off": frozenset({"rad1"}), "no_prompt_cache": True, "cache_dir": Path("states")}
+    assert session_options(flags) == SessionOptions(device="cpu", threads=3, ctx_size=0, gpu_layers=24,
+                                                    off={"rad1", "warm-start"}, state_dir=Path("states"))
+
+
+def test_a_session_keeps_its_options(two_layers):
+    options = SessionOptions(device="cpu", ctx_size=64, off=("rad1", "warm-start"))
+    session = Session(two_layers, options, **QUIET)
+    assert session.options is options and session.context_length == 64
+    assert session.drafter is None and session.prompt_states is None
+
+
+@pytest.mark.parametrize("gpu_layers", [None, 2, 99])
+def test_gpu_layers_covering_the_model_load_it_whole(two_layers, gpu_layers):
+    session = Session(two_layers, SessionOptions(device="cpu", ctx_size=64, gpu_layers=gpu_layers), **QUIET)
+    assert session.runner.context_length == 64
+
+
+def test_gpu_layers_below_the_models_layers_are_refused(two_layers):
+    with pytest.raises(KineticError) as refused:
+        Session(two_layers, SessionOptions(device="cpu", gpu_layers=1), **QUIET)
+    assert str(refused.value) == ("--gpu-layers 1: Kinetic runs all 2 layers of this model on one device until "
+                                  "layers can be split; use --gpu-layers all, or --device cpu")
+
+
+@pytest.mark.parametrize("flags", [["--gpu-layers", "1"], ["-ngl", "1"], ["--n-gpu-layers=1"]])
+def test_a_layer_split_on_the_command_line_fails_with_one_line(two_layers, flags):
+    result = kinetic("run", str(two_layers), "Hi", "-n", "1", *flags)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == ("kinetic: --gpu-layers 1: Kinetic runs all 2 layers of this model on one device "
+                             "until layers can be split; use --gpu-layers all, or --device cpu\n")

@@ -1,0 +1,87 @@
+"""Speed technologies through their contract: attach(host) returns what a technology provides, the Session
+collects it, --off takes the registered names only, and the start-up line lists what is registered."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import typer
+from gguf_factory import Dims, write_random_model
+
+import kinetic.plugins
+from kinetic.cli.options import speed_names
+from kinetic.contracts import Provision, SpeedHost, SpeedTechnology
+from kinetic.engine import session as session_module
+from kinetic.engine.options import SessionOptions
+from kinetic.engine.session import Session
+from kinetic.hookspecs import hookimpl
+from kinetic.plugins import load_plugins
+from kinetic.server.serving import speed_line
+
+
+class GuessNothing:
+    """A Drafter that never guesses."""
+
+    def begin(self, context): pass
+    def propose(self, history, limit): return []
+    def feedback(self, proposed, accepted): pass
+    def end(self, history): pass
+
+
+def speed_plugin(*technologies: SpeedTechnology) -> types.ModuleType:
+    module = types.ModuleType("more_speed")
+
+    @hookimpl
+    def register_speed_technologies(register):
+        for technology in technologies:
+            register(technology)
+
+    module.register_speed_technologies = register_speed_technologies
+    return module
+
+
+@pytest.fixture
+def hosts() -> list[SpeedHost]:
+    return []
+
+
+@pytest.fixture
+def with_more_speed(monkeypatch, hosts):
+    """The installed plugins plus two technologies: one that provides a drafter, one no device hosts."""
+    drafter = GuessNothing()
+    guess = SpeedTechnology("guess", "Guess", lambda host: hosts.append(host) or Provision(drafter=drafter))
+    never = SpeedTechnology("never", "Never", lambda host: None)
+    loaded = load_plugins(extra=[("more_speed", speed_plugin(guess, never))])
+    monkeypatch.setattr(kinetic.plugins, "plugins", lambda: loaded)
+    monkeypatch.setattr(session_module, "plugins", lambda: loaded)
+    return drafter
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return write_random_model(tmp_path_factory.mktemp("speed") / "m.gguf", "llama", Dims(), "Q8_0")
+
+
+def test_the_session_collects_what_each_technology_provides(with_more_speed, hosts, model, tmp_path):
+    options = SessionOptions(device="cpu", ctx_size=64, off=("rad1",), state_dir=tmp_path)
+    session = Session(model, options, announce=lambda line: None)
+    assert session.drafter is with_more_speed and session.prompt_states is not None  # Guess's and Warm Start's
+    (host,) = hosts
+    assert (host.model_path, host.runner, host.state_dir) == (model, session.runner, tmp_path)
+    assert [t.name for t in session.speed_on] == ["warm-start", "guess"]
+    assert speed_line(session) == "Speed technologies on: Warm Start, Guess; off: RAD-1, Never"
+
+
+def test_off_takes_registered_names(with_more_speed):
+    assert speed_names("guess, rad1") == {"guess", "rad1"}
+    assert speed_names(None) == frozenset()
+    with pytest.raises(typer.BadParameter) as refused:
+        speed_names("zero-wait")
+    assert str(refused.value) == ("unknown speed technology 'zero-wait'; use a comma-separated list of "
+                                  "rad1, warm-start, guess, never")
+
+
+def test_the_start_up_line_lists_the_registered_technologies_only(model):
+    session = Session(model, SessionOptions(device="cpu", ctx_size=64, off=("warm-start",)), announce=lambda line: None)
+    assert speed_line(session) == "Speed technologies on: RAD-1; off: Warm Start"
