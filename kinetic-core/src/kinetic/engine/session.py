@@ -16,6 +16,7 @@ from kinetic.engine.generate import Generation, check_prompt
 from kinetic.contracts.prompt_states import PromptStates, common_prefix
 from kinetic.sampling.chain import SamplerState, sample
 from kinetic.sampling.settings import SamplingSettings, resolve_settings, with_fresh_seed
+from kinetic.errors import KineticError
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
