@@ -258,7 +258,7 @@ K_QUANTS = ("Q4_K", "Q5_K", "Q6_K")
 def test_matmul_exact_across_batches_and_close_to_float(name):
     """Batches of 64 and 20 (int8 tensor cores for the quantized types), 5 (a partial matvec tile) and 1
     give each token the same bits; rows of 96 are a tile and a half of the tensor-core kernel."""
-    from kinetic_cuda.products import matmul
+    from kinetic_cuda.testing import matmul
 
     rng = np.random.default_rng(sum(map(ord, name)))
     k = 256 * 9 if name in K_QUANTS else 32 * 73

@@ -13,7 +13,7 @@ from kinetic.errors import KineticError
 from kinetic.contracts.blocks import Attention, Rope, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
 from kinetic_cuda import ops
-from kinetic_cuda.device import gpu_name
+from kinetic_cuda.gpu import gpu_name
 from kinetic_cuda.module import kernel
 from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, products, rope_table
 from kinetic_cuda.support import matrices
