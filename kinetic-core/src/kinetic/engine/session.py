@@ -9,7 +9,7 @@ from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 import numpy as np
 
 from kinetic.chat.template import ChatTemplate, load_chat_template
-from kinetic.engine.devices import choose_device
+from kinetic.engine.devices import open_runner
 from kinetic.contracts.drafting import Drafter
 from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, resolve_breakers
 from kinetic.engine.generate import Generation
@@ -54,12 +54,9 @@ class Session:
         self._breakers: dict[tuple[str, ...], DryBreakers] = {}
         stack = load_stack(self.model)
         self.context_length = context_for(ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
-        self.device = choose_device(device, announce)
         options = UploadOptions(threads=threads, context_length=self.context_length, context_given=ctx_size is not None)
-        self.runner = self.device.upload(stack, options)
-        if self.runner.context_length < self.context_length:  # shrunk to fit the device (reference docs, -c)
-            self.context_length = self.runner.context_length
-            announce(f"context {self.context_length // 1024}k to fit the GPU; -c to change")
+        self.device, self.runner = open_runner(stack, device, options, announce)
+        self.context_length = self.runner.context_length  # less where the device shrank it to fit
         self.drafter: Optional[Drafter] = None  # set by RAD-1 when it attaches
         self.prompt_states: Optional[PromptStates] = None  # set by Warm Start when it attaches
         self.state_dir = state_dir  # where Warm Start keeps states on disk; None: its default

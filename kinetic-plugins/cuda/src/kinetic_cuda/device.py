@@ -1,23 +1,24 @@
-"""The CUDA device: the first NVIDIA GPU, through CuPy (gpu.py says when it is usable)."""
+"""The CUDA device: the first NVIDIA GPU, through CuPy (gpu.py says when it is usable). Under --device auto
+it comes before the CPU."""
 
 from __future__ import annotations
 
-from kinetic.errors import KineticError
-from kinetic.contracts.blocks import Stack
 from kinetic.contracts import Device
-from kinetic.contracts.device import UploadOptions
-from kinetic_cuda.gpu import probe
+from kinetic.contracts.blocks import Stack
+from kinetic.contracts.device import UploadOptions, UploadRefused
+from kinetic_cuda.gpu import driver_present, probe
+from kinetic_cuda.support import TITLE, refusal
+
+PRIORITY = 20  # above Vulkan's 10 (an NVIDIA GPU takes CUDA, as the reference docs say) and the CPU's 0
 
 
 def upload(stack: Stack, options: UploadOptions):
-    from kinetic_cuda.support import refusal
-
     reason = refusal(stack) or probe()
     if reason:
-        raise KineticError(f"CUDA cannot run this model: {reason}")
+        raise UploadRefused(TITLE, reason)
     from kinetic_cuda.runner import CudaRunner
 
     return CudaRunner(stack, options)
 
 
-CUDA = Device(name="cuda", probe=probe, upload=upload)
+CUDA = Device(name="cuda", title=TITLE, priority=PRIORITY, probe=probe, upload=upload, present=driver_present)

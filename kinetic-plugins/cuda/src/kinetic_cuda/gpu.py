@@ -1,12 +1,21 @@
-"""Finding the GPU: whether CuPy can use its first GPU (compute capability 8.0 or newer: the prompt products
-stage tiles with cp.async and multiply with the m16n8k32 int8 mma, both sm_80 and later), and its name.
-CuPy is imported inside the functions that need it."""
+"""Finding the GPU: whether an NVIDIA driver is here at all, whether CuPy can use its first GPU (compute
+capability 8.0 or newer: the prompt products stage tiles with cp.async and multiply with the m16n8k32 int8
+mma, both sm_80 and later), and its name. CuPy is imported inside the functions that need it."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Optional
 
 MIN_CAPABILITY = (8, 0)
+# the NVIDIA kernel module (Linux), the driver library WSL mounts; nvidia-smi comes with every driver
+DRIVER_FILES = ("/proc/driver/nvidia", "/usr/lib/wsl/lib/libcuda.so.1")
+
+
+def driver_present() -> bool:
+    """Whether this machine has an NVIDIA driver, found without loading it."""
+    return any(Path(path).exists() for path in DRIVER_FILES) or shutil.which("nvidia-smi") is not None
 
 
 def probe() -> Optional[str]:
