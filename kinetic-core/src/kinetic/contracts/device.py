@@ -114,7 +114,7 @@ class Device:
 
     name: str  # what --device takes: "cpu", "cuda" (llama.cpp's "cuda0" also works)
     title: str  # how messages name it: "the CPU", "CUDA"
-    priority: int  # --device auto tries devices from the highest priority down: CUDA 20, Vulkan 10, the CPU 0
+    priority: int  # --device auto tries devices from the highest priority down: CUDA 20, the CPU 0
     probe: Callable[[], Optional[str]]  # None when usable, else the one-line reason it is not
     upload: Callable[[Stack, UploadOptions], Runner]  # a runner of the stack, or raises UploadRefused
     # whether its hardware is here at all (a driver found): --device auto passes over an absent device
