@@ -156,7 +156,7 @@ def main(argv: list[str]) -> int:
 def conforms(model: Path, args) -> bool:
     """Prints a line per prompt and one for the file; whether every prompt agreed (up to near-ties)."""
     import make_greedy_golden as llama
-    from kinetic.engine.devices import choose_device
+    from kinetic.engine.devices import open_runner
     from kinetic.model.load import load_stack
     from kinetic.contracts.device import UploadOptions
 
@@ -168,7 +168,7 @@ def conforms(model: Path, args) -> bool:
         return answers
 
     reference = llama.run_server(args.llama, model, llama_greedy)
-    runner = choose_device(args.device, print).upload(load_stack(model), UploadOptions(context_length=1024))
+    _, runner = open_runner(load_stack(model), args.device, UploadOptions(context_length=1024), print)
     failures = 0
     for text, theirs in zip(PROMPTS, reference):
         result = agreement(kinetic_greedy(runner, theirs["prompt_ids"], args.n), theirs["tokens"], theirs["margins"],

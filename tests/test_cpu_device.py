@@ -4,6 +4,7 @@ agrees with the numpy reference executor, for every family, on random-weight fil
 from __future__ import annotations
 
 import dataclasses
+import types
 from functools import lru_cache
 from pathlib import Path
 
@@ -12,11 +13,12 @@ import pytest
 from gguf_factory import Dims, write_random_model
 from greedy_golden import divergences, load_golden
 
-import kinetic.engine.session as session_module
+import kinetic.engine.devices as devices_module
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
+from kinetic.hookspecs import hookimpl
 from kinetic.model.load import load_stack
-from kinetic.plugins import plugins
+from kinetic.plugins import load_plugins, plugins
 from kinetic.contracts.device import Device, Row, UploadOptions
 
 FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
@@ -142,20 +144,26 @@ def test_real_models_512_token_prompt(key, request):
 
 def test_a_context_shrunk_to_fit_the_device_is_announced_and_kept(tmp_path, monkeypatch):
     """Without -c a device may shrink the context to fit its memory (as CUDA does): the session says so in one
-    line and keeps to it. A context given with -c reaches the device marked as given."""
+    line, giving the device's reason, and keeps to it. A context given with -c reaches the device marked as given."""
     path = write_random_model(tmp_path / "m.gguf", "llama", Dims(n_embd=64, n_head=4, n_head_kv=2, n_ff=128),
                               metadata={"llama.context_length": 16384})
     cpu = plugins().devices["cpu"]
 
     def upload(stack, options):
         fitting = options.context_length if options.context_given else min(options.context_length, 8192)
-        return cpu.upload(stack, dataclasses.replace(options, context_length=fitting))
+        runner = cpu.upload(stack, dataclasses.replace(options, context_length=fitting))
+        runner.context_note = "to fit the small device"
+        return runner
 
-    monkeypatch.setattr(session_module, "choose_device", lambda name, announce: Device("small", lambda: None, upload))
+    small = Device(name="small", title="the small device", priority=1, probe=lambda: None, upload=upload)
+    module = types.ModuleType("small")
+    module.register_devices = hookimpl(lambda register: register(small))
+    registered = load_plugins(extra=[("small", module)], use_entry_points=False)
+    monkeypatch.setattr(devices_module, "plugins", lambda: registered)
     lines: list[str] = []
     shrunk = Session(path, SessionOptions(off=("warm-start",)), announce=lines.append)
     assert (shrunk.context_length, shrunk.runner.context_length) == (8192, 8192)
-    assert lines == ["context 8k to fit the GPU; -c to change"]
+    assert lines == ["context 8k to fit the small device; -c to change"]  # the device's reason, not the engine's
     lines.clear()
     given = Session(path, SessionOptions(ctx_size=12288, off=("warm-start",)), announce=lines.append)
     assert given.context_length == given.runner.context_length == 12288 and lines == []

@@ -5,7 +5,9 @@ with the probe's reason; they run on an NVIDIA machine."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import types
 from functools import lru_cache
 from pathlib import Path
 
@@ -15,16 +17,19 @@ import pytest
 from gguf_factory import Dims, write_random_model
 from random_blocks import random_blocks
 
+import kinetic.engine.devices as devices_module
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
 from kinetic.contracts.blocks import Attention
 from kinetic.model.load import load_stack
-from kinetic.plugins import plugins
+from kinetic.hookspecs import hookimpl
+from kinetic.plugins import load_plugins, plugins
 from kinetic.reference.executor import ReferenceRunner
 from kinetic.contracts.device import Row, UploadOptions
 
 kinetic_cuda = pytest.importorskip("kinetic_cuda.device", reason="the kinetic-cuda plugin is not installed")
+import kinetic_cuda.gpu as cuda_gpu  # noqa: E402
 from kinetic_cuda.support import FLOATS, QUANTIZED  # noqa: E402
 
 REASON = kinetic_cuda.probe()
@@ -107,6 +112,35 @@ def test_probe_is_one_line_or_usable():
 def test_probe_without_cupy_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy now raises ImportError
     assert kinetic_cuda.probe().startswith("CuPy is not installed")
+
+
+def test_a_driver_is_found_by_its_files_or_nvidia_smi(tmp_path, monkeypatch):
+    monkeypatch.setattr(cuda_gpu, "DRIVER_FILES", (str(tmp_path / "nvidia"),))
+    monkeypatch.setattr(cuda_gpu.shutil, "which", lambda name: None)
+    assert not cuda_gpu.driver_present()
+    (tmp_path / "nvidia").mkdir()
+    assert cuda_gpu.driver_present()
+    monkeypatch.setattr(cuda_gpu, "DRIVER_FILES", ())
+    monkeypatch.setattr(cuda_gpu.shutil, "which", lambda name: "/usr/bin/nvidia-smi" if name == "nvidia-smi" else None)
+    assert cuda_gpu.driver_present()
+
+
+@pytest.mark.parametrize("driver", [False, True], ids=["no-driver", "driver"])
+def test_auto_names_cuda_only_where_a_driver_is_present(tmp_path, monkeypatch, driver):
+    """Without CuPy, --device auto runs on the CPU; it says why CUDA is not usable only on a machine with an
+    NVIDIA driver: on others the line would be noise."""
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy now raises ImportError
+    cuda = dataclasses.replace(kinetic_cuda.CUDA, present=lambda: driver)
+    module = types.ModuleType("devices")
+    module.register_devices = hookimpl(lambda register: [register(cuda), register(plugins().devices["cpu"])])
+    monkeypatch.setattr(devices_module, "plugins", lambda: load_plugins(extra=[("devices", module)],
+                                                                         use_entry_points=False))
+    path = write_random_model(tmp_path / "m.gguf", "llama", Dims(n_embd=64, n_head=4, n_head_kv=2, n_ff=128))
+    lines: list[str] = []
+    device, _ = devices_module.open_runner(load_stack(path), "auto", UploadOptions(context_length=64), lines.append)
+    assert device.name == "cpu"
+    said = [line for line in lines if line.startswith("kinetic: running on the CPU; CUDA is not usable: CuPy is not ")]
+    assert said == lines and len(lines) == driver
 
 
 def test_upload_refuses_a_weight_type_without_kernel(tmp_path):
@@ -259,7 +293,7 @@ K_QUANTS = ("Q4_K", "Q5_K", "Q6_K")
 def test_matmul_exact_across_batches_and_close_to_float(name):
     """Batches of 64 and 20 (int8 tensor cores for the quantized types), 5 (a partial matvec tile) and 1
     give each token the same bits; rows of 96 are a tile and a half of the tensor-core kernel."""
-    from kinetic_cuda.products import matmul
+    from kinetic_cuda.testing import matmul
 
     rng = np.random.default_rng(sum(map(ord, name)))
     k = 256 * 9 if name in K_QUANTS else 32 * 73

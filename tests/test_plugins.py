@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 from gguf_factory import write_gguf
+from installed_plugins import install_distribution
 
 from kinetic.hookspecs import hookimpl
 from kinetic.plugins import load_plugins
@@ -69,14 +69,6 @@ def test_hook_that_raises_is_recorded_not_fatal():
 
 
 # --- third-party distributions, installed the way pip installs them: a module and its dist-info ---
-
-def install_distribution(site: Path, dist: str, module: str, source: str) -> None:
-    (site / f"{module}.py").write_text(textwrap.dedent(source))
-    info = site / f"{dist.replace('-', '_')}-0.1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text(f"[kinetic]\n{module.removeprefix('kinetic_')} = {module}\n")
-
 
 FAMILY_PLUGIN = """
     from kinetic.hookspecs import hookimpl

@@ -106,7 +106,7 @@ def bench(
     repetitions: int = typer.Option(3, "-r", "--repetitions", help="runs of each test; the best is reported"),
     threads: Optional[int] = typer.Option(None, "-t", "--threads", help="CPU threads [default: all]",
                                           show_default=False),
-    device: str = typer.Option("auto", "--device", help="the device to measure: auto, cpu or cuda"),
+    device: str = typer.Option("auto", "--device", help="the device to measure, as run's --device takes it"),
     as_json: bool = typer.Option(False, "--json", help="print the results as one JSON object"),
     compare: Optional[str] = typer.Option(None, "--compare", metavar="[LLAMA_BENCH]",
                                           help="also run llama.cpp's llama-bench (on PATH, or this path)"),

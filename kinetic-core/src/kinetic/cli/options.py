@@ -48,7 +48,7 @@ RUNTIME = [
     _option("ctx_size", Optional[int], "-c", "--ctx-size",
             help="most tokens per conversation; 0 uses all the model supports [default: 32768 or the model's]"),
     _option("threads", Optional[int], "-t", "--threads", help="CPU threads [default: all]"),
-    _option("device", str, "--device", default="auto", help="where the model runs: auto, cpu, cuda or vulkan"),
+    _option("device", str, "--device", default="auto", help="where the model runs: auto, none (the CPU) or a device name: see kinetic doctor"),
     _option("gpu_layers", Optional[int], "--gpu-layers",
             help="layers on the GPU: all, or a number no less than the model's layers (a layer split is not "
                  "available yet) [default: all]"),

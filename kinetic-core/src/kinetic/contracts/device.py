@@ -1,6 +1,6 @@
 """A device: where a stack of blocks runs, and the runner contract every device gives the engine.
 
-    runner = device.upload(stack, options)   # weights on the device, caches reserved, or a refusal naming why
+    runner = device.upload(stack, options)   # weights on the device, caches reserved, or UploadRefused naming why
     seq = runner.new_sequence()              # one conversation's KV cache (and recurrent state)
     logits = runner.forward(rows)            # logits of the rows that ask for them, in row order
     seq.truncate(n)                          # back to its first n tokens
@@ -10,11 +10,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
 import numpy as np
 
 from kinetic.errors import KineticError
+
+if TYPE_CHECKING:  # blocks.py imports the package, whose __init__ imports this module
+    from kinetic.contracts.blocks import Stack
 
 
 class DeviceSequence(Protocol):
@@ -69,6 +72,7 @@ def state_tokens(blob: bytes, magic: bytes, device: str) -> tuple[int, int]:
 class Runner(Protocol):
     device_name: str  # as status lines print it: "the CPU", "NVIDIA H200"
     context_length: int  # tokens per sequence: UploadOptions' own, or less where the device shrank it to fit
+    context_note: Optional[str]  # why it shrank, as "context 8k <note>; -c to change" says it: "to fit the GPU"
 
     def new_sequence(self) -> DeviceSequence:
         """A new empty sequence."""
@@ -88,10 +92,31 @@ class UploadOptions:
     context_given: bool = False  # the user chose it (-c): a device may not shrink it to fit its memory
 
 
+class UploadRefused(KineticError):
+    """Raised by Device.upload for a stack the device cannot run: a block or weight type it has no kernel
+    for, or too little memory. With --device auto the engine then tries the next device and names `reason`
+    in its one line; with the device named, str(error) is the failure shown."""
+
+    def __init__(self, title: str, reason: str):
+        super().__init__(f"{title} cannot run this model: {reason}")
+        self.reason = reason  # one line: "CUDA has no kernel for Q2_K weights (blk.1.ffn_up.weight)"
+
+
+def always_present() -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class Device:
-    """probe() returns None when usable, else the one-line reason it is not."""
+    """A place stacks run, registered by a plugin (register_devices). The engine calls present() and probe()
+    when choosing the device for a model, then upload() once per model loaded; a plugin imports its heavy
+    dependencies inside them, never at import time."""
 
-    name: str  # "cpu", "cuda", "vulkan"
-    probe: Callable[[], Optional[str]]
-    upload: Callable[[Any, UploadOptions], Runner]  # (stack, options) -> runner, or raises a refusal naming why
+    name: str  # what --device takes: "cpu", "cuda" (llama.cpp's "cuda0" also works)
+    title: str  # how messages name it: "the CPU", "CUDA"
+    priority: int  # --device auto tries devices from the highest priority down: CUDA 20, the CPU 0
+    probe: Callable[[], Optional[str]]  # None when usable, else the one-line reason it is not
+    upload: Callable[[Stack, UploadOptions], Runner]  # a runner of the stack, or raises UploadRefused
+    # whether its hardware is here at all (a driver found): --device auto passes over an absent device
+    # silently, and names the reason of one present but unusable
+    present: Callable[[], bool] = always_present

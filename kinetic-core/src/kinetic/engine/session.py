@@ -9,7 +9,7 @@ from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 import numpy as np
 
 from kinetic.chat.template import ChatTemplate, load_chat_template
-from kinetic.engine.devices import choose_device
+from kinetic.engine.devices import open_runner
 from kinetic.contracts.drafting import Drafter
 from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, resolve_breakers
 from kinetic.engine.generate import Generation, check_prompt
@@ -80,13 +80,10 @@ class Session:
         stack = load_stack(self.model)
         check_gpu_layers(options.gpu_layers, self.model)
         self.context_length = context_for(options.ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
-        self.device = choose_device(options.device, announce)
         upload = UploadOptions(threads=options.threads, context_length=self.context_length,
                                context_given=options.ctx_size is not None)
-        self.runner = self.device.upload(stack, upload)
-        if self.runner.context_length < self.context_length:  # shrunk to fit the device (reference docs, -c)
-            self.context_length = self.runner.context_length
-            announce(f"context {self.context_length // 1024}k to fit the GPU; -c to change")
+        self.device, self.runner = open_runner(stack, options.device, upload, announce)
+        self.context_length = self.runner.context_length  # less where the device shrank it to fit
         self.speed_host = SpeedHost(self.path, self.runner, options.state_dir)
         self.speed_on, provided = attach_speed(self.speed_host, options.off)
         self.speed_off = [t for t in plugins().speed_technologies if t not in self.speed_on]

@@ -25,4 +25,4 @@ def upload(stack: Stack, options: UploadOptions):
     return CpuRunner(stack, options)
 
 
-CPU = Device(name="cpu", probe=probe, upload=upload)
+CPU = Device(name="cpu", title="the CPU", priority=0, probe=probe, upload=upload)

@@ -64,6 +64,7 @@ class CpuSequence:
 
 class CpuRunner:
     device_name = "the CPU"
+    context_note = None  # it never shrinks the context asked for
 
     def __init__(self, stack: Stack, options: UploadOptions):
         self.stack = stack

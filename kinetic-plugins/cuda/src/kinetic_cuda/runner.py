@@ -11,12 +11,12 @@ import numpy as np
 
 from kinetic.errors import KineticError
 from kinetic.contracts.blocks import Attention, Rope, Stack, Weight
-from kinetic.contracts.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
+from kinetic.contracts.device import Row, UploadOptions, UploadRefused, linear_batches, state_blob, state_tokens
 from kinetic_cuda import ops
-from kinetic_cuda.device import gpu_name
+from kinetic_cuda.gpu import gpu_name
 from kinetic_cuda.module import kernel
 from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, products, rope_table
-from kinetic_cuda.support import matrices
+from kinetic_cuda.support import TITLE, matrices
 from kinetic_cuda.weights import GpuMatrix, upload_bytes
 from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_bytes
 
@@ -68,6 +68,8 @@ class CudaSequence:
 
 
 class CudaRunner:
+    context_note = "to fit the GPU"  # the only reason it shrinks a context (_context_that_fits)
+
     def __init__(self, stack: Stack, options: UploadOptions):
         self.stack = stack
         shape = Shape.of(stack)
@@ -190,8 +192,8 @@ def _context_that_fits(stack: Stack, shape: Shape, widths: list[int], options: U
         needed = weights + _scratch_bytes(shape, widths, context)
         if needed <= free:
             return context
-    raise KineticError(f"CUDA cannot run this model: it needs {needed / GIB:.1f} GiB on the GPU "
-                       f"({weights / GIB:.1f} GiB of weights), and {gpu_name()} has {free / GIB:.1f} GiB free")
+    raise UploadRefused(TITLE, f"it needs {needed / GIB:.1f} GiB on the GPU ({weights / GIB:.1f} GiB of weights), "
+                               f"and {gpu_name()} has {free / GIB:.1f} GiB free")
 
 
 def _scratch_bytes(shape: Shape, widths: list[int], context: int) -> int:

@@ -6,6 +6,7 @@ from typing import Optional
 
 from kinetic.contracts.blocks import Attention, GatedFeedForward, Stack, Weight
 
+TITLE = "CUDA"  # how messages name the device
 QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # against int8 activations
 FLOATS = ("F32", "F16", "BF16")  # against float32 activations
 MAX_HEAD_DIM = 256  # one attention thread block per (row, head) holds a head's query

@@ -1,0 +1,47 @@
+"""Finding the GPU: whether an NVIDIA driver is here at all, whether CuPy can use its first GPU (compute
+capability 8.0 or newer: the prompt products stage tiles with cp.async and multiply with the m16n8k32 int8
+mma, both sm_80 and later), and its name. CuPy is imported inside the functions that need it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Optional
+
+MIN_CAPABILITY = (8, 0)
+# the NVIDIA kernel module (Linux), the driver library WSL mounts; nvidia-smi comes with every driver
+DRIVER_FILES = ("/proc/driver/nvidia", "/usr/lib/wsl/lib/libcuda.so.1")
+
+
+def driver_present() -> bool:
+    """Whether this machine has an NVIDIA driver, found without loading it."""
+    return any(Path(path).exists() for path in DRIVER_FILES) or shutil.which("nvidia-smi") is not None
+
+
+def probe() -> Optional[str]:
+    try:
+        import cupy
+    except ImportError as error:
+        return f"CuPy is not installed ({error}); pip install 'kinetic[cuda]' and cupy-cuda12x or cupy-cuda13x"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as error:
+        return f"no NVIDIA driver answers ({_one_line(error)})"
+    if count == 0:
+        return "no NVIDIA GPU is visible"
+    major, minor = divmod(int(cupy.cuda.Device(0).compute_capability), 10)
+    if (major, minor) < MIN_CAPABILITY:
+        name = gpu_name()
+        return f"{name} has compute capability {major}.{minor}; the CUDA device needs 8.0 or newer"
+    return None
+
+
+def gpu_name() -> str:
+    import cupy
+
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())
