@@ -31,6 +31,7 @@ class FakeRunner:
     device_name: str
     context_length: int
     context_note: Optional[str] = None
+    compile_seconds: float = 0.0
 
 
 def fake_device(name: str, title: str, priority: int, reason: Optional[str] = None, refusal: Optional[str] = None,
@@ -160,6 +161,11 @@ ABACUS_PLUGIN = """
             cpu = CPU.upload(stack, options)
             self.context_length = cpu.context_length if options.context_given else cpu.context_length // 2
             self.new_sequence, self.forward, self.load = cpu.new_sequence, cpu.forward, cpu.load
+            self.cpu = cpu
+
+        @property
+        def compile_seconds(self):
+            return self.cpu.compile_seconds
 
 
     ABACUS = Device(name="abacus", title="the abacus", priority=-1, probe=lambda: None, upload=AbacusRunner)

@@ -44,5 +44,7 @@ def answer(session: Session, seq: DeviceSequence, tokens: Sequence[int], cached:
     sys.stdout.flush()
     if live:
         sys.stderr.write("\r")
-    print(generation.timings.status_line(session.runner.device_name), file=sys.stderr, flush=True)
+    for line in (generation.timings.compile_line(), generation.timings.status_line(session.runner.device_name)):
+        if line is not None:
+            print(line, file=sys.stderr, flush=True)
     return tokens

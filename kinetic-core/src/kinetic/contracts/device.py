@@ -73,6 +73,8 @@ class Runner(Protocol):
     device_name: str  # as status lines print it: "the CPU", "NVIDIA H200"
     context_length: int  # tokens per sequence: UploadOptions' own, or less where the device shrank it to fit
     context_note: Optional[str]  # why it shrank, as "context 8k <note>; -c to change" says it: "to fit the GPU"
+    compile_seconds: float  # time this process has spent compiling the device's kernels (none for cached ones);
+    # the engine reports it on its own and leaves it out of the prompt and generation speeds
 
     def new_sequence(self) -> DeviceSequence:
         """A new empty sequence."""

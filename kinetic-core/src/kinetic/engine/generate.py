@@ -25,6 +25,7 @@ class Timings:
     generated_tokens: int = 0
     generate_seconds: float = 0.0
     finish_reason: str = "stop"  # "stop" (an end-of-generation token) or "length"
+    compile_seconds: float = 0.0  # spent compiling kernels, left out of both speeds
 
     def status_line(self, device_name: str) -> str:
         """[45 tokens at 25.5 tok/s; prompt 37 tokens at 62.8 tok/s on the CPU]"""
@@ -32,9 +33,29 @@ class Timings:
                 f"prompt {self.prompt_tokens} tokens at {_rate(self.prompt_tokens, self.prompt_seconds)} tok/s "
                 f"on {device_name}]")
 
+    def compile_line(self) -> Optional[str]:
+        """compiling kernels, once: 31 s; None when compilation took less than a second (kernels from a cache)."""
+        return f"compiling kernels, once: {self.compile_seconds:.0f} s" if self.compile_seconds >= 1 else None
+
 
 def _rate(n: int, seconds: float) -> str:
     return f"{n / seconds:.1f}" if seconds > 0 else "0.0"
+
+
+class Stopwatch:
+    """Seconds since it started, less the time the runner spent compiling kernels meanwhile: compilation
+    happens once per machine, so it is reported on its own rather than as prompt or generation time."""
+
+    def __init__(self, runner: Runner):
+        self.runner = runner
+        self.started = time.perf_counter()
+        self.compiled_before = runner.compile_seconds
+
+    def compiling(self) -> float:
+        return self.runner.compile_seconds - self.compiled_before
+
+    def working(self) -> float:
+        return time.perf_counter() - self.started - self.compiling()
 
 
 def check_prompt(tokens: Sequence[int], n_vocab: int, context_length: int) -> None:
@@ -89,29 +110,30 @@ class Generation:
     timings: Timings = field(default_factory=Timings)
 
     def __iter__(self) -> Iterator[int]:
-        start = time.perf_counter()
+        watch = Stopwatch(self.runner)
         logits = feed(self.runner, self.seq, self.prompt)
         self.timings.prompt_tokens = len(self.prompt)
-        self.timings.prompt_seconds = time.perf_counter() - start
+        self.timings.prompt_seconds, self.timings.compile_seconds = watch.working(), watch.compiling()
         yield from self._decode(logits)
 
     def _decode(self, logits: np.ndarray) -> Iterator[int]:
         history = [*self.context, *self.prompt]
         if self.drafter is not None:
             self.drafter.begin(history)
-        start = time.perf_counter()
+        watch = Stopwatch(self.runner)
         self._held = self.seq.n_tokens
         try:
-            yield from self._passes(logits, history, start)
+            yield from self._passes(logits, history, watch)
         finally:  # also when the caller stops early: guesses past the answer leave no trace
             self.seq.truncate(self._held)
-            self.timings.generate_seconds = time.perf_counter() - start
+            self.timings.generate_seconds = watch.working()
+            self.timings.compile_seconds += watch.compiling()
             if self.drafter is not None:
                 self.drafter.end(history)
             if self.on_finish is not None:
                 self.on_finish(self, history[: self.seq.n_tokens])
 
-    def _passes(self, logits: np.ndarray, history: list[int], start: float) -> Iterator[int]:
+    def _passes(self, logits: np.ndarray, history: list[int], watch: Stopwatch) -> Iterator[int]:
         """Each pass ran the last token and a draft; row j's logits pick the token after draft[:j]."""
         rows_logits, draft = [logits], []
         while True:
@@ -123,7 +145,7 @@ class Generation:
                     return
                 history.append(token)
                 self.timings.generated_tokens += 1
-                self.timings.generate_seconds = time.perf_counter() - start
+                self.timings.generate_seconds = watch.working()
                 yield token
                 if self.timings.generated_tokens == self.max_tokens or self._held + 1 >= self.context_length:
                     self.timings.finish_reason = "length"

@@ -9,7 +9,7 @@ import numpy as np
 from kinetic.errors import KineticError
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
-from kinetic_cpu import ops
+from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.matmul import Matrix, activations
 
@@ -65,6 +65,10 @@ class CpuSequence:
 class CpuRunner:
     device_name = "the CPU"
     context_note = None  # it never shrinks the context asked for
+
+    @property
+    def compile_seconds(self) -> float:
+        return compile_clock.CLOCK.seconds
 
     def __init__(self, stack: Stack, options: UploadOptions):
         self.stack = stack

@@ -1,4 +1,4 @@
-"""The kernels (kernels/*.cu) compiled once per process by NVRTC into one CuPy RawModule.
+"""The kernels (kernels/*.cu) compiled once per process by NVRTC into one CuPy RawModule, timed.
 
 --fmad=false keeps every multiply and add of plain expressions separate, as the CPU device computes
 them; the sums that decide exactness use explicit _rn intrinsics anyway. CuPy caches the compiled
@@ -7,6 +7,7 @@ module on disk (~/.cupy/kernel_cache), so a machine compiles it once.
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 from importlib import resources
 
@@ -19,11 +20,24 @@ def source() -> str:
     return "\n".join((folder / name).read_text() for name in SOURCES)
 
 
+_built_in = 0.0  # seconds module() took
+
+
 @lru_cache(maxsize=None)
 def module():
     import cupy
 
-    return cupy.RawModule(code=source(), options=OPTIONS)
+    global _built_in
+    started = time.perf_counter()
+    compiled = cupy.RawModule(code=source(), options=OPTIONS)
+    compiled.compile()
+    _built_in = time.perf_counter() - started
+    return compiled
+
+
+def compile_seconds() -> float:
+    """How long building the module took in this process (loading it from CuPy's cache takes a moment)."""
+    return _built_in
 
 
 @lru_cache(maxsize=None)

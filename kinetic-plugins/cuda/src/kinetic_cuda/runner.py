@@ -14,7 +14,7 @@ from kinetic.contracts.blocks import Attention, Rope, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, UploadRefused, linear_batches, state_blob, state_tokens
 from kinetic_cuda import ops
 from kinetic_cuda.gpu import gpu_name
-from kinetic_cuda.module import kernel
+from kinetic_cuda.module import compile_seconds, kernel
 from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, products, rope_table
 from kinetic_cuda.support import TITLE, matrices
 from kinetic_cuda.weights import GpuMatrix, upload_bytes
@@ -69,6 +69,10 @@ class CudaSequence:
 
 class CudaRunner:
     context_note = "to fit the GPU"  # the only reason it shrinks a context (_context_that_fits)
+
+    @property
+    def compile_seconds(self) -> float:
+        return compile_seconds()
 
     def __init__(self, stack: Stack, options: UploadOptions):
         self.stack = stack
