@@ -100,11 +100,6 @@ def matmul(weight: np.ndarray, type_id: int, x: np.ndarray) -> np.ndarray:
     return Matrix(weight, type_id)(x)
 
 
-def has_kernel(type_id: int) -> bool:
-    """Whether the type has a kernel of its own (else it runs through the row-dequantizing path)."""
-    return plugins().tensor_types[type_id].name in KERNELS
-
-
 def compile_kernels(type_ids: Iterable[int], report: Optional[Callable[[str], None]] = None) -> None:
     """Compile the product kernels of these GGUF types, on one thread and on several (or load them from
     numba's on-disk cache), so no timed work pays for it; report(type name) is called before each."""
