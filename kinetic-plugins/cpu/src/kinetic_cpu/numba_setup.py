@@ -5,10 +5,9 @@ cached function against its own file only, not against the files of the function
 folder by a hash of every kernel source file makes any edit start a fresh cache.
 
 OpenMP threads spin for a bounded while (GOMP_SPINCOUNT) after a parallel call before they sleep: a decode
-step makes ~100 parallel calls a few microseconds apart, and waking a sleeping thread cost ~80 us a call
-on this project's 2-vCPU Xeon VM (Gemma 3 270M tg128 31.7 t/s with passive waits, 45 to 48 with a spin
-count of 3,000 to 300,000). The bound keeps an idle engine off the CPU: unbounded active waits cost 2.5 to
-8 ms a call on a 2-vCPU machine whose other processes kept it busy.
+step makes many parallel calls in quick succession, and waking a sleeping thread for each costs a large
+share of a small model's decoding time. The bound keeps an idle engine off the CPU: unbounded active waits
+slow every call down on a machine whose other processes keep its cores busy.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")  # a division by zero g
 @numba.njit(**_JIT)
 def to_half(x):  # x: C-contiguous float32, any shape
     """x rounded to float16 (to nearest, ties to even), kept as float32; numpy's float16 cast rounds the
-    same, six times slower."""
+    same, several times slower."""
     out = np.empty_like(x)
     flat, rounded = x.reshape(-1), out.reshape(-1)
     for i in range(flat.size):
