@@ -20,9 +20,9 @@ import textwrap
 import numba
 import numpy as np
 import pytest
-from random_weights import random_weights
 
 from kinetic.plugins import plugins
+from kinetic.testing.random_weights import random_weights
 from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, compile_kernels, dots, driver, matmul
 from kinetic_cpu.kernels.activations import f16_round
 from kinetic_formats.types._common import fields

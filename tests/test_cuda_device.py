@@ -13,8 +13,6 @@ from pathlib import Path
 import gguf
 import numpy as np
 import pytest
-from gguf_factory import Dims, write_random_model
-from random_blocks import random_blocks
 
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
@@ -23,6 +21,8 @@ from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
 from kinetic.reference.executor import ReferenceRunner
 from kinetic.contracts.device import Row, UploadOptions
+from kinetic.testing.gguf_factory import Dims, write_random_model
+from kinetic.testing.random_weights import random_blocks
 
 kinetic_cuda = pytest.importorskip("kinetic_cuda.device", reason="the kinetic-cuda plugin is not installed")
 from kinetic_cuda.support import FLOATS, QUANTIZED  # noqa: E402

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gguf_factory import write_gguf
 
 from kinetic.hookspecs import hookimpl
 from kinetic.plugins import BUILTIN_DISTRIBUTIONS, load_plugins
 from kinetic.contracts import Family, TensorType
+from kinetic.testing.gguf_factory import write_gguf
 
 
 def throwaway_plugin(**hooks) -> types.ModuleType:

@@ -10,9 +10,9 @@ import sys
 from typing import Sequence
 
 import pytest
-from gguf_factory import Dims, write_random_model
 
 from kinetic.engine.session import Session
+from kinetic.testing.gguf_factory import Dims, write_random_model
 from kinetic_speed.rad1 import Rad1Drafter, TokenLog
 from kinetic_speed.rad1.drafter import FIRST_LENGTH, MAX_LENGTH
 from kinetic_speed.rad1.lookup import ContextSource, NgramIndex
