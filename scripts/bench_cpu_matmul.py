@@ -20,9 +20,9 @@ import time
 
 import numba
 import numpy as np
-from random_weights import random_weights
 
 from kinetic.plugins import plugins
+from kinetic.testing.random_weights import random_weights
 from kinetic_cpu.kernels import Matrix, activations, compile_kernels
 
 # (type, rows, k): Qwen2.5-Coder 0.5B's shapes (ffn up/gate/down, attention, output) and Gemma 3 270M's ffn

@@ -15,21 +15,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import gguf
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from gguf_factory import write_gguf  # noqa: E402
-from random_blocks import random_blocks  # noqa: E402
-
-from kinetic.cli.llama_bench import run_llama_bench  # noqa: E402
-from kinetic.model.load import load_stack  # noqa: E402
-from kinetic.plugins import plugins  # noqa: E402
-from kinetic.contracts.device import Row, UploadOptions  # noqa: E402
+from kinetic.cli.llama_bench import run_llama_bench
+from kinetic.model.load import load_stack
+from kinetic.plugins import plugins
+from kinetic.contracts.device import Row, UploadOptions
+from kinetic.testing.gguf_factory import write_gguf
+from kinetic.testing.random_weights import random_blocks
 
 SHAPES = {  # n_embd, n_layer, n_ff, n_head, n_head_kv, as Llama 3.2 1B and 3B
     "1b": (2048, 16, 8192, 32, 8),

@@ -20,9 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import fetch_models
-import llama_cpp
-
+from kinetic.testing import llama_cpp, real_models
 from kinetic.tokenizer import load_tokenizer
 
 
@@ -59,7 +57,7 @@ def llama_tokenize_ids(binary: Path, model: Path, text_file: Path) -> list[int]:
 
 
 def bench(key: str, text: str, binary: Path) -> None:
-    model = fetch_models.fetch(key)
+    model = real_models.fetch(key)
     mb = len(text.encode("utf-8")) / 1e6
     load_s, tokenizer = best_of(1, lambda: load_tokenizer(model))
     cold_s, ids = best_of(1, lambda: tokenizer.encode(text, parse_special=False))
@@ -90,7 +88,7 @@ def bench(key: str, text: str, binary: Path) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="*", default=list(fetch_models.MODELS))
+    parser.add_argument("models", nargs="*", default=list(real_models.MODELS))
     parser.add_argument("--mb", type=float, default=2.0, help="size of the text in MB (default 2)")
     args = parser.parse_args(argv)
     binary = llama_cpp.build(("llama-tokenize",)) / "llama-tokenize"

@@ -100,14 +100,13 @@ def random_files(folder: Path, tools: Path) -> list[Path]:
 
 
 def random_model(path: Path, family: str, weights: str) -> Path:
-    """tests/gguf_factory.py's random model with two changes. A vocabulary of whole characters, without byte
-    tokens: llama-server leaves out the probabilities of a step whose token ends in part of a UTF-8 character,
+    """kinetic.testing.gguf_factory's random model with two changes. A vocabulary of whole characters, without
+    byte tokens: llama-server leaves out the probabilities of a step whose token ends in part of a UTF-8 character,
     which would misalign the steps. Norm weights near 1 and the output norm's near 4: the factory's are near 0,
     which leaves the layers' outputs small and the logits flat, so that most greedy steps would be near-ties."""
     import gguf
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from gguf_factory import Dims, write_random_model
+    from kinetic.testing.gguf_factory import Dims, write_random_model
 
     dims = Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512)  # rows of whole 256-weight K-quant blocks
     tokens = ["<unk>", "<s>", "</s>", "\u2581", "\n"] + [chr(c) for c in range(33, 127)]

@@ -25,8 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-import fetch_models
-import llama_cpp
+from kinetic.testing import llama_cpp, real_models
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden" / "greedy"
 N_PREDICT = 48
@@ -96,7 +95,7 @@ def run_server(tools: Path, model: Path, work):
 
 
 def make(key: str, tools: Path) -> Path:
-    model = fetch_models.fetch(key)
+    model = real_models.fetch(key)
     prompts = run_server(tools, model, lambda port: [
         {"text": text, "prompt_ids": post(port, "/tokenize", {"content": text, "add_special": True})["tokens"]}
         for text in PROMPTS])
@@ -117,7 +116,7 @@ def make(key: str, tools: Path) -> Path:
 
 def main(keys: list[str]) -> int:
     tools = llama_cpp.build(("llama-server", "llama-quantize"))
-    for key in keys or list(fetch_models.MODELS):
+    for key in keys or list(real_models.MODELS):
         print(make(key, tools))
     return 0
 

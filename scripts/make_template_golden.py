@@ -24,11 +24,9 @@ from gguf import GGUFReader
 from transformers.utils import chat_template_utils
 from transformers.utils.chat_template_utils import _normalize_chat_messages, render_jinja_template
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "scripts"))
+from kinetic.testing import llama_cpp, real_models
 
-import fetch_models  # noqa: E402
-import llama_cpp  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 GOLDEN = REPO / "tests" / "golden" / "templates"
 FIXED_NOW = datetime(2025, 3, 14, 15, 9, 26)  # what strftime_now sees; the golden files record it
@@ -229,8 +227,8 @@ def write(name: str, data: dict) -> None:
 def main() -> int:
     chat_template_utils.datetime = FixedDatetime
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    for key in fetch_models.MODELS:
-        found = gguf_template(fetch_models.fetch(key))
+    for key in real_models.MODELS:
+        found = gguf_template(real_models.fetch(key))
         if found is None:
             print(f"model {key}: its GGUF file has no chat template")
             continue

@@ -19,8 +19,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import fetch_models
-import llama_cpp
+from kinetic.testing import llama_cpp, real_models
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden" / "tokenizer"
 
@@ -114,7 +113,7 @@ def llama_tokenize(binary: Path, model: Path, text: str, parse_special: bool) ->
 
 
 def golden(key: str, binary: Path) -> dict:
-    model = fetch_models.fetch(key)
+    model = real_models.fetch(key)
 
     def entry(text: str) -> dict:
         return {
@@ -127,7 +126,7 @@ def golden(key: str, binary: Path) -> dict:
         entries = list(pool.map(entry, CORPUS))
     return {
         "model": model.name,
-        "sha256": fetch_models.MODELS[key].sha256,
+        "sha256": real_models.MODELS[key].sha256,
         "llama_cpp": llama_cpp.VERSION,
         "note": "llama-tokenize ids with the model's BOS/EOS; 'special' parses special tokens, 'plain' does not",
         "entries": entries,
@@ -182,7 +181,7 @@ def to_json(value, indent: int = 0) -> str:
 
 
 def main(argv: list[str]) -> int:
-    keys = argv or [*fetch_models.MODELS, "pre"]
+    keys = argv or [*real_models.MODELS, "pre"]
     binary = llama_cpp.build(("llama-tokenize",)) / "llama-tokenize"
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     for key in keys:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -16,29 +15,25 @@ os.environ["KINETIC_WARM_DIR"] = tempfile.mkdtemp(prefix="kinetic-warm-")
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "scripts"))
-
-import fetch_models  # noqa: E402
-import llama_cpp  # noqa: E402
+from kinetic.testing import llama_cpp, real_models
 
 
 @pytest.fixture(scope="session")
 def qwen_gguf() -> Path:
     """Qwen2.5-Coder-0.5B-Instruct (qwen2, BPE), 491 MB."""
-    return fetch_models.fetch("qwen")
+    return real_models.fetch("qwen")
 
 
 @pytest.fixture(scope="session")
 def gemma_gguf() -> Path:
     """Gemma 3 270M Q4_K_M (gemma3, SentencePiece)."""
-    return fetch_models.fetch("gemma")
+    return real_models.fetch("gemma")
 
 
 @pytest.fixture(scope="session", params=["qwen", "gemma"])
 def real_gguf(request) -> Path:
     """Each real test model in turn."""
-    return fetch_models.fetch(request.param)
+    return real_models.fetch(request.param)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gguf_factory import Dims, write_random_model
 from greedy_golden import divergences, load_golden
 
 import kinetic.engine.devices as devices_module
@@ -20,6 +19,7 @@ from kinetic.hookspecs import hookimpl
 from kinetic.model.load import load_stack
 from kinetic.plugins import load_plugins, plugins
 from kinetic.contracts.device import Device, Row, UploadOptions
+from kinetic.testing.gguf_factory import Dims, write_random_model
 
 FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
 # The CPU quantizes activations to 8 bits per block where the reference multiplies in float32:

@@ -20,14 +20,15 @@ import textwrap
 import numba
 import numpy as np
 import pytest
-from random_weights import random_weights
 
 from kinetic.plugins import plugins
-from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, compile_kernels, dots, matmul
+from kinetic.testing.random_weights import random_weights
+from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, compile_kernels, dots, driver, matmul
 from kinetic_cpu.kernels.activations import f16_round
 from kinetic_formats.types._common import fields
 
 matmul_module = importlib.import_module("kinetic_cpu.kernels.matmul")  # the package's `matmul` is the function
+activations_module = importlib.import_module("kinetic_cpu.kernels.activations")  # likewise `activations`
 
 INT8 = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
 FLOATS = ["F32", "F16", "BF16"]
@@ -125,15 +126,33 @@ def test_the_matrix_takes_shared_activations(cases):
     assert same_bits(matrix(x[:3], activations("q8_k", x[:3])), matmul(weight, type_id("Q4_K"), x[:3]))
 
 
-def test_an_empty_batch(cases):
-    weight, x = cases("Q5_0")
-    assert matmul(weight, type_id("Q5_0"), x[:0]).shape == (0, ROWS)
+@pytest.mark.parametrize("name", ["Q5_0", "Q4_K", "F16", "IQ4_NL"])
+def test_an_empty_batch(cases, name, threads, monkeypatch):
+    """No tokens give a [0, rows] float32 product on every path: one thread, the threaded driver, and the
+    row-dequantizing path."""
+    monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)
+    weight, x = cases(name)
+    for n_threads in (1, 2):
+        threads(n_threads)
+        product = matmul(weight, type_id(name), x[:0])
+        assert product.shape == (0, ROWS) and product.dtype == np.float32
 
 
-def test_kernels_compile_up_front():
+def test_kernels_compile_up_front(cases, threads, monkeypatch):
+    """compile_kernels names each type once, and leaves nothing for a later product of the type to compile,
+    on one thread or several."""
     named = []
     compile_kernels([type_id("Q8_0"), type_id("IQ4_NL"), type_id("Q8_0")], named.append)
     assert named == ["Q8_0", "IQ4_NL"]
+    kernels = [driver.rows, driver.run, activations_module._rows_serial]  # and what they call
+    compiled = [list(kernel.signatures) for kernel in kernels]
+    assert all(compiled)
+    monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)
+    weight, x = cases("Q8_0")
+    for n_threads in (1, 2):
+        threads(n_threads)
+        matmul(weight, type_id("Q8_0"), x[:5])
+    assert [list(kernel.signatures) for kernel in kernels] == compiled
 
 
 PATHS = {

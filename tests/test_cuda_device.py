@@ -14,8 +14,6 @@ from pathlib import Path
 import gguf
 import numpy as np
 import pytest
-from gguf_factory import Dims, write_random_model
-from random_blocks import random_blocks
 
 import kinetic.engine.devices as devices_module
 from kinetic.engine.options import SessionOptions
@@ -27,6 +25,8 @@ from kinetic.hookspecs import hookimpl
 from kinetic.plugins import load_plugins, plugins
 from kinetic.reference.executor import ReferenceRunner
 from kinetic.contracts.device import Row, UploadOptions
+from kinetic.testing.gguf_factory import Dims, write_random_model
+from kinetic.testing.random_weights import random_blocks
 
 kinetic_cuda = pytest.importorskip("kinetic_cuda.device", reason="the kinetic-cuda plugin is not installed")
 import kinetic_cuda.gpu as cuda_gpu  # noqa: E402
@@ -105,8 +105,28 @@ def in_batches(runner, tokens: list[int], size: int, seq=None) -> np.ndarray:
 
 
 def test_probe_is_one_line_or_usable():
+    """None only where CuPy runs work on a GPU the device can use; else one line saying why not."""
     reason = kinetic_cuda.probe()
-    assert reason is None or (reason.strip() and "\n" not in reason)
+    if reason is None:
+        import cupy
+
+        assert divmod(int(cupy.cuda.Device(0).compute_capability), 10) >= kinetic_cuda.MIN_CAPABILITY
+        assert int(cupy.arange(5).sum()) == 10
+    else:
+        assert reason == reason.strip() != "" and "\n" not in reason
+
+
+def test_probe_folds_a_driver_error_into_one_line(monkeypatch):
+    class CUDARuntimeError(Exception):
+        pass
+
+    def no_driver():
+        raise CUDARuntimeError("cudaErrorInsufficientDriver:\n  CUDA driver version is insufficient")
+
+    runtime = types.SimpleNamespace(CUDARuntimeError=CUDARuntimeError, getDeviceCount=no_driver)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime)))
+    reason = kinetic_cuda.probe()
+    assert "\n" not in reason and "cudaErrorInsufficientDriver: CUDA driver version is insufficient" in reason
 
 
 def test_probe_without_cupy_names_it(monkeypatch):

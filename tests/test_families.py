@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from gguf_factory import Dims, write_gguf, write_random_model
 
 from kinetic import open_model
 from kinetic.errors import ModelFileError
@@ -15,6 +14,7 @@ from kinetic.model import load_stack
 from kinetic.contracts.blocks import Attention, GatedFeedForward
 from kinetic.reference import ReferenceRunner, generate
 from kinetic.contracts.device import Row
+from kinetic.testing.gguf_factory import Dims, write_gguf, write_random_model
 
 DIMS = Dims(n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_vocab=300)
 FAMILIES = ("llama", "qwen2", "qwen3", "gemma3")

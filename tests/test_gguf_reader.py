@@ -9,12 +9,12 @@ import gguf
 import numpy as np
 import pytest
 from conftest import gguf_oracle
-from gguf_factory import Dims, write_gguf, write_random_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kinetic import open_model
 from kinetic.errors import ModelFileError
+from kinetic.testing.gguf_factory import Dims, write_gguf, write_random_model
 
 METADATA = {
     "test.u8": (7, gguf.GGUFValueType.UINT8), "test.i8": (-7, gguf.GGUFValueType.INT8),

@@ -5,17 +5,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 import types
 from pathlib import Path
 
 import numpy as np
 import pytest
-from gguf_factory import write_gguf
 from installed_plugins import install_distribution
 
 from kinetic.hookspecs import hookimpl
-from kinetic.plugins import load_plugins
+from kinetic.plugins import BUILTIN_DISTRIBUTIONS, load_plugins
 from kinetic.contracts import Family, TensorType
+from kinetic.testing.gguf_factory import write_gguf
 
 
 def throwaway_plugin(**hooks) -> types.ModuleType:
@@ -37,6 +38,14 @@ def test_builtin_formats_plugin_loads_through_its_entry_point():
     assert plugins.problems == []
     assert plugins.model_formats.owner(plugins.model_formats["gguf"]) == "formats"
     assert plugins.tensor_types["Q4_K"] is plugins.tensor_types[12]
+
+
+def test_builtin_distributions_are_the_workspace_plugins():
+    """The distributions that register first are exactly those under kinetic-plugins/, none more or fewer."""
+    workspace = Path(__file__).parents[1] / "kinetic-plugins"
+    names = {tomllib.loads(p.read_text())["project"]["name"] for p in workspace.glob("*/pyproject.toml")}
+    assert names  # the workspace is there to compare with
+    assert sorted(BUILTIN_DISTRIBUTIONS) == sorted(names)
 
 
 def test_in_process_plugin_registers_a_family():

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Sequence
 
 import pytest
-from gguf_factory import Dims, write_random_model
 
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
+from kinetic.testing.gguf_factory import Dims, write_random_model
 from kinetic_speed.rad1 import Rad1Drafter, TokenLog
 from kinetic_speed.rad1.drafter import FIRST_LENGTH, MAX_LENGTH
 from kinetic_speed.rad1.lookup import ContextSource, NgramIndex

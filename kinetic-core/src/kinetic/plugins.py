@@ -22,7 +22,7 @@ from kinetic.registry import Registry
 from kinetic.contracts import Device, Family, ModelFormat, SpeedTechnology, TensorType
 
 ENTRY_POINT_GROUP = "kinetic"
-BUILTIN_DISTRIBUTIONS = ("kinetic-formats", "kinetic-families", "kinetic-cpu", "kinetic-cuda", "kinetic-vulkan")
+BUILTIN_DISTRIBUTIONS = ("kinetic-formats", "kinetic-families", "kinetic-cpu", "kinetic-cuda", "kinetic-speed")
 
 
 @dataclass(frozen=True)

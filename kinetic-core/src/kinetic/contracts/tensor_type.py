@@ -28,10 +28,6 @@ class TensorType:
         """Bytes that n_weights of this type take; n_weights must fill whole blocks."""
         return n_weights // self.block_size * self.type_size
 
-    @property
-    def bits_per_weight(self) -> float:
-        return self.type_size * 8 / self.block_size
-
     def to_float32(self, raw: np.ndarray, n_weights: int) -> np.ndarray:
         """Dequantize the first n_weights stored in raw (uint8 bytes) to a flat float32 array."""
         n_blocks = n_weights // self.block_size

@@ -3,7 +3,7 @@
 llama.cpp classifies code points with tables generated from Unicode 15.1. The `regex` package
 knows newer versions, so code points assigned since then are taken out of every category here:
 to llama.cpp they are unassigned, and tokenizing them must not change with the regex release.
-Taking them out makes a regex about three times slower, so text without any of them (nearly all
+Taking them out makes a regex several times slower, so text without any of them (nearly all
 text) is matched with the plain categories, which then give the same answer.
 """
 

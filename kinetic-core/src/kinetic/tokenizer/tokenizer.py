@@ -13,7 +13,7 @@ from kinetic.tokenizer.pretokenizers import PreTokenizer, pre_tokenizer
 from kinetic.tokenizer.special_ids import SpecialTokens, settle
 from kinetic.tokenizer.special_split import SpecialSplitter
 from kinetic.tokenizer.spm import SpmModel
-from kinetic.tokenizer.vocab import TokenAttr, Vocab
+from kinetic.tokenizer.vocab import Vocab
 from kinetic.tokenizer.wordpiece import WordPieceModel
 
 
@@ -145,9 +145,6 @@ class Tokenizer:
     def token_text(self, token: int) -> str:
         """The token as the vocabulary spells it (Ġ for a space in BPE, ▁ in SentencePiece)."""
         return self.vocab.texts[self.vocab.check(token)]
-
-    def token_attr(self, token: int) -> TokenAttr:
-        return TokenAttr(self.vocab.attrs[self.vocab.check(token)])
 
     def is_eog(self, token: int) -> bool:
         """Does this token end generation (EOS, EOT, <|im_end|>, ...)?"""

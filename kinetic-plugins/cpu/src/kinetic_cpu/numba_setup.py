@@ -1,14 +1,14 @@
 """numba's environment for the kernels, set before numba loads.
 
 Compiled kernels live under the user cache, in a folder named by the kernels' source: numba checks a
-cached function against its own file only, not against the files of the functions it calls, so naming the
-folder by a hash of every kernel source file makes any edit start a fresh cache.
+cached function against its own file only, not against the files of the functions it calls (nor those of
+the jobs kernels/shares.py runs), so naming the folder by a hash of every kernel source file (kernels/ and
+ops.py) makes any edit start a fresh cache.
 
 OpenMP threads spin for a bounded while (GOMP_SPINCOUNT) after a parallel call before they sleep: a decode
-step makes ~100 parallel calls a few microseconds apart, and waking a sleeping thread cost ~80 us a call
-on this project's 2-vCPU Xeon VM (Gemma 3 270M tg128 31.7 t/s with passive waits, 45 to 48 with a spin
-count of 3,000 to 300,000). The bound keeps an idle engine off the CPU: unbounded active waits cost 2.5 to
-8 ms a call on a 2-vCPU machine whose other processes kept it busy.
+step makes many parallel calls in quick succession, and waking a sleeping thread for each costs a large
+share of a small model's decoding time. The bound keeps an idle engine off the CPU: unbounded active waits
+slow every call down on a machine whose other processes keep its cores busy.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from pathlib import Path
 
 from kinetic.paths import cache_dir
 
-_KERNELS = Path(__file__).resolve().parent / "kernels"
+_PACKAGE = Path(__file__).resolve().parent
 SPIN_COUNT = 10_000  # libgomp spin iterations before a waiting thread sleeps
 
 
 def source_hash() -> str:
     """A short hash of every kernel source file's name and bytes."""
     digest = hashlib.sha256()
-    for path in sorted(_KERNELS.glob("*.py")):
+    for path in sorted(_PACKAGE.glob("kernels/*.py")) + [_PACKAGE / "ops.py"]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 

@@ -9,14 +9,14 @@ split over threads once they are large enough.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
-from numba import prange
 
 from kinetic_cpu.kernels import attention, gates
 from kinetic_cpu.kernels.activations import f16_round
-from kinetic_cpu.kernels.intrinsics import fetch_add
+from kinetic_cpu.kernels.shares import run_jobs
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # a division by zero gives inf or NaN, unchecked: loops vectorize
 
@@ -24,7 +24,7 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")  # a division by zero g
 @numba.njit(**_JIT)
 def to_half(x):  # x: C-contiguous float32, any shape
     """x rounded to float16 (to nearest, ties to even), kept as float32; numpy's float16 cast rounds the
-    same, six times slower."""
+    same, several times slower."""
     out = np.empty_like(x)
     flat, rounded = x.reshape(-1), out.reshape(-1)
     for i in range(flat.size):
@@ -101,16 +101,23 @@ def attend(q, k_cache, v_cache, positions, scale, window):
     workers = 1 if n * n_head * span * hd < SERIAL_TERMS else numba.get_num_threads()
     group = n_head // k_cache.shape[0]  # query heads per KV head: a job takes them together
     scores, sums = np.empty((workers, group, span)), np.empty((workers, group, hd))
-    if workers == 1:
-        _attend_serial(q, k_cache, v_cache, positions, scale, window, out, scores[0], sums[0])
-    else:
-        _attend_parallel(q, k_cache, v_cache, positions, scale, window, out, scores, sums)
+    _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, scores, sums)
     return out
 
 
 @numba.njit(**_JIT)
-def _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, scores, sums):
-    """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv; scores: [G, >= span], sums: [G, hd]."""
+def _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, scores, sums):
+    """attend's jobs (kernels/shares.py), one row and one KV head with its query heads each, on as many
+    threads as scores holds scratch for."""
+    jobs = _HeadGroups(q, k_cache, v_cache, positions, scale, window, out, scores, sums)
+    run_jobs(jobs, q.shape[0] * k_cache.shape[0], scores.shape[0])
+
+
+@numba.njit(**_JIT)
+def _attend_group(jobs, job, worker):
+    """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv, with the worker's scores and sums."""
+    q, k_cache, v_cache, positions, scale, window, out, workers_scores, workers_sums = jobs
+    scores, sums = workers_scores[worker], workers_sums[worker]
     n_kv, hd, group = k_cache.shape[0], q.shape[2], scores.shape[0]
     i, kv = job // n_kv, job % n_kv
     last = positions[i]
@@ -128,37 +135,39 @@ def _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, score
             out[i, h * hd + j] = np.float32(sums[g, j] / totals[g])
 
 
-@numba.njit(**_JIT)
-def _attend_serial(q, k_cache, v_cache, positions, scale, window, out, scores, sums):
-    for job in range(q.shape[0] * k_cache.shape[0]):
-        _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, scores, sums)
+class _HeadGroups(NamedTuple):
+    """attend's jobs: what _attend_group reads and writes."""
 
-
-@numba.njit(parallel=True, **_JIT)
-def _attend_parallel(q, k_cache, v_cache, positions, scale, window, out, scores, sums):
-    """Jobs handed out one at a time from a shared counter, so a slow thread takes fewer."""
-    counter = np.zeros(1, np.int64)
-    n_jobs = q.shape[0] * k_cache.shape[0]
-    for worker in prange(scores.shape[0]):
-        job = fetch_add(counter)
-        while job < n_jobs:
-            _attend_group(q, k_cache, v_cache, positions, scale, window, job, out, scores[worker], sums[worker])
-            job = fetch_add(counter)
+    q: np.ndarray
+    k_cache: np.ndarray
+    v_cache: np.ndarray
+    positions: np.ndarray
+    scale: float
+    window: int
+    out: np.ndarray
+    scores: np.ndarray  # [workers, G, >= span] float64 scratch
+    sums: np.ndarray  # [workers, G, hd] float64 scratch
+    run_job = _attend_group
 
 
 def gate(g, u, gelu):  # g, u: [n, ff] float32 -> act(g) * u
     """SiLU (Elfwing et al., 2017) or tanh-approximated GELU (Hendrycks and Gimpel, 2016) of g, times u."""
     out = np.empty_like(g)
-    if g.size < SERIAL_GATES:
-        _gate_serial(g, u, gelu, out)
-    else:
-        _gate_parallel(g, u, gelu, out, numba.get_num_threads())
+    _gate_jobs(g, u, gelu, out, 1 if g.size < SERIAL_GATES else numba.get_num_threads())
     return out
 
 
 @numba.njit(**_JIT)
-def _gate_chunk(g, u, gelu, job, out):
+def _gate_jobs(g, u, gelu, out, threads):
+    """gate's jobs (kernels/shares.py), GATE_CHUNK outputs of a row each, on up to `threads` threads."""
+    n_jobs = g.shape[0] * ((g.shape[1] + GATE_CHUNK - 1) // GATE_CHUNK)
+    run_jobs(_GateChunks(g, u, gelu, out), n_jobs, max(1, min(threads, n_jobs)))
+
+
+@numba.njit(**_JIT)
+def _gate_chunk(jobs, job, worker):
     """Outputs GATE_CHUNK * job .. of the flattened [n, ff] out."""
+    g, u, gelu, out = jobs
     chunks = (g.shape[1] + GATE_CHUNK - 1) // GATE_CHUNK
     i, start = job // chunks, job % chunks * GATE_CHUNK
     end = min(g.shape[1], start + GATE_CHUNK)
@@ -166,19 +175,11 @@ def _gate_chunk(g, u, gelu, job, out):
     gates.gate(g_row, u_row, gelu, out_row)
 
 
-@numba.njit(**_JIT)
-def _gate_serial(g, u, gelu, out):
-    for job in range(g.shape[0] * ((g.shape[1] + GATE_CHUNK - 1) // GATE_CHUNK)):
-        _gate_chunk(g, u, gelu, job, out)
+class _GateChunks(NamedTuple):
+    """gate's jobs: what _gate_chunk reads and writes."""
 
-
-@numba.njit(parallel=True, **_JIT)
-def _gate_parallel(g, u, gelu, out, threads):
-    """Chunks handed out from a shared counter, as _attend_parallel's heads."""
-    counter = np.zeros(1, np.int64)
-    n_jobs = g.shape[0] * ((g.shape[1] + GATE_CHUNK - 1) // GATE_CHUNK)
-    for _ in prange(max(1, min(threads, n_jobs))):
-        job = fetch_add(counter)
-        while job < n_jobs:
-            _gate_chunk(g, u, gelu, job, out)
-            job = fetch_add(counter)
+    g: np.ndarray
+    u: np.ndarray
+    gelu: bool
+    out: np.ndarray
+    run_job = _gate_chunk

@@ -19,7 +19,7 @@ from kinetic_cpu.kernels import halves, ir, kquants
 from kinetic_cpu.kernels.amx import TILE, block_dots, configure, release, tile_config, tile_row_block, write_tile
 
 SPECS = kquants.SPECS
-MIN_TOKENS = 8  # a half-full tile already beats the K-quant step kernels (896x4864 x 8: Q4_K 0.69 vs 1.13 ms, Q6_K even)
+MIN_TOKENS = 8  # a half-full tile already beats the K-quant step kernels (for Q4_K; Q6_K breaks even)
 CONFIGS = {run: tile_config(run) for run in (16, 32)}
 
 

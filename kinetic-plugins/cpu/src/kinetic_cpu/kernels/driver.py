@@ -1,9 +1,9 @@
 """The row driver: every weight type's matrix product, threads splitting output rows, never sums.
 
-Rows go out in chunks of ROWS from atomic counters, one per thread's share of the rows, so a thread that
-falls behind (a slow or busy vCPU) takes fewer chunks instead of stalling the rest. Each row is walked once in steps (kernel.py), each
-step decoded once for the whole batch; an output is the fixed tree of its 8 lanes, each lane the sum of its
-steps' values in step order: the same for any batch size, thread count or row position.
+Rows go out to threads in chunks of ROWS, shared out as shares.py shares out every parallel kernel's jobs.
+Each row is walked once in steps (kernel.py), each step decoded once for the whole batch; an output is the
+fixed tree of its 8 lanes, each lane the sum of its steps' values in step order: the same for any batch
+size, thread count or row position.
 
 The type's kernel is picked at compile time from the weight's block record (blocks.py) through the
 overloads below: one compiled specialization per weight type.
@@ -11,13 +11,15 @@ overloads below: one compiled specialization per weight type.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
 from kinetic_cpu.kernels import amx, amx_k, block32, floats, kquants
-from kinetic_cpu.kernels.intrinsics import fetch_add
 from kinetic_cpu.kernels.kernel import lanes_sum
+from kinetic_cpu.kernels.shares import take_jobs
 
 KERNELS = {**block32.KERNELS, **kquants.KERNELS, **floats.KERNELS}
 ROWS = 64  # rows per chunk: 4 AMX tiles, and still small enough for an even split over threads of unequal speed
@@ -124,25 +126,34 @@ def step_rows(w, r0, r1, acts, acc, out):
             out[t, r] = lanes_sum(acc, t)
 
 
+@njit(cache=True, nogil=True)
+def _row_chunk(jobs, chunk, worker):
+    """Rows chunk * ROWS .. of out, with the worker's acc."""
+    r0 = chunk * ROWS
+    rows(jobs.w, r0, min(jobs.w.shape[0], r0 + ROWS), jobs.acts, jobs.acc[worker], jobs.out)
+
+
+class RowChunks(NamedTuple):
+    """run's jobs (shares.py): chunk c is rows c * ROWS .. (c + 1) * ROWS - 1 of out."""
+
+    w: np.ndarray  # [rows, steps] block records
+    acts: tuple  # the activations the type's kernel takes
+    acc: np.ndarray  # [workers, n + PAD, 8] float32 scratch
+    out: np.ndarray  # [n_tokens, rows] float32
+    run_job = _row_chunk
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def run(w, acts, out, threads):  # w: [rows, steps] block records; out: [n_tokens, rows] float32
     """out[t, r] = row r of w . token t of acts (the activations the type's kernel takes), on `threads`
     threads (numba.get_num_threads(): compiled code asking for it could not be cached).
 
-    Each worker owns a contiguous share of the chunks and takes them in order, so its weights stream from
-    memory as one sequential run the hardware prefetcher follows; a worker done with its share takes chunks
-    of the next shares, so a slow thread is helped rather than waited for."""
-    n_rows, n = w.shape[0], out.shape[0]
-    n_chunks = (n_rows + ROWS - 1) // ROWS
+    Each worker owns a contiguous share of the chunks (shares.py), so its weights stream from memory as one
+    sequential run. The jobs are built inside the parallel loop, as numba's parallel loops cannot take
+    apart a NamedTuple holding a tuple (acts)."""
+    n_chunks = (w.shape[0] + ROWS - 1) // ROWS
     workers = max(1, min(threads, n_chunks))
-    acc = np.empty((workers, n + PAD, 8), np.float32)
+    acc = np.empty((workers, out.shape[0] + PAD, 8), np.float32)
     taken = np.zeros((workers, 1), np.int64)  # chunks handed out from each share
     for worker in prange(workers):
-        for k in range(workers):
-            share = (worker + k) % workers
-            first, end = share * n_chunks // workers, (share + 1) * n_chunks // workers
-            chunk = first + fetch_add(taken[share])
-            while chunk < end:
-                r0 = chunk * ROWS
-                rows(w, r0, min(n_rows, r0 + ROWS), acts, acc[worker], out)
-                chunk = first + fetch_add(taken[share])
+        take_jobs(RowChunks(w, acts, acc, out), n_chunks, workers, worker, taken)

@@ -8,7 +8,7 @@ from typing import Sequence
 from kinetic_speed.rad1.lookup import ContextSource, TokenLog
 
 FIRST_LENGTH = 3
-TILE_ROWS = 16  # passes grow a tile at a time: with AMX, 8 rows cost about what 16 do (Qwen: 129, 131 ms)
+TILE_ROWS = 16  # passes grow a tile at a time: with AMX, 8 rows cost about what 16 do
 MAX_LENGTH = 31  # with the last token, passes of at most two tiles
 MAX_PAUSE = 64  # plain passes after a run of outright misses, at most
 TRUST_DECAY = 0.8  # weight of a source's earlier record against its latest draft

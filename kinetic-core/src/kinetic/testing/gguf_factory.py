@@ -12,7 +12,7 @@ from typing import Any, Collection, Mapping
 
 import gguf
 import numpy as np
-from gguf.constants import MODEL_ARCH, MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR_NAMES
+from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR_NAMES
 
 
 @dataclass(frozen=True)

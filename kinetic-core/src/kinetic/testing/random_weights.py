@@ -1,12 +1,18 @@
-"""Random weight matrices in any GGUF type, as raw bytes [rows, row_bytes] uint8, for kernel tests and
-benchmarks: random normal floats quantized by gguf-py where it can quantize the type, else random
-block bytes whose f16 scales are overwritten with small finite values (no NaN, inf or subnormal)."""
+"""Random weight matrices in GGUF types, as raw bytes [rows, row_bytes] uint8, for kernel tests and benchmarks.
+
+random_weights: random normal floats quantized by gguf-py where it can quantize the type, else random
+block bytes whose f16 scales are overwritten with small finite values (no NaN, inf or subnormal); the CPU
+kernel tests and benchmark use it.
+random_blocks: random quant bytes for any type, with f16 scales of a size set per type so every weight is
+finite and of a sane size, as trained weights are; the CUDA tests' tolerances were measured on them.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from kinetic.contracts import TensorType
+from kinetic.plugins import plugins
 
 # byte offsets of the f16 scales (d, dmin) inside one block, per type
 F16_SCALES = {
@@ -45,3 +51,26 @@ def random_weights(tensor_type: TensorType, rows: int, k: int, rng: np.random.Ge
             scales = rng.uniform(0.001, 0.01, (len(raw), 1)).astype(np.float16)
             raw[:, at : at + 2] = scales.view(np.uint8)
     return raw.reshape(rows, -1)
+
+
+# random_blocks' scale sizes: its f16 scales (at F16_SCALES) are uniform in 0.5 to 1.5 times these
+SCALE_SIZES = {"Q8_0": 0.004, "Q4_0": 0.02, "Q4_1": 0.02, "Q5_0": 0.01, "Q5_1": 0.01, "Q2_K": 0.005, "Q3_K": 0.005,
+               "Q4_K": 0.002, "Q5_K": 0.001, "Q6_K": 0.0005}
+FLOATS = {"F32": np.float32, "F16": np.float16}
+
+
+def random_blocks(type_name: str, rows: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """[rows, row_bytes] uint8: rows of k weights of type_name."""
+    kind = plugins().tensor_types[type_name]
+    if type_name in FLOATS:
+        return (rng.standard_normal((rows, k)) * 0.1).astype(FLOATS[type_name]).view(np.uint8)
+    if type_name == "BF16":
+        bits = (rng.standard_normal((rows, k)) * 0.1).astype(np.float32).view(np.uint32) >> 16  # truncated
+        return bits.astype(np.uint16).view(np.uint8)
+    n_blocks = k // kind.block_size
+    blocks = rng.integers(0, 256, (rows * n_blocks, kind.type_size), dtype=np.uint8)
+    size = SCALE_SIZES[type_name]
+    for at in F16_SCALES[type_name]:
+        scales = (rng.uniform(0.5, 1.5, rows * n_blocks) * size).astype(np.float16)
+        blocks[:, at : at + 2] = scales.view(np.uint8).reshape(-1, 2)
+    return blocks.reshape(rows, n_blocks * kind.type_size)
