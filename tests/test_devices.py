@@ -8,11 +8,9 @@ import subprocess
 import sys
 import types
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
 import pytest
-from gguf_factory import Dims, write_random_model
 from installed_plugins import install_distribution
 
 import kinetic.engine.devices as devices_module
@@ -21,6 +19,7 @@ from kinetic.engine.devices import open_runner
 from kinetic.errors import KineticError
 from kinetic.hookspecs import hookimpl
 from kinetic.plugins import load_plugins
+from kinetic.testing.gguf_factory import Dims, write_random_model
 
 STACK = object()  # the fake devices never look at the stack
 OPTIONS = UploadOptions(context_length=4096)

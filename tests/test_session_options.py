@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from gguf_factory import Dims, write_random_model
 
 from kinetic.cli.options import session_options
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
+from kinetic.testing.gguf_factory import Dims, write_random_model
 
 QUIET = {"announce": lambda line: None}
 

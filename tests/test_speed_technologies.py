@@ -7,7 +7,6 @@ import types
 
 import pytest
 import typer
-from gguf_factory import Dims, write_random_model
 
 import kinetic.plugins
 from kinetic.cli.options import speed_names
@@ -18,6 +17,7 @@ from kinetic.engine.session import Session
 from kinetic.hookspecs import hookimpl
 from kinetic.plugins import load_plugins
 from kinetic.server.serving import speed_line
+from kinetic.testing.gguf_factory import Dims, write_random_model
 
 
 class GuessNothing:
