@@ -110,7 +110,7 @@ def test_probe_is_one_line_or_usable():
     if reason is None:
         import cupy
 
-        assert divmod(int(cupy.cuda.Device(0).compute_capability), 10) >= kinetic_cuda.MIN_CAPABILITY
+        assert divmod(int(cupy.cuda.Device(0).compute_capability), 10) >= cuda_gpu.MIN_CAPABILITY
         assert int(cupy.arange(5).sum()) == 10
     else:
         assert reason == reason.strip() != "" and "\n" not in reason
