@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from kinetic.chat.capabilities import Capabilities
-from kinetic.chat.inputs import plain, prepare_messages
+from kinetic.chat.dialects import dialect_of
+from kinetic.chat.inputs import REASONING_FIELDS, plain, prepare_messages
 from kinetic.chat.sandbox import strftime_now
 from kinetic.chat.template import ChatTemplate
 from kinetic.errors import ChatTemplateError
@@ -35,16 +36,25 @@ def chat_variables(template: ChatTemplate, messages: Sequence[Mapping[str, Any]]
 
 def adapted_messages(template: ChatTemplate, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every message with a content; content as the template takes it; a developer message as a system one
-    (but for gpt-oss); a system message the template ignores or refuses folded into the next message."""
+    (but for gpt-oss); a system message the template ignores or refuses folded into the next message;
+    earlier turns' reasoning as reasoning_content, or as the template's family takes it (dialects)."""
     capabilities = template.capabilities
-    adapted = [with_content(message, capabilities) for message in prepare_messages(messages)]
+    adapted = [with_content(with_reasoning(message), capabilities) for message in prepare_messages(messages)]
     if HARMONY_CHANNEL not in template.source:
         adapted = [{**m, "role": "system"} if m.get("role") == "developer" else m for m in adapted]
     if not capabilities.system_role and adapted and adapted[0].get("role") == "system":
         system, adapted = adapted[0], adapted[1:]
         if adapted:
             adapted[0] = {**adapted[0], "content": f"{text_of(system['content'])}\n{text_of(adapted[0]['content'])}"}
-    return adapted
+    dialect = dialect_of(template.source)
+    return adapted if dialect is None else [dialect(message) for message in adapted]
+
+
+def with_reasoning(message: dict[str, Any]) -> dict[str, Any]:
+    """message with its reasoning under reasoning_content alone, and none when it is empty."""
+    kept = {key: value for key, value in message.items() if key not in REASONING_FIELDS}
+    reasoning = message.get(REASONING_FIELDS[0])
+    return {**kept, REASONING_FIELDS[0]: reasoning} if reasoning else kept
 
 
 def with_content(message: dict[str, Any], capabilities: Capabilities) -> dict[str, Any]:
