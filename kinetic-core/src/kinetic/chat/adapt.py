@@ -18,7 +18,8 @@ HARMONY_CHANNEL = "<|channel|>"  # gpt-oss templates, which know a developer rol
 def chat_variables(template: ChatTemplate, messages: Sequence[Mapping[str, Any]],
                    kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The variables of a chat prompt: no tools (undefined, not null), enable_thinking on where the template
-    reads it, today's date as two of llama.cpp's templates' variables; kwargs (chat_template_kwargs) win."""
+    reasons, earlier turns' reasoning kept (preserve_reasoning, as llama-server's default), today's date as
+    two of llama.cpp's templates' variables; kwargs (chat_template_kwargs) win."""
     try:
         return {
             "messages": adapted_messages(template, messages),
@@ -27,11 +28,20 @@ def chat_variables(template: ChatTemplate, messages: Sequence[Mapping[str, Any]]
             "enable_thinking": template.capabilities.thinking,
             "datetime": strftime_now("%b %d %Y"),
             "date_string": strftime_now("%d %b %Y"),
+            **kept_reasoning(kwargs.get("preserve_reasoning", True)),
             **plain(kwargs),
             "add_generation_prompt": True,
         }
     except RecursionError:
         raise ChatTemplateError("the messages or variables are nested too deeply for a chat template") from None
+
+
+def kept_reasoning(preserve: Any) -> dict[str, Any]:
+    """preserve_reasoning under the names templates read it by."""
+    if not isinstance(preserve, bool):
+        return {}
+    return {"preserve_reasoning": preserve, "preserve_thinking": preserve, "clear_thinking": not preserve,
+            "truncate_history_thinking": not preserve, "drop_thinking": not preserve}
 
 
 def adapted_messages(template: ChatTemplate, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -73,4 +83,5 @@ def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     parts = content if isinstance(content, list) else []
-    return "\n".join(str(part.get("text", "")) for part in parts if isinstance(part, dict) and part.get("type") == "text")
+    texts = (part.get("text", "") for part in parts if isinstance(part, dict) and part.get("type") == "text")
+    return "\n".join(str(text) for text in texts)

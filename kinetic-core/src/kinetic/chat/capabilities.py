@@ -19,7 +19,7 @@ USER = {"role": "user", "content": "User message"}
 class Capabilities:
     """system_role: a system message's text reaches the prompt (else it is folded into the next message);
     string_content, typed_content: message content as a string, as a list of {"type": "text"} parts;
-    thinking: the template reads enable_thinking (llama-server then turns it on)."""
+    thinking: the template reasons (llama-server then sets enable_thinking)."""
 
     system_role: bool
     string_content: bool
@@ -49,9 +49,26 @@ def probe_capabilities(template: ChatTemplate) -> Capabilities:
         system_role=MARKER in (render_probe(template, [{"role": "system", "content": MARKER}, USER]) or ""),
         string_content=MARKER in (render_probe(template, [{"role": "user", "content": MARKER}]) or ""),
         typed_content=typed,
-        thinking=render_probe(template, [USER], enable_thinking=True)
-        != render_probe(template, [USER], enable_thinking=False),
+        thinking=thinks(template),
     )
+
+
+def thinks(template: ChatTemplate) -> bool:
+    """Whether the template reasons, as llama.cpp finds it: with enable_thinking one way, the prompt's end
+    goes on past the other's (a reasoning block opened or closed), or an answer's reasoning is shown."""
+    on = render_probe(template, [USER], enable_thinking=True)
+    off = render_probe(template, [USER], enable_thinking=False)
+    if on is not None and off is not None and (goes_on_past(on, off) or goes_on_past(off, on)):
+        return True
+    answered = [USER, {"role": "assistant", "content": "Answer", "reasoning_content": MARKER}]
+    return MARKER in (render_probe(template, answered, enable_thinking=True, add_generation_prompt=False) or "")
+
+
+def goes_on_past(longer: str, shorter: str, anchor: int = 64) -> bool:
+    """Whether longer holds the last `anchor` characters of shorter with more than white space after them."""
+    end = shorter[-anchor:]
+    found = longer.rfind(end)
+    return found >= 0 and bool(longer[found + len(end):].strip())
 
 
 def render_probe(template: ChatTemplate, messages: list[dict[str, Any]], **variables: Any) -> Optional[str]:
