@@ -64,7 +64,7 @@ def thinks(template: ChatTemplate) -> bool:
     return MARKER in (render_probe(template, answered, enable_thinking=True, add_generation_prompt=False) or "")
 
 
-def goes_on_past(longer: str, shorter: str, anchor: int = 64) -> bool:
+def goes_on_past(longer: str, shorter: str, anchor: int = 32) -> bool:
     """Whether longer holds the last `anchor` characters of shorter with more than white space after them."""
     end = shorter[-anchor:]
     found = longer.rfind(end)
