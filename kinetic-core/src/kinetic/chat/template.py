@@ -6,6 +6,7 @@ violation, a runaway loop) comes out as one ChatTemplateError line naming the te
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Mapping, Sequence
@@ -13,6 +14,7 @@ from typing import Any, Mapping, Sequence
 import jinja2
 
 from kinetic.chat import limits
+from kinetic.chat.capabilities import Capabilities, probe_capabilities
 from kinetic.chat.inputs import template_variables
 from kinetic.chat.sandbox import compile_template
 from kinetic.errors import ChatTemplateError, KineticError
@@ -35,11 +37,19 @@ class ChatTemplate:
         except Exception as error:
             raise ChatTemplateError(describe_failure(error)) from None
 
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """What the template can take, probed on first use; chat prompts adapt their messages to it."""
+        return probe_capabilities(self)
+
     def render(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None,
                add_generation_prompt: bool = True, **kwargs: Any) -> str:
         """The prompt for messages; kwargs (chat_template_kwargs such as enable_thinking) become variables."""
         special_tokens = {"bos_token": self.bos_token, "eos_token": self.eos_token}
-        variables = template_variables(messages, tools, add_generation_prompt, special_tokens, kwargs)
+        return self.render_variables(template_variables(messages, tools, add_generation_prompt, special_tokens, kwargs))
+
+    def render_variables(self, variables: Mapping[str, Any]) -> str:
+        """The template rendered with exactly these variables, plain JSON values (inputs.plain makes them)."""
         try:
             with limits.deadline(self.time_limit):
                 return self._compiled.render(variables)

@@ -8,6 +8,7 @@ from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 
 import numpy as np
 
+from kinetic.chat.prompt import chat_prompt_tokens
 from kinetic.chat.template import ChatTemplate, load_chat_template
 from kinetic.engine.devices import open_runner
 from kinetic.contracts.drafting import Drafter
@@ -98,8 +99,7 @@ class Session:
         return self._template
 
     def chat_prompt(self, messages: Sequence[Mapping[str, Any]], **template_kwargs: Any) -> list[int]:
-        text = self.template.render(messages, add_generation_prompt=True, **template_kwargs)
-        return self.tokenizer.encode(text, add_special=True, parse_special=True)
+        return chat_prompt_tokens(self.template, self.tokenizer, messages, **template_kwargs)
 
     def settings(self, overrides: Mapping[str, Any]) -> SamplingSettings:
         """The model's recommended sampling, with the user's overrides and a concrete seed."""
