@@ -25,9 +25,9 @@ import urllib.error
 from datetime import datetime, timezone
 from pathlib import Path
 
-import fetch_models
-import llama_cpp
 from make_greedy_golden import free_port, post, wait_ready
+
+from kinetic.testing import llama_cpp, real_models
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden" / "chat_prompts"
 
@@ -69,7 +69,7 @@ def record(tools: Path, template: Path) -> dict:
     port = free_port()
     with tempfile.TemporaryFile("w+") as log:
         server = subprocess.Popen(
-            [str(tools / "llama-server"), "-m", str(fetch_models.fetch(key)), "--jinja", "--chat-template-file",
+            [str(tools / "llama-server"), "-m", str(real_models.fetch(key)), "--jinja", "--chat-template-file",
              str(template), "--host", "127.0.0.1", "--port", str(port), "-c", "1024", "-np", "1", "-t", "1",
              "--no-webui", "--no-warmup"],
             stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "TZ": "UTC"},
