@@ -22,9 +22,9 @@ import gguf
 import numpy as np
 
 from kinetic.cli.llama_bench import run_llama_bench
+from kinetic.contracts.device import Row, UploadOptions
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
-from kinetic.contracts.device import Row, UploadOptions
 from kinetic.testing.gguf_factory import write_gguf
 from kinetic.testing.random_weights import random_blocks
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import kinetic
-import kinetic.chat.sandbox
 from kinetic.chat import ChatTemplate, load_chat_template
 from kinetic.chat.prompt import chat_prompt_tokens
+import kinetic.chat.sandbox
 from kinetic.tokenizer import Tokenizer
 
 GOLDEN = Path(__file__).parent / "golden" / "chat_prompts"

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from greedy_golden import divergences, load_golden
 
+from kinetic.contracts.device import Device, Row, UploadOptions
 import kinetic.engine.devices as devices_module
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.hookspecs import hookimpl
 from kinetic.model.load import load_stack
 from kinetic.plugins import load_plugins, plugins
-from kinetic.contracts.device import Device, Row, UploadOptions
 from kinetic.testing.gguf_factory import Dims, write_random_model
 
 FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]

@@ -15,16 +15,16 @@ import gguf
 import numpy as np
 import pytest
 
+from kinetic.contracts.blocks import Attention
+from kinetic.contracts.device import Row, UploadOptions
 import kinetic.engine.devices as devices_module
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
-from kinetic.contracts.blocks import Attention
-from kinetic.model.load import load_stack
 from kinetic.hookspecs import hookimpl
+from kinetic.model.load import load_stack
 from kinetic.plugins import load_plugins, plugins
 from kinetic.reference.executor import ReferenceRunner
-from kinetic.contracts.device import Row, UploadOptions
 from kinetic.testing.gguf_factory import Dims, write_random_model
 from kinetic.testing.random_weights import random_blocks
 

@@ -13,8 +13,8 @@ from typing import Optional
 import pytest
 from installed_plugins import install_distribution
 
-import kinetic.engine.devices as devices_module
 from kinetic.contracts.device import Device, UploadOptions, UploadRefused
+import kinetic.engine.devices as devices_module
 from kinetic.engine.devices import open_runner
 from kinetic.errors import KineticError
 from kinetic.hookspecs import hookimpl

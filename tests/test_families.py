@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from kinetic import open_model
+from kinetic.contracts.blocks import Attention, GatedFeedForward
+from kinetic.contracts.device import Row
 from kinetic.errors import ModelFileError
 from kinetic.model import load_stack
-from kinetic.contracts.blocks import Attention, GatedFeedForward
 from kinetic.reference import ReferenceRunner, generate
-from kinetic.contracts.device import Row
 from kinetic.testing.gguf_factory import Dims, write_gguf, write_random_model
 
 DIMS = Dims(n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_vocab=300)

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from installed_plugins import install_distribution
 
+from kinetic.contracts import Family, TensorType
 from kinetic.hookspecs import hookimpl
 from kinetic.plugins import BUILTIN_DISTRIBUTIONS, load_plugins
-from kinetic.contracts import Family, TensorType
 from kinetic.testing.gguf_factory import write_gguf
 
 

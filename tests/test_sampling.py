@@ -10,12 +10,12 @@ import math
 import numpy as np
 import pytest
 
+from kinetic.errors import KineticError
+from kinetic.sampling.chain import SamplerState, pick, probabilities, sample
 from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, apply_dry, resolve_breakers
 from kinetic.sampling.names import SETTINGS
-from kinetic.sampling.chain import SamplerState, pick, probabilities, sample
 from kinetic.sampling.settings import RANDOM_SEED, SamplingSettings, resolve_settings, with_fresh_seed
 from kinetic.sampling.uniform import PICK_STREAM, XTC_STREAM, uniform
-from kinetic.errors import KineticError
 
 # every sampler off, temperature 1: what the tests switch one sampler on against
 NEUTRAL = SamplingSettings(temp=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=7)

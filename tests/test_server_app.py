@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from falcon import testing
 
-from kinetic.sampling.settings import SamplingSettings
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import PromptError, PromptTooLong
+from kinetic.sampling.settings import SamplingSettings
 from kinetic.server import ServedModel, make_app
 from kinetic.server.served import Job
 from kinetic.server.stops import StopScanner

@@ -8,13 +8,13 @@ import types
 import pytest
 import typer
 
-import kinetic.plugins
 from kinetic.cli.options import speed_names
 from kinetic.contracts import Provision, SpeedHost, SpeedTechnology
 from kinetic.engine import session as session_module
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.hookspecs import hookimpl
+import kinetic.plugins
 from kinetic.plugins import load_plugins
 from kinetic.server.serving import speed_line
 from kinetic.testing.gguf_factory import Dims, write_random_model

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kinetic.contracts.device import Row
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
-from kinetic.contracts.device import Row
 from kinetic.testing.gguf_factory import Dims, write_random_model
 from kinetic_speed.warm_start import WarmStart
 from kinetic_speed.warm_start.disk import SUFFIX, DiskStates

@@ -17,9 +17,9 @@ import importlib_metadata
 import pluggy
 
 from kinetic import hookspecs
+from kinetic.contracts import Device, Family, ModelFormat, SpeedTechnology, TensorType
 from kinetic.errors import PluginError
 from kinetic.registry import Registry
-from kinetic.contracts import Device, Family, ModelFormat, SpeedTechnology, TensorType
 
 ENTRY_POINT_GROUP = "kinetic"
 BUILTIN_DISTRIBUTIONS = ("kinetic-formats", "kinetic-families", "kinetic-cpu", "kinetic-cuda", "kinetic-speed")

@@ -7,8 +7,8 @@ import time
 from typing import Any, Mapping, Sequence
 
 from kinetic.cli.options import sampling_overrides, session_options
-from kinetic.engine.session import Session
 from kinetic.contracts.device import DeviceSequence
+from kinetic.engine.session import Session
 
 LIVE_EVERY = 0.5  # seconds between live speed updates on stderr
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from kinetic.model import open_model
 from kinetic.contracts import ModelFile
+from kinetic.model import open_model
 from kinetic.tokenizer import SUPPORTED_PRE_TOKENIZERS
 from kinetic.tokenizer.vocab import token_text
 

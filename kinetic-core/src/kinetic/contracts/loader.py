@@ -10,9 +10,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from kinetic.errors import ModelFileError
 from kinetic.contracts.blocks import Weight
 from kinetic.contracts.model_file import ModelFile
+from kinetic.errors import ModelFileError
 
 REQUIRED = object()  # hp()'s default when the key must be present
 

@@ -10,9 +10,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from kinetic.contracts.device import Row, Runner
 from kinetic.contracts.drafting import Drafter
 from kinetic.engine.generate import Generation, feed
-from kinetic.contracts.device import Row, Runner
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
+from kinetic.contracts.device import DeviceSequence, Row, Runner
 from kinetic.contracts.drafting import Drafter
 from kinetic.errors import KineticError, PromptError, PromptTooLong
-from kinetic.contracts.device import DeviceSequence, Row, Runner
 
 PROMPT_GRID = 512  # prompt batches end on multiples of this position, warm or cold (docs/exactness.md, section 3)
 

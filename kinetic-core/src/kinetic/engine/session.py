@@ -10,21 +10,21 @@ import numpy as np
 
 from kinetic.chat.prompt import chat_prompt_tokens
 from kinetic.chat.template import ChatTemplate, load_chat_template
-from kinetic.engine.devices import open_runner
+from kinetic.contracts.device import DeviceSequence, Row, UploadOptions
 from kinetic.contracts.drafting import Drafter
-from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, resolve_breakers
-from kinetic.engine.generate import Generation, check_prompt
+from kinetic.contracts.model_file import ModelFile
 from kinetic.contracts.prompt_states import PromptStates, common_prefix
-from kinetic.sampling.chain import SamplerState, sample
-from kinetic.sampling.settings import SamplingSettings, resolve_settings, with_fresh_seed
+from kinetic.contracts.speed import Provision, SpeedHost, SpeedTechnology
+from kinetic.engine.devices import open_runner
+from kinetic.engine.generate import Generation, check_prompt
+from kinetic.engine.options import SessionOptions
 from kinetic.errors import KineticError
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
-from kinetic.contracts.device import DeviceSequence, Row, UploadOptions
-from kinetic.contracts.model_file import ModelFile
-from kinetic.contracts.speed import Provision, SpeedHost, SpeedTechnology
-from kinetic.engine.options import SessionOptions
+from kinetic.sampling.chain import SamplerState, sample
+from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, resolve_breakers
+from kinetic.sampling.settings import SamplingSettings, resolve_settings, with_fresh_seed
 from kinetic.tokenizer import Tokenizer
 
 DEFAULT_CONTEXT = 32768

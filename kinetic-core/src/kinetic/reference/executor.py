@@ -12,11 +12,11 @@ from typing import Optional, Sequence as Seq
 
 import numpy as np
 
-from kinetic.errors import KineticError
 from kinetic.contracts.blocks import Attention, GatedFeedForward, Stack, Weight
+from kinetic.contracts.device import Row
+from kinetic.errors import KineticError
 from kinetic.reference import blocks, ops
 from kinetic.reference.sequence import Sequence
-from kinetic.contracts.device import Row
 
 
 class ReferenceRunner:

@@ -7,8 +7,8 @@ from typing import Sequence as Seq, Union
 import numpy as np
 
 from kinetic.contracts.blocks import Stack
-from kinetic.reference.executor import ReferenceRunner
 from kinetic.contracts.device import Row
+from kinetic.reference.executor import ReferenceRunner
 
 
 def generate(model: Union[Stack, ReferenceRunner], prompt_ids: Seq[int], n: int) -> list[int]:

@@ -7,9 +7,9 @@ from typing import Collection, Optional
 import falcon
 
 from kinetic.server import llamacpp, openai
-from kinetic.server.served import ServedModel
 from kinetic.server.errors import add_handlers
 from kinetic.server.security import MAX_OPEN, Guard
+from kinetic.server.served import ServedModel
 from kinetic.server.unserved import not_served_routes
 
 # Bodies of these must be application/json (the OpenAI routes); llama-server's routes take any type.

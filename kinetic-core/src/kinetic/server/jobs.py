@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kinetic.server.served import ServedModel, Job
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, json_type
 from kinetic.server.logprobs import MAX_TOP
 from kinetic.server.reasoning import thinking_start
 from kinetic.server.sampling import sampling_overrides
+from kinetic.server.served import ServedModel, Job
 
 MAX_STOPS = 16
 

@@ -6,11 +6,11 @@ from typing import Any, Iterator
 
 from kinetic import __version__
 from kinetic.sampling.settings import resolve_settings
-from kinetic.server.served import ServedModel, Run, settings_report
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, read_json
 from kinetic.server.jobs import job, prompt_tokens, refuse_unsupported
 from kinetic.server.openai import cancelled_by
+from kinetic.server.served import ServedModel, Run, settings_report
 from kinetic.server.sse import stream
 
 

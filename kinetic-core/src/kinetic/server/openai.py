@@ -8,11 +8,11 @@ from typing import Any, Iterator, Optional
 
 import falcon
 
-from kinetic.server.served import ServedModel, Piece, Run
 from kinetic.server.fields import Fields, read_json
 from kinetic.server.jobs import chat_job, completion_job
 from kinetic.server.logprobs import TokenLogprobs
 from kinetic.server.reasoning import ReasoningSplit
+from kinetic.server.served import ServedModel, Piece, Run
 from kinetic.server.sse import stream
 
 

@@ -12,9 +12,9 @@ import falcon
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
-from kinetic.server.served import ServedModel
 from kinetic.server.fields import MAX_BODY
 from kinetic.server.security import MAX_OPEN, is_loopback
+from kinetic.server.served import ServedModel
 
 # waitress settings: a client has 30 s to send its request (checked every 5 s); enough threads that the
 # 65th open request reaches the app and gets its 503; a disconnect is seen while a request runs.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from kinetic.contracts.blocks import Stack
 from kinetic.contracts import Device
+from kinetic.contracts.blocks import Stack
 from kinetic.contracts.device import UploadOptions
 
 

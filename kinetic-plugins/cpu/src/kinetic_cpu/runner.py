@@ -6,9 +6,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from kinetic.errors import KineticError
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
+from kinetic.errors import KineticError
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.matmul import Matrix, activations

@@ -9,13 +9,13 @@ from typing import Optional, Sequence
 import cupy
 import numpy as np
 
-from kinetic.errors import KineticError
 from kinetic.contracts.blocks import Attention, Rope, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, UploadRefused, linear_batches, state_blob, state_tokens
+from kinetic.errors import KineticError
 from kinetic_cuda import ops
 from kinetic_cuda.gpu import gpu_name
-from kinetic_cuda.module import compile_seconds, kernel
 from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, products, rope_table
+from kinetic_cuda.module import compile_seconds, kernel
 from kinetic_cuda.support import TITLE, matrices
 from kinetic_cuda.weights import GpuMatrix, upload_bytes
 from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_bytes

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from kinetic.errors import ModelFileError
 from kinetic.contracts.blocks import Attention, Block, GatedFeedForward, Rope, RmsNorm, Stack
 from kinetic.contracts.loader import Loader
+from kinetic.errors import ModelFileError
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 
-from kinetic.errors import ModelFileError
+from kinetic.contracts import Family
 from kinetic.contracts.blocks import Rope, Stack
 from kinetic.contracts.loader import Loader
-from kinetic.contracts import Family
+from kinetic.errors import ModelFileError
 
 from kinetic_families.decoder import Dims, attention, feed_forward, head_norms, norm, read_dims, rope_scale, stack
 

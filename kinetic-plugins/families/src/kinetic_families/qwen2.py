@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 
+from kinetic.contracts import Family
 from kinetic.contracts.blocks import Rope, Stack
 from kinetic.contracts.loader import Loader
-from kinetic.contracts import Family
 
 from kinetic_families.decoder import attention, feed_forward, read_dims, rope_scale, stack
 

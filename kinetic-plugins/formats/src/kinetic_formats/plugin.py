@@ -1,7 +1,7 @@
 """The kinetic-formats plugin: registers the GGUF format and every GGUF weight type."""
 
-from kinetic.hookspecs import hookimpl
 from kinetic.contracts import ModelFormat
+from kinetic.hookspecs import hookimpl
 
 from kinetic_formats.gguf import is_gguf, open_gguf
 from kinetic_formats.types import TENSOR_TYPES

@@ -3,9 +3,9 @@
 import os
 from pathlib import Path
 
+from kinetic.contracts import Provision, SpeedHost, SpeedTechnology
 from kinetic.hookspecs import hookimpl
 from kinetic.paths import cache_dir
-from kinetic.contracts import Provision, SpeedHost, SpeedTechnology
 
 from kinetic_speed.rad1 import Rad1Drafter, TokenLog
 from kinetic_speed.warm_start import WarmStart

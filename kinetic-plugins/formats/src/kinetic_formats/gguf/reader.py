@@ -14,8 +14,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kinetic.errors import ModelFileError, file_error
 from kinetic.contracts import ModelFile, TensorInfo, TensorType
+from kinetic.errors import ModelFileError, file_error
 from kinetic_formats.gguf import split
 from kinetic_formats.gguf.cursor import Cursor
 from kinetic_formats.gguf.values import read_value
