@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -66,3 +67,18 @@ def test_a_prompt_past_the_context_is_one_line(qwen_gguf):
     assert done.returncode == 1 and done.stdout == ""
     assert re.fullmatch(r"kinetic: the prompt is \d+ tokens, more than the context of 8; use a larger -c or a "
                         r"shorter prompt\n", done.stderr), done.stderr
+
+
+def test_run_takes_llama_cpps_grammar_and_schema_flags(qwen_gguf, tmp_path):
+    schema = tmp_path / "city.json"
+    schema.write_text('{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}')
+    ran = kinetic("run", str(qwen_gguf), "The capital of France, as JSON.", "--temp", "0", "-n", "40",
+                  "--json-schema-file", str(schema))
+    assert ran.returncode == 0, ran.stderr
+    assert isinstance(json.loads(ran.stdout)["city"], str)
+    ran = kinetic("run", str(qwen_gguf), "Name a colour.", "--temp", "0", "--grammar", 'root ::= "red" | "blue"')
+    assert ran.returncode == 0 and ran.stdout.strip() in ("red", "blue"), ran.stderr
+    bad = kinetic("run", str(qwen_gguf), "x", "--grammar", "root ::= item")
+    assert bad.returncode == 1 and bad.stderr.strip() == "kinetic: the grammar is not valid GBNF: Rule 'item' not found"
+    both = kinetic("run", str(qwen_gguf), "x", "--grammar", 'root ::= "a"', "-j", "{}")
+    assert both.returncode == 2 and "give one of --grammar" in both.stderr

@@ -6,6 +6,7 @@ import sys
 import time
 from typing import Any, Mapping, Sequence
 
+from kinetic.cli.constraints import answer_grammar
 from kinetic.cli.options import sampling_overrides, session_options
 from kinetic.contracts.device import DeviceSequence
 from kinetic.engine.session import Session
@@ -26,7 +27,8 @@ def answer(session: Session, seq: DeviceSequence, tokens: Sequence[int], cached:
            options: Mapping[str, Any]) -> list[int]:
     """Generate and stream the answer to the context `tokens` (seq holds `cached`); return its tokens."""
     settings = session.settings(sampling_overrides(options))
-    generation = session.generate(seq, tokens, settings, options["n_predict"], cached)
+    generation = session.generate(seq, tokens, settings, options["n_predict"], cached,
+                                  grammar=answer_grammar(options))
     detokenizer = session.tokenizer.detokenizer(special=False)
     live = not sys.stdout.isatty()
     last_update = time.perf_counter()

@@ -26,7 +26,6 @@ _ONE_DEVICE = "Kinetic runs the model wholly on one device; choose it with --dev
 _NO_DRAFT = "speculative decoding is automatic and needs no draft model"
 _CHAT = "use kinetic chat <model>"
 _PULL = "download with kinetic pull <org>/<repo>[:<quant>], then run it by name"
-_GRAMMAR = "constrained output is in the server, through grammar and response_format"
 REFUSED = {
     **dict.fromkeys(["-sm", "--split-mode", "-ts", "--tensor-split", "-mg", "--main-gpu", "-ot",
                      "--override-tensor"], _ONE_DEVICE),
@@ -38,7 +37,6 @@ REFUSED = {
     "--image": "send images to the server: kinetic serve <model> --mmproj <projector>",
     **dict.fromkeys(["--control-vector", "--control-vector-scaled"],
                     "control vectors are not supported yet; LoRA adapters are, with --lora"),
-    **dict.fromkeys(["--grammar", "--grammar-file", "-j", "--json-schema"], _GRAMMAR),
     "--api-key-file": "pass the key itself with --api-key",
     **dict.fromkeys(["--ssl-key-file", "--ssl-cert-file"], "the server speaks plain HTTP; put a TLS proxy in front"),
 }

@@ -43,6 +43,10 @@ ANSWER = [
     _option("system", Optional[str], "--system", help="system prompt"),
     _option("reasoning", Optional[str], "--reasoning", help="on or off: the model's reasoning (its template's enable_thinking)"),
     _option("n_predict", int, "-n", "--n-predict", default=-1, help="most tokens per answer; -1 or 0 for no limit"),
+    _option("grammar", Optional[str], "--grammar", help="GBNF grammar the answer follows (llama.cpp's dialect)"),
+    _option("grammar_file", Optional[Path], "--grammar-file", help="file holding a GBNF grammar"),
+    _option("json_schema", Optional[str], "-j", "--json-schema", help="JSON Schema the answer validates against"),
+    _option("json_schema_file", Optional[Path], "--json-schema-file", help="file holding a JSON Schema"),
 ]
 RUNTIME = [
     _option("ctx_size", Optional[int], "-c", "--ctx-size",

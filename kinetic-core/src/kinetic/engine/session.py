@@ -10,6 +10,7 @@ import numpy as np
 
 from kinetic.chat.prompt import chat_prompt_tokens
 from kinetic.chat.template import ChatTemplate, load_chat_template
+from kinetic.constraints import Grammar, Matcher
 from kinetic.contracts.device import DeviceSequence, Row, UploadOptions
 from kinetic.contracts.drafting import Drafter
 from kinetic.contracts.model_file import ModelFile
@@ -131,15 +132,21 @@ class Session:
 
     def generate(self, seq: DeviceSequence, tokens: Sequence[int], settings: SamplingSettings,
                  max_tokens: int, cached: Sequence[int] = (),
-                 on_pick: Optional[Callable[[np.ndarray, int], None]] = None, reuse: bool = True) -> Generation:
+                 on_pick: Optional[Callable[[np.ndarray, int], None]] = None, reuse: bool = True,
+                 grammar: Optional[Grammar] = None) -> Generation:
         """An answer to the whole context `tokens`; seq holds `cached`, and keeps their common start.
         on_pick(logits [n_vocab] float32, token) sees the raw logits of every token picked (for logprobs);
-        reuse=False restores no kept prompt state (the answer is the same either way, only slower)."""
+        reuse=False restores no kept prompt state (the answer is the same either way, only slower);
+        grammar: every token is picked among those the grammar allows next."""
         check_prompt(tokens, self.tokenizer.n_vocab, self.context_length)
         state = SamplerState.start(settings, self._dry_breakers(settings))
+        matcher = None if grammar is None else Matcher(grammar, self.tokenizer)
 
         def pick_next(logits, history, index):
-            token = sample(logits, history, settings, index, state)
+            allowed = logits if matcher is None else matcher.mask(logits)
+            token = sample(allowed, history, settings, index, state)
+            if matcher is not None:
+                matcher.accept(token)
             if on_pick is not None:
                 on_pick(logits, token)
             return token

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from kinetic.server.constraints import request_grammar
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, json_type
 from kinetic.server.logprobs import MAX_TOP
@@ -19,14 +20,6 @@ def refuse_unsupported(fields: Fields) -> None:
     n = fields.integer("n", 1)
     if n != 1:
         raise bad_request(f"n must be 1 (one answer per request), not {n}", "n")
-    response_format = fields.mapping("response_format")
-    kind = response_format.get("type", "text")
-    if kind in ("json_object", "json_schema") or fields.has("grammar") or fields.has("json_schema"):
-        raise bad_request("constrained output (response_format json_object or json_schema, grammar) is not "
-                          "available in this server yet; ask for JSON in the prompt instead", "response_format")
-    if kind != "text":
-        raise bad_request(f"unknown response_format type {kind!r}; use text, json_object or json_schema",
-                          "response_format")
     tools = fields.body.get("tools")
     if tools and fields.body.get("tool_choice") != "none":
         raise bad_request("tool calls are not available in this server yet; send the request without tools",
@@ -53,7 +46,8 @@ def job(served: ServedModel, fields: Fields, prompt: list[int], prompt_text: str
         top_logprobs: Optional[int], thinking: Optional[bool] = None) -> Job:
     return Job(prompt=prompt, overrides=sampling_overrides(fields, served.session.tokenizer.n_vocab),
                max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
-               prompt_text=prompt_text, thinking=thinking, cache_prompt=fields.boolean("cache_prompt", True))
+               prompt_text=prompt_text, thinking=thinking, cache_prompt=fields.boolean("cache_prompt", True),
+               grammar=request_grammar(fields))
 
 
 def chat_logprobs(fields: Fields) -> Optional[int]:

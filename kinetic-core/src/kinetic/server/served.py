@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
+from kinetic.constraints import Grammar
 from kinetic.engine.generate import Generation, check_prompt
 from kinetic.engine.session import Session
 from kinetic.sampling.settings import SamplingSettings
@@ -36,6 +37,7 @@ class Job:
     prompt_text: str = ""  # what /slots shows
     thinking: Optional[bool] = None  # reasoning.thinking_start: None, or whether the answer starts thinking
     cache_prompt: bool = True  # False: compute the whole prompt, reusing no earlier state (llama-server's field)
+    grammar: Optional[Grammar] = None  # what the answer must follow (response_format, json_schema, grammar)
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ class ServedModel:
         is off. Run calls it on its turn, then remember or forget when the answer ends."""
         cached = self._cached if job.cache_prompt else []
         return self.session.generate(self._seq, job.prompt, settings, job.max_tokens, cached, on_pick,
-                                     reuse=job.cache_prompt)
+                                     reuse=job.cache_prompt, grammar=job.grammar)
 
     def remember(self, tokens: list[int]) -> None:
         """After an answer: the context it ended with; the sequence holds its start, which the next request reuses."""

@@ -1,0 +1,57 @@
+"""A grammar as the user gives it (llama.cpp's GBNF, a JSON Schema, or any JSON value), checked and turned
+into llguidance's grammar definition once per request."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import llguidance
+from llguidance.gbnf_to_lark import gbnf_to_lark
+
+from kinetic.errors import KineticError
+
+
+class GrammarError(KineticError):
+    """A grammar or schema that cannot constrain decoding; str() names the error and where it is."""
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """definition: llguidance's grammar text; kind: what the user gave ("grammar", "JSON schema", "JSON")."""
+
+    definition: str
+    kind: str
+
+    @classmethod
+    def from_gbnf(cls, text: str) -> Grammar:
+        """llama.cpp's GBNF (its grammars/ folder, --grammar, the server's grammar field)."""
+        try:
+            lark = gbnf_to_lark(text)
+        except Exception as error:  # the converter raises GbnfToLarkError or a plain Exception
+            raise GrammarError(f"the grammar is not valid GBNF: {_one_line(error)}") from None
+        return cls._checked(llguidance.LLMatcher.grammar_from_lark(lark), "grammar")
+
+    @classmethod
+    def from_json_schema(cls, schema: Any) -> Grammar:
+        """Output that validates against a JSON Schema (response_format json_schema, --json-schema)."""
+        if not isinstance(schema, Mapping):
+            raise GrammarError(f"the JSON schema must be an object, not {json.dumps(schema)[:40]}")
+        return cls._checked(llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema)), "JSON schema")
+
+    @classmethod
+    def any_json(cls) -> Grammar:
+        """Any JSON value, as llama.cpp's response_format json_object gives."""
+        return cls._checked(llguidance.LLMatcher.grammar_from_json_schema("{}"), "JSON")
+
+    @classmethod
+    def _checked(cls, definition: str, kind: str) -> Grammar:
+        error = llguidance.LLMatcher.validate_grammar(definition)
+        if error:
+            raise GrammarError(f"the {kind} cannot be used: {_one_line(error)}")
+        return cls(definition, kind)
+
+
+def _one_line(error: Any) -> str:
+    return " ".join(str(error).split())

@@ -1,0 +1,82 @@
+"""Constrained decoding: grammars and JSON Schemas as token masks, exact with drafting, on the real models."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import pytest
+
+from kinetic.constraints import Grammar, GrammarError
+from kinetic.engine.options import SessionOptions
+from kinetic.engine.session import Session
+
+CITY = {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"]}
+RECORD = '{"city": "Lyon", "population": 522250, "region": "Auvergne-Rhone-Alpes", "river": "Rhone"}'
+COPY = f"Here is a record:\n{RECORD}\nThe same record again, exactly:\n"
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Grammar.from_gbnf("root ::= item"), "the grammar is not valid GBNF: Rule 'item' not found"),
+    (lambda: Grammar.from_gbnf('root ::= "a'), "the grammar is not valid GBNF: Unexpected end of input at line 1"),
+    (lambda: Grammar.from_json_schema({"type": 3}), "the JSON schema cannot be used: type must be a string"),
+    (lambda: Grammar.from_json_schema(["a"]), "the JSON schema must be an object"),
+    (lambda: Grammar.from_json_schema({"type": "string", "pattern": "(?=x)"}), "look-around"),
+], ids=["undefined-rule", "unterminated", "bad-type", "not-an-object", "lookahead"])
+def test_a_grammar_that_cannot_constrain_is_one_line_naming_why(make, message):
+    with pytest.raises(GrammarError) as error:
+        make()
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.fixture(scope="module", params=["qwen", "gemma"])
+def sessions(request) -> tuple[Session, Session]:
+    """The same model with RAD-1 drafting and without."""
+    path = request.getfixturevalue(f"{request.param}_gguf")
+    make = lambda off: Session(path, SessionOptions(device="cpu", ctx_size=1024, off=off),  # noqa: E731
+                               announce=lambda line: None)
+    return make(("warm-start",)), make(("warm-start", "rad1"))
+
+
+def generate(session: Session, text: str, grammar: Grammar, settings: dict, n: int) -> list[int]:
+    prompt = session.tokenizer.encode(text, add_special=True)
+    return list(session.generate(session.new_sequence(), prompt, session.settings(settings), n, grammar=grammar))
+
+
+@pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.7, "seed": 7}], ids=["greedy", "seeded"])
+def test_constrained_answers_validate_and_drafting_changes_no_token(sessions, settings, monkeypatch):
+    drafted, plain = sessions
+    kept, record = [], drafted.drafter.feedback
+    monkeypatch.setattr(drafted.drafter, "feedback", lambda proposed, accepted: (kept.append(accepted),
+                                                                                  record(proposed, accepted)))
+    grammar = Grammar.from_json_schema(CITY)
+    answer = generate(plain, COPY, grammar, settings, 80)
+    assert generate(drafted, COPY, grammar, settings, 80) == answer
+    assert sum(kept) > 0  # drafts were checked against the masks of their own positions, and some landed
+    text = plain.tokenizer.decode(answer, special=False)
+    if len(answer) < 80:  # it ended by itself: the whole object is there
+        jsonschema.validate(json.loads(text), CITY)
+    else:
+        assert text.lstrip().startswith("{")
+
+
+GRAMMARS = {  # llama.cpp's grammars/ file -> (a prompt, an independent check of the answer: complete or cut off)
+    "json": ("The cat's name and age, as a JSON object:\n", lambda text, ended: ended and json.loads(text) is not None),
+    "json_arr": ("Three colours, as a JSON array:\n",
+                 lambda text, ended: ended and isinstance(json.loads(text), list)),
+    "list": ("Three fruits, as a list:\n",  # item+ lets a list go on: any start of one is right
+             lambda text, ended: re.fullmatch(r"(- [^\r\n]+\n)+" if ended else r"(- [^\r\n]+\n)*(-( [^\r\n]*)?)?",
+                                              text) is not None),
+}
+
+
+@pytest.mark.parametrize("name", GRAMMARS)
+def test_llama_cpp_grammars_constrain(sessions, llama_cpp_source, name):
+    _, plain = sessions
+    grammar = Grammar.from_gbnf((llama_cpp_source / "grammars" / f"{name}.gbnf").read_text())
+    prompt, check = GRAMMARS[name]
+    answer = generate(plain, prompt, grammar, {"temp": 0}, 200)
+    text = plain.tokenizer.decode(answer, special=False)
+    assert check(text, len(answer) < 200), text
