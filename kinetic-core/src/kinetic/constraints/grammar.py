@@ -34,6 +34,15 @@ class Grammar:
         return cls._checked(llguidance.LLMatcher.grammar_from_lark(lark), "grammar")
 
     @classmethod
+    def from_lark(cls, text: str, kind: str) -> Grammar:
+        """llguidance's own Lark dialect, as Kinetic composes it (tool calls)."""
+        try:
+            definition = llguidance.LLMatcher.grammar_from_lark(text)
+        except Exception as error:
+            raise GrammarError(f"the {kind} is not valid: {_one_line(error)}") from None
+        return cls._checked(definition, kind)
+
+    @classmethod
     def from_json_schema(cls, schema: Any) -> Grammar:
         """Output that validates against a JSON Schema (response_format json_schema, --json-schema)."""
         if not isinstance(schema, Mapping):
