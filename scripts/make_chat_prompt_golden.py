@@ -4,7 +4,8 @@
     python scripts/make_chat_prompt_golden.py [TEMPLATE.jinja ...]
 
 For each template, llama-server runs on a real model with --chat-template-file; for each conversation
-below (one with an earlier turn's reasoning) it renders the prompt (/apply-template, as /v1/chat/completions
+below (one with an earlier turn's reasoning, two with a tool offered, one of them with its call and
+result) it renders the prompt (/apply-template, as /v1/chat/completions
 does) and tokenizes it as a completion does (/tokenize with add_special and parse_special). Each template gets
 tests/golden/chat_prompts/<name>.json with the model used, the day the prompts were made (templates
 print today's date) and per conversation the prompt text and token ids, or the error llama-server
@@ -46,6 +47,21 @@ CONVERSATIONS = {
         {"role": "user", "content": "What is 17 * 23?"},
     ],
 }
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city now.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "The city's name"}},
+                   "required": ["city"]}}}
+ASK_WEATHER = {"role": "user", "content": "What is the weather in Paris?"}
+# Conversations with tools offered: (messages, tools)
+TOOL_CONVERSATIONS = {
+    "tools_offered": [ASK_WEATHER],
+    "tool_result": [
+        ASK_WEATHER,
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "call-1", "type": "function", "function": {
+            "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call-1", "content": "{\"temp_c\": 18, \"sky\": \"clear\"}"},
+    ],
+}
 
 
 def model_for(source: str) -> str:
@@ -53,9 +69,9 @@ def model_for(source: str) -> str:
     return "gemma" if "bos_token" in source else "qwen"
 
 
-def prompt_of(port: int, messages: list) -> dict:
+def prompt_of(port: int, messages: list, tools: list | None = None) -> dict:
     try:
-        prompt = post(port, "/apply-template", {"messages": messages})["prompt"]
+        prompt = post(port, "/apply-template", {"messages": messages, **({"tools": tools} if tools else {})})["prompt"]
     except urllib.error.HTTPError as error:
         return {"error": json.load(error)["error"]["message"]}
     tokens = post(port, "/tokenize", {"content": prompt, "add_special": True, "parse_special": True})["tokens"]
@@ -78,6 +94,8 @@ def record(tools: Path, template: Path) -> dict:
             wait_ready(port, server)
             golden["cases"] = [{"name": name, "messages": messages, **prompt_of(port, messages)}
                                for name, messages in CONVERSATIONS.items()]
+            golden["cases"] += [{"name": name, "messages": messages, "tools": [WEATHER],
+                                 **prompt_of(port, messages, [WEATHER])} for name, messages in TOOL_CONVERSATIONS.items()]
         except RuntimeError:
             log.seek(0)
             errors = [line.strip() for line in log if "error" in line.lower()]

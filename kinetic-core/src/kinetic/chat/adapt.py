@@ -3,26 +3,28 @@ variables it sets, so that Kinetic's chat prompts are llama-server's for the sam
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from kinetic.chat.capabilities import Capabilities
 from kinetic.chat.dialects import dialect_of
 from kinetic.chat.inputs import REASONING_FIELDS, plain, prepare_messages
 from kinetic.chat.sandbox import strftime_now
 from kinetic.chat.template import ChatTemplate
+from kinetic.chat.tool_messages import with_tool_use
 from kinetic.errors import ChatTemplateError
 
 HARMONY_CHANNEL = "<|channel|>"  # gpt-oss templates, which know a developer role of their own
 
 
 def chat_variables(template: ChatTemplate, messages: Sequence[Mapping[str, Any]],
-                   kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The variables of a chat prompt: no tools (undefined, not null), enable_thinking on where the template
-    reasons, earlier turns' reasoning kept (preserve_reasoning, as llama-server's default), today's date as
-    two of llama.cpp's templates' variables; kwargs (chat_template_kwargs) win."""
+                   kwargs: Mapping[str, Any], tools: Optional[Sequence[Mapping[str, Any]]] = None) -> dict[str, Any]:
+    """The variables of a chat prompt: the tools offered (undefined, not null, without), enable_thinking on
+    where the template reasons, earlier turns' reasoning kept (preserve_reasoning, as llama-server's
+    default), today's date as two of llama.cpp's templates' variables; kwargs (chat_template_kwargs) win."""
     try:
         return {
-            "messages": adapted_messages(template, messages),
+            "messages": adapted_messages(template, messages, plain(tools)),
+            **({"tools": plain(tools)} if tools else {}),
             "bos_token": template.bos_token,
             "eos_token": template.eos_token,
             "enable_thinking": template.capabilities.thinking,
@@ -44,12 +46,15 @@ def kept_reasoning(preserve: Any) -> dict[str, Any]:
             "truncate_history_thinking": not preserve, "drop_thinking": not preserve}
 
 
-def adapted_messages(template: ChatTemplate, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every message with a content; content as the template takes it; a developer message as a system one
-    (but for gpt-oss); a system message the template ignores or refuses folded into the next message;
-    earlier turns' reasoning as reasoning_content, or as the template's family takes it (dialects)."""
+def adapted_messages(template: ChatTemplate, messages: Sequence[Mapping[str, Any]],
+                     tools: Optional[list[dict[str, Any]]] = None) -> list[dict[str, Any]]:
+    """Every message with a content; tool calls, results and tools as the template takes them (tool_messages);
+    content as the template takes it; a developer message as a system one (but for gpt-oss); a system message
+    the template ignores or refuses folded into the next message; earlier turns' reasoning as
+    reasoning_content, or as the template's family takes it (dialects)."""
     capabilities = template.capabilities
-    adapted = [with_content(with_reasoning(message), capabilities) for message in prepare_messages(messages)]
+    adapted = [with_content(with_reasoning(message), capabilities)
+               for message in with_tool_use(prepare_messages(messages), capabilities, tools)]
     if HARMONY_CHANNEL not in template.source:
         adapted = [{**m, "role": "system"} if m.get("role") == "developer" else m for m in adapted]
     if not capabilities.system_role and adapted and adapted[0].get("role") == "system":

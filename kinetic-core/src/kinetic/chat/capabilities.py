@@ -3,6 +3,7 @@ probes a template when it loads one, so that chat prompts adapt to the template 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -13,18 +14,27 @@ if TYPE_CHECKING:
 
 MARKER = "KINETIC_PROBE_MARKER"
 USER = {"role": "user", "content": "User message"}
+TOOL, CALLED, ARGUMENT = "kinetic_probe_tool", "kinetic_probe_called", "KINETIC_PROBE_ARGUMENT"
+PROBE_TOOL = {"type": "function", "function": {"name": TOOL, "description": "Tool description", "parameters": {
+    "type": "object", "properties": {"arg": {"type": "string", "description": "Arg description"}},
+    "required": ["arg"]}}}
 
 
 @dataclass(frozen=True)
 class Capabilities:
     """system_role: a system message's text reaches the prompt (else it is folded into the next message);
     string_content, typed_content: message content as a string, as a list of {"type": "text"} parts;
-    thinking: the template reasons (llama-server then sets enable_thinking)."""
+    thinking: the template reasons (llama-server then sets enable_thinking);
+    tools: it renders the tools it is given; tool_calls: it renders an assistant's tool_calls;
+    object_arguments: it reads a call's arguments as an object (else as the JSON text OpenAI sends)."""
 
     system_role: bool
     string_content: bool
     typed_content: bool
     thinking: bool
+    tools: bool = False
+    tool_calls: bool = False
+    object_arguments: bool = False
 
 
 class ReadAsParts(list):
@@ -50,7 +60,31 @@ def probe_capabilities(template: ChatTemplate) -> Capabilities:
         string_content=MARKER in (render_probe(template, [{"role": "user", "content": MARKER}]) or ""),
         typed_content=typed,
         thinking=thinks(template),
+        **tool_use(template),
     )
+
+
+def tool_use(template: ChatTemplate) -> dict[str, bool]:
+    """Whether the template renders tools and calls, probed as llama.cpp probes it: a conversation with a
+    call and its result, the call's arguments as an object, then as JSON text."""
+    rendered = {"object": render_probe(template, tool_conversation({"arg": ARGUMENT}), tools=[PROBE_TOOL]),
+                "text": render_probe(template, tool_conversation(json.dumps({"arg": ARGUMENT})), tools=[PROBE_TOOL])}
+    calls = {kind: text is not None and CALLED in text for kind, text in rendered.items()}
+    return {"tools": any(text is not None and TOOL in text for text in rendered.values()),
+            "tool_calls": calls["object"] or calls["text"],
+            "object_arguments": calls["object"] and reads_object(rendered["object"] or "")}
+
+
+def reads_object(rendered: str) -> bool:
+    """The argument's value is there, and not as Python writes a dict (a template that prints the text)."""
+    return ARGUMENT in rendered and f"{{'arg': '{ARGUMENT}'}}" not in rendered
+
+
+def tool_conversation(arguments: Any) -> list[dict[str, Any]]:
+    call = {"id": "call00001", "type": "function", "function": {"name": CALLED, "arguments": arguments}}
+    return [USER, {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "content": "Tool response", "tool_call_id": "call00001"},
+            {"role": "assistant", "content": "The tool response was 'tool response'"}, USER]
 
 
 def thinks(template: ChatTemplate) -> bool:
@@ -72,7 +106,8 @@ def goes_on_past(longer: str, shorter: str, anchor: int = 32) -> bool:
 
 
 def render_probe(template: ChatTemplate, messages: list[dict[str, Any]], **variables: Any) -> Optional[str]:
-    """What template renders for messages, with no special tokens and an empty tool list; None if it fails."""
+    """What template renders for messages, with no special tokens and (unless variables say) an empty tool
+    list; None if it fails."""
     try:
         return template.render_variables({"bos_token": "", "eos_token": "", "tools": [], "messages": messages,
                                            "add_generation_prompt": True, **variables})

@@ -1,15 +1,18 @@
 """The Jinja environment chat templates run in: Hugging Face's (transformers' chat_template_utils), bounded.
 
 Templates are untrusted code from a model file. ImmutableSandboxedEnvironment keeps them from Python's
-internals and from changing their inputs; kinetic.chat.limits keeps them from running or growing forever.
+internals and from changing their inputs (lists they make themselves take append and pop, as in llama.cpp's
+Jinja); kinetic.chat.limits keeps them from running or growing forever.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import json
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import jinja2
 from jinja2 import nodes
@@ -19,6 +22,9 @@ from jinja2.utils import Namespace
 from jinja2.visitor import NodeTransformer
 
 from kinetic.chat import limits
+
+LIST_CHANGES = ("append", "pop")
+_INPUT_LISTS: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar("input_lists", default=frozenset())
 
 # Names a template cannot write (they hold a space), given to the filters the compiler inserts.
 PACED = "kinetic paced"
@@ -102,6 +108,7 @@ class ChatSandbox(ImmutableSandboxedEnvironment):
     def __init__(self) -> None:
         super().__init__(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlocks, loopcontrols])
         self.filters["tojson"] = tojson
+        self.filters["safe"] = str  # no Markup: with autoescape off, llama.cpp's Jinja escapes nothing added to it
         self.filters = {name: sized(function) for name, function in self.filters.items()}
         self.filters[PACED] = limits.paced
         self.filters[SIZED] = limits.check_size
@@ -116,6 +123,13 @@ class ChatSandbox(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         return limits.binary_operation(operator, left, right)
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        """append and pop on a list the template made itself, as llama.cpp's Jinja allows them (Kimi K2's
+        templates queue call ids so); its inputs' lists stay immutable."""
+        if isinstance(obj, list) and attr in LIST_CHANGES and id(obj) not in _INPUT_LISTS.get():
+            return True
+        return super().is_safe_attribute(obj, attr, value)
 
 
 class InsertLimits(NodeTransformer):
@@ -132,6 +146,27 @@ class InsertLimits(NodeTransformer):
 
 
 _ENVIRONMENT = ChatSandbox()
+
+
+@contextlib.contextmanager
+def inputs_frozen(variables: Any) -> Iterator[None]:
+    """While rendering with variables, their lists (at any depth) cannot be changed."""
+    token = _INPUT_LISTS.set(frozenset(id(found) for found in lists_in(variables)))
+    try:
+        yield
+    finally:
+        _INPUT_LISTS.reset(token)
+
+
+def lists_in(value: Any) -> Iterator[list]:
+    """Every list in value; list.__iter__ itself, so that a list watching its readers is not read."""
+    if isinstance(value, list):
+        yield value
+        items: Any = list.__iter__(value)
+    else:
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, tuple) else ()
+    for item in items:
+        yield from lists_in(item)
 
 
 def compile_template(source: str) -> jinja2.Template:

@@ -16,7 +16,7 @@ import jinja2
 from kinetic.chat import limits
 from kinetic.chat.capabilities import Capabilities, probe_capabilities
 from kinetic.chat.inputs import template_variables
-from kinetic.chat.sandbox import compile_template
+from kinetic.chat.sandbox import compile_template, inputs_frozen
 from kinetic.errors import ChatTemplateError, KineticError
 from kinetic.tokenizer.vocab import token_text
 
@@ -51,7 +51,7 @@ class ChatTemplate:
     def render_variables(self, variables: Mapping[str, Any]) -> str:
         """The template rendered with exactly these variables, plain JSON values (inputs.plain makes them)."""
         try:
-            with limits.deadline(self.time_limit):
+            with limits.deadline(self.time_limit), inputs_frozen(variables):
                 return self._compiled.render(variables)
         except Exception as error:  # templates are code from the model file: anything may come out
             raise ChatTemplateError(describe_failure(error)) from None

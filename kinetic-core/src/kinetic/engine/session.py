@@ -99,8 +99,9 @@ class Session:
             self._template = load_chat_template(self.model.metadata, self._template_file)
         return self._template
 
-    def chat_prompt(self, messages: Sequence[Mapping[str, Any]], **template_kwargs: Any) -> list[int]:
-        return chat_prompt_tokens(self.template, self.tokenizer, messages, **template_kwargs)
+    def chat_prompt(self, messages: Sequence[Mapping[str, Any]], tools: Optional[Sequence[Mapping[str, Any]]] = None,
+                    **template_kwargs: Any) -> list[int]:
+        return chat_prompt_tokens(self.template, self.tokenizer, messages, tools, **template_kwargs)
 
     def settings(self, overrides: Mapping[str, Any]) -> SamplingSettings:
         """The model's recommended sampling, with the user's overrides and a concrete seed."""

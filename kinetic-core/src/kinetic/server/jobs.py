@@ -11,6 +11,7 @@ from kinetic.server.logprobs import MAX_TOP
 from kinetic.server.reasoning import thinking_start
 from kinetic.server.sampling import sampling_overrides
 from kinetic.server.served import ServedModel, Job
+from kinetic.server.tool_calls import calls_grammar, read_tools
 
 MAX_STOPS = 16
 
@@ -20,15 +21,17 @@ def refuse_unsupported(fields: Fields) -> None:
     n = fields.integer("n", 1)
     if n != 1:
         raise bad_request(f"n must be 1 (one answer per request), not {n}", "n")
-    tools = fields.body.get("tools")
-    if tools and fields.body.get("tool_choice") != "none":
-        raise bad_request("tool calls are not available in this server yet; send the request without tools",
-                          "tools")
     if fields.boolean("echo"):
         raise bad_request("echo is not supported: the prompt is not repeated in the answer", "echo")
     if fields.boolean("receipt"):
         raise bad_request("receipts are not available in this server yet; send the request without receipt",
                           "receipt")
+
+
+def refuse_tools(fields: Fields) -> None:
+    """Tools need a chat: the template is what shows them to the model."""
+    if fields.body.get("tools"):
+        raise bad_request("tools are offered through the chat template; use /v1/chat/completions", "tools")
 
 
 def max_tokens(fields: Fields, *names: str) -> int:
@@ -43,11 +46,12 @@ def max_tokens(fields: Fields, *names: str) -> int:
 
 
 def job(served: ServedModel, fields: Fields, prompt: list[int], prompt_text: str, limit: int,
-        top_logprobs: Optional[int], thinking: Optional[bool] = None) -> Job:
+        top_logprobs: Optional[int], thinking: Optional[bool] = None, **tool_use: Any) -> Job:
+    """tool_use: a chat with tools offered gives its grammar and tool_format."""
     return Job(prompt=prompt, overrides=sampling_overrides(fields, served.session.tokenizer.n_vocab),
                max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
                prompt_text=prompt_text, thinking=thinking, cache_prompt=fields.boolean("cache_prompt", True),
-               grammar=request_grammar(fields))
+               **{"grammar": request_grammar(fields), **tool_use})
 
 
 def chat_logprobs(fields: Fields) -> Optional[int]:
@@ -91,12 +95,16 @@ def chat_messages(fields: Fields) -> list[dict[str, Any]]:
 def chat_job(served: ServedModel, fields: Fields) -> Job:
     refuse_unsupported(fields)
     messages = chat_messages(fields)
+    tools = read_tools(fields)
+    offered = tools if tools is not None and tools.choice != "none" else None
     kwargs = fields.mapping("chat_template_kwargs")
-    prompt = served.session.chat_prompt(messages, **kwargs)
+    prompt = served.session.chat_prompt(messages, offered.tools if offered else None, **kwargs)
     text = served.session.tokenizer.decode(prompt)
     thinking = thinking_start(served.session.template.source, text, kwargs)
+    tool_use = {} if offered is None else {"grammar": calls_grammar(served, offered, fields, thinking),
+                                           "tool_format": served.tool_format}
     return job(served, fields, prompt, text, max_tokens(fields, "max_completion_tokens", "max_tokens"),
-               chat_logprobs(fields), thinking)
+               chat_logprobs(fields), thinking, **tool_use)
 
 
 def prompt_tokens(served: ServedModel, prompt: Any, allow_ids: bool) -> tuple[list[int], str]:
@@ -115,6 +123,7 @@ def prompt_tokens(served: ServedModel, prompt: Any, allow_ids: bool) -> tuple[li
 
 def completion_job(served: ServedModel, fields: Fields) -> Job:
     refuse_unsupported(fields)
+    refuse_tools(fields)
     prompt, text = prompt_tokens(served, fields.body.get("prompt"), allow_ids=False)
     top = fields.integer("logprobs", None, 0, MAX_TOP)
     return job(served, fields, prompt, text, max_tokens(fields, "max_tokens"), top)

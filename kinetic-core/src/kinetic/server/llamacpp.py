@@ -8,7 +8,7 @@ from kinetic import __version__
 from kinetic.sampling.settings import resolve_settings
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, read_json
-from kinetic.server.jobs import job, prompt_tokens, refuse_unsupported
+from kinetic.server.jobs import job, prompt_tokens, refuse_tools, refuse_unsupported
 from kinetic.server.openai import cancelled_by
 from kinetic.server.served import ServedModel, Run, settings_report
 from kinetic.server.sse import stream
@@ -23,6 +23,7 @@ class Completion:
     def on_post(self, req, resp):
         fields = Fields(read_json(req))
         refuse_unsupported(fields)
+        refuse_tools(fields)
         prompt, text = prompt_tokens(self.served, fields.body.get("prompt"), allow_ids=True)
         limit = fields.integer("n_predict", -1)  # -1 or 0: no limit, as kinetic run's -n
         run = self.served.run(job(self.served, fields, prompt, text, limit, None), cancelled_by(req))
@@ -109,13 +110,29 @@ class Props:
     def on_get(self, req, resp):
         session = self.served.session
         template = session.model.metadata.get("tokenizer.chat_template")
+        chat = isinstance(template, str) and bool(template)
+        params = settings_report(resolve_settings(session.model.metadata))
         resp.media = {
             "default_generation_settings": {"n_ctx": self.served.context_length, "model": self.served.name,
-                                            "params": settings_report(resolve_settings(session.model.metadata))},
+                                            "params": {**params, **self._chat_format(chat)}},
             "total_slots": 1, "model_path": str(session.path), "model_alias": self.served.name,
-            "chat_template": template if isinstance(template, str) else "",
+            "chat_template": template if chat else "", **self._template_caps(chat),
             "modalities": {"vision": False, "audio": False}, "build_info": f"kinetic {__version__}",
         }
+
+    def _chat_format(self, chat: bool) -> dict[str, str]:
+        """The format tool calls are written and read in, by llama-server's name for it."""
+        return {"chat_format": self.served.tool_format.name} if chat else {}
+
+    def _template_caps(self, chat: bool) -> dict[str, Any]:
+        """What the chat template takes, under llama-server's names."""
+        if not chat:
+            return {}
+        caps = self.served.session.template.capabilities
+        return {"chat_template_caps": {
+            "supports_string_content": caps.string_content, "supports_typed_content": caps.typed_content,
+            "supports_system_role": caps.system_role, "supports_tools": caps.tools,
+            "supports_tool_calls": caps.tool_calls, "supports_object_arguments": caps.object_arguments}}
 
 
 class Slots:

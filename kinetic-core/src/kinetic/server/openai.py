@@ -11,7 +11,7 @@ import falcon
 from kinetic.server.fields import Fields, read_json
 from kinetic.server.jobs import chat_job, completion_job
 from kinetic.server.logprobs import TokenLogprobs
-from kinetic.server.reasoning import ReasoningSplit
+from kinetic.server.chat_answer import ChatStream, chat_message, finish_reason
 from kinetic.server.served import ServedModel, Piece, Run
 from kinetic.server.sse import stream
 
@@ -57,13 +57,9 @@ class Completions:
         text = "".join(piece.text for piece in pieces)
         logprobs = self._logprobs(run, pieces)
         if self.chat:
-            message = {"role": "assistant", "content": text}
-            if run.job.thinking is not None:
-                split = ReasoningSplit(run.job.thinking)
-                parts = [split.feed(text), split.finish()]
-                message = {"role": "assistant", "content": "".join(c for _, c in parts),
-                           "reasoning_content": "".join(r for r, _ in parts)}
-            return {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": run.finish_reason}
+            message, called = chat_message(run.job, text)
+            return {"index": 0, "message": message, "logprobs": logprobs,
+                    "finish_reason": finish_reason(run.finish_reason, called)}
         return {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": run.finish_reason}
 
     def _logprobs(self, run: Run, pieces: list[Piece], offset: int = 0) -> Optional[dict[str, Any]]:
@@ -78,42 +74,37 @@ class Completions:
     def _chunks(self, run: Run, head: dict[str, Any], include_usage: bool) -> Iterator[dict[str, Any]]:
         kind = self.kind + ".chunk" if self.chat else self.kind
         extra = {"usage": None} if include_usage else {}
+
+        def chunk(body: dict[str, Any], logprobs: Optional[dict[str, Any]] = None,
+                  reason: Optional[str] = None) -> dict[str, Any]:
+            choice = {"index": 0, **({"delta": body} if self.chat else body), "logprobs": logprobs,
+                      "finish_reason": reason}
+            return {**head, "object": kind, "choices": [choice], **extra}
+
         if self.chat:
-            yield {**head, "object": kind, "choices": [
-                {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                 "finish_reason": None}], **extra}
+            yield chunk({"role": "assistant", "content": ""})
         offset = 0
-        split = ReasoningSplit(run.job.thinking) if self.chat and run.job.thinking is not None else None
+        answer = ChatStream(run.job) if self.chat else None
         for piece in run:
             if not piece.text and piece.logprobs is None:
                 continue
             logprobs = self._logprobs(run, [piece], offset)
             if logprobs and not self.chat:
                 offset += sum(len(token) for token in logprobs["tokens"])
-            body = self._delta(split.feed(piece.text)) if split else (
-                {"content": piece.text} if self.chat else {"text": piece.text})
-            choice = {"index": 0, **({"delta": body} if self.chat else body), "logprobs": logprobs,
-                      "finish_reason": None}
-            yield {**head, "object": kind, "choices": [choice], **extra}
+            if answer is None:
+                yield chunk({"text": piece.text}, logprobs)
+                continue
+            for body in answer.feed(piece.text):
+                yield chunk(body, logprobs)
+                logprobs = None
         if run.finish_reason is None:
             return  # the client left: nothing more to say
-        if split:
-            rest = self._delta(split.finish())
-            if rest:
-                yield {**head, "object": kind, "choices": [{"index": 0, "delta": rest, "logprobs": None,
-                                                            "finish_reason": None}], **extra}
-        last = {"delta": {}} if self.chat else {"text": ""}
-        yield {**head, "object": kind, "choices": [{"index": 0, **last, "logprobs": None,
-                                                    "finish_reason": run.finish_reason}], **extra}
+        for body in answer.finish() if answer is not None else ():
+            yield chunk(body)
+        called = answer is not None and answer.calls > 0
+        yield chunk({} if self.chat else {"text": ""}, reason=finish_reason(run.finish_reason, called))
         if include_usage:
             yield {**head, "object": kind, "choices": [], "usage": run.usage.report()}
-
-    @staticmethod
-    def _delta(parts: tuple[str, str]) -> dict[str, str]:
-        """A streamed delta: (reasoning, content), the empty ones left out."""
-        reasoning, content = parts
-        return {**({"reasoning_content": reasoning} if reasoning else {}), **({"content": content} if content else {})}
-
 
 def _token_text(tokenizer, token: int) -> tuple[str, list[int]]:
     raw = tokenizer.token_bytes(token, special=True)

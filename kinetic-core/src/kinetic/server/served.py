@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
@@ -17,6 +18,8 @@ from kinetic.server.logprobs import TokenLogprobs, token_logprobs
 from kinetic.server.metrics import Metrics, Slot
 from kinetic.server.stops import StopScanner
 from kinetic.server.turns import Turns
+from kinetic.tools import Markup, ToolFormat, format_for
+from kinetic.tools.grammar import special_markers
 
 Cancelled = Callable[[], bool]  # true once the client is gone
 
@@ -37,7 +40,8 @@ class Job:
     prompt_text: str = ""  # what /slots shows
     thinking: Optional[bool] = None  # reasoning.thinking_start: None, or whether the answer starts thinking
     cache_prompt: bool = True  # False: compute the whole prompt, reusing no earlier state (llama-server's field)
-    grammar: Optional[Grammar] = None  # what the answer must follow (response_format, json_schema, grammar)
+    grammar: Optional[Grammar] = None  # what the answer must follow (response_format, json_schema, grammar, tools)
+    tool_format: Optional[ToolFormat] = None  # the format calls are read in, when tools are offered
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,24 @@ class ServedModel:
     @property
     def context_length(self) -> int:
         return self.session.context_length
+
+    @functools.cached_property
+    def tool_format(self) -> ToolFormat:
+        """The format the chat template writes tool calls in."""
+        return format_for(self.session.template.source)
+
+    @functools.cached_property
+    def _markers(self) -> dict[str, int]:
+        return special_markers(self.session.tokenizer, self.tool_format)
+
+    @property
+    def tool_markup(self) -> Markup:
+        return Markup(frozenset(self._markers))
+
+    @property
+    def shown_markers(self) -> frozenset[int]:
+        """The special tokens an answer with tools shows as text, for its calls to be read."""
+        return frozenset(self._markers.values())
 
     def warm_up(self) -> None:
         """Load the kernels before the first request needs them."""
@@ -158,8 +180,9 @@ class Run:
         served.start_task(job, cached, self.settings)
         tokens = iter(generation)
         answer: list[int] = []
+        shown = served.shown_markers if job.tool_format is not None else frozenset()
         try:
-            yield from self._pieces(tokens, answer, picked, served.session.tokenizer.detokenizer(special=False))
+            yield from self._pieces(tokens, answer, picked, served.session.tokenizer.detokenizer(False, shown))
         except Exception:
             served.forget()
             raise

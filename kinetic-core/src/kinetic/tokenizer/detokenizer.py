@@ -81,15 +81,16 @@ class StreamingDetokenizer:
     The text is the tokens' pieces joined, as llama-server streams them.
     """
 
-    def __init__(self, pieces: Pieces, special: bool = True):
+    def __init__(self, pieces: Pieces, special: bool = True, shown: frozenset[int] = frozenset()):
         self._pieces = pieces
         self._special = special
+        self._shown = shown  # special tokens written out even when special is off (tool-call markers)
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     def feed(self, tokens: int | Iterable[int]) -> str:
         if not isinstance(tokens, Iterable):  # one id (an int or a numpy integer)
             tokens = (tokens,)
-        data = b"".join(self._pieces(t, self._special) for t in tokens)
+        data = b"".join(self._pieces(t, self._special or t in self._shown) for t in tokens)
         return self._decoder.decode(data)
 
     def finish(self) -> str:

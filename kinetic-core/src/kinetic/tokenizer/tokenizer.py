@@ -150,9 +150,10 @@ class Tokenizer:
         """Does this token end generation (EOS, EOT, <|im_end|>, ...)?"""
         return token in self.eog_ids
 
-    def detokenizer(self, special: bool = True) -> StreamingDetokenizer:
-        """A streaming decoder: feed ids, get text that never splits a UTF-8 character."""
-        return StreamingDetokenizer(self._pieces, special)
+    def detokenizer(self, special: bool = True, shown: frozenset[int] = frozenset()) -> StreamingDetokenizer:
+        """A streaming decoder: feed ids, get text that never splits a UTF-8 character; the special tokens in
+        shown come out as text even when special is off."""
+        return StreamingDetokenizer(self._pieces, special, shown)
 
 
 def load_tokenizer(path: str | PathLike) -> Tokenizer:

@@ -26,7 +26,11 @@ class ToolCall:
         text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
         return cls(name, text, id or new_call_id())
 
-    def report(self, index: int) -> dict[str, Any]:
+    def report(self) -> dict[str, Any]:
         """One entry of message.tool_calls."""
-        return {"index": index, "id": self.id, "type": "function",
-                "function": {"name": self.name, "arguments": self.arguments}}
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+    def stream_deltas(self, index: int) -> list[dict[str, Any]]:
+        """The call as OpenAI streams it: index, id, type and name first, then the arguments."""
+        return [{"index": index, "id": self.id, "type": "function", "function": {"name": self.name, "arguments": ""}},
+                {"index": index, "function": {"arguments": self.arguments}}]

@@ -27,15 +27,19 @@ class ToolFormat:
     """How one family of chat templates writes tool calls.
 
     name: what /props reports as chat_format.
-    trigger: the text that opens the calls; with `auto`, the grammar holds the answer only from there on.
-    at_start: the trigger opens calls only at the answer's start (after white space), as for bare JSON calls.
+    trigger: the text that opens the calls anywhere in the answer ("" for formats with bare calls only); with
+        `auto`, the grammar holds the answer only from there on.
+    bare_start: "" or the text calls written without any marker begin with ("{" for bare JSON calls), which
+        opens calls only at the answer's start (after white space); calls_rule then also defines the rule
+        `bare_calls`, matching such calls whole.
     markers: the format's marker texts, which come out as text even where they are special tokens.
     matches(template source): whether a chat template writes calls this way (formats are tried in order).
     calls_rule(tools, parallel, markup): Lark rules whose rule `calls` matches the text that follows the
         trigger: exactly one call, or with parallel one or more, each naming one of tools with arguments
         that validate against its parameters. Rule and terminal names start with the format's own prefix
         (hermes_...), but for `calls`; kinetic.tools.grammar puts the trigger before `calls`.
-    read_calls(text): text starts at the trigger; the complete calls at its start, and how many characters
+    read_calls(text): text starts at the trigger (or, for bare calls, at the answer's first non-space
+        character); the complete calls at its start, and how many characters
         of text they span (markers, separators and the white space around them included). A text that holds
         no complete call yet gives ([], 0).
     """
@@ -46,7 +50,7 @@ class ToolFormat:
     calls_rule: Callable[[Sequence[Tool], bool, Markup], str]
     read_calls: Callable[[str], tuple[list[ToolCall], int]]
     markers: tuple[str, ...] = ()
-    at_start: bool = False
+    bare_start: str = ""
 
 
 def one_of_schemas(tools: Sequence[Tool], name_key: str = "name", arguments_key: str = "arguments") -> dict:

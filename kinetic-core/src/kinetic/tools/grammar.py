@@ -20,14 +20,15 @@ WS: /[ \t\r\n]{0,4}/
 """
 
 
-def markup_for(tokenizer: Tokenizer, texts: tuple[str, ...]) -> Markup:
-    """Which of texts the vocabulary holds as one token that is never text (a control token)."""
-    special = set()
-    for text in texts:
+def special_markers(tokenizer: Tokenizer, fmt: ToolFormat) -> dict[str, int]:
+    """The format's markers (its trigger included) that the vocabulary holds as one token that is never text
+    (a control token), and their ids."""
+    special = {}
+    for text in (fmt.trigger, *fmt.markers):
         ids = tokenizer.encode(text, add_special=False, parse_special=True)
         if len(ids) == 1 and tokenizer.vocab.attrs[ids[0]] & NOT_TEXT:
-            special.add(text)
-    return Markup(frozenset(special))
+            special[text] = ids[0]
+    return special
 
 
 def tool_grammar(fmt: ToolFormat, request: ToolRequest, markup: Markup, thinking: Optional[bool],
@@ -35,21 +36,39 @@ def tool_grammar(fmt: ToolFormat, request: ToolRequest, markup: Markup, thinking
     """request.choice required: calls only (after a whole reasoning block where the template reasons);
     auto: free text (or, with answer_schema, a JSON answer), or calls from the trigger on.
     thinking is reasoning.thinking_start's: None (no <think>), True (the answer starts inside one), False."""
-    trigger = markup.literal(fmt.trigger)
     calls = fmt.calls_rule(request.calls, request.parallel, markup)
     if request.choice == "required":
-        start = f"start: {reasoning(thinking)} WS {trigger} calls"
+        start = f"start: {reasoning(thinking)} WS {opened_calls(fmt, markup)}"
     elif answer_schema is not None:
-        start = f"start: WS %json {json.dumps(answer_schema)} | WS {trigger} calls"
-    elif fmt.at_start:
-        first = json.dumps(fmt.trigger[0])[1:-1].replace("/", "\\/")
-        start = f"start: ANSWER | WS {trigger} calls\nANSWER: /[ \\t\\r\\n]*([^ \\t\\r\\n{first}](.|\\n)*)?/"
-    elif trigger in markup.special_tokens:
-        start = f"start: TEXT | TEXT {trigger} calls"
+        start = f"start: WS %json {json.dumps(answer_schema)} | WS {opened_calls(fmt, markup)}"
     else:
-        start = f"start: TEXT | before_trigger calls\nbefore_trigger[lazy]: TEXT {trigger}"
+        start = free_or_calls(fmt, markup)
     lark = "\n".join(["%llguidance {}", start, think_rules(thinking), calls, COMMON])
     return Grammar.from_lark(lark, "tool call grammar")
+
+
+def opened_calls(fmt: ToolFormat, markup: Markup) -> str:
+    """Calls from the answer's start on: after their trigger, or bare."""
+    options = [f"{markup.literal(fmt.trigger)} calls"] if fmt.trigger else []
+    return "(" + " | ".join(options + (["bare_calls"] if fmt.bare_start else [])) + ")"
+
+
+def free_or_calls(fmt: ToolFormat, markup: Markup) -> str:
+    """`auto`: any text, calls opened by the trigger (a lazy lexeme: the grammar holds the text only from
+    the trigger's first appearance on), or bare calls where the answer starts with them."""
+    text, options, rules = "TEXT", [], []
+    if fmt.bare_start:
+        first = json.dumps(fmt.bare_start[0])[1:-1].replace("/", "\\/")
+        text = "ANSWER"  # text that does not start as bare calls do
+        options.append("WS bare_calls")
+        rules.append(f"ANSWER: /([ \\t\\r\\n]*[^ \\t\\r\\n{first}](.|\\n)*)?/")
+    trigger = markup.literal(fmt.trigger) if fmt.trigger else ""
+    if trigger in markup.special_tokens:
+        options.append(f"{text} {trigger} calls")
+    elif trigger:
+        options.append("before_trigger calls")
+        rules.append(f"before_trigger[lazy]: {text} {trigger}")
+    return "\n".join(["start: " + " | ".join([text, *options]), *rules])
 
 
 def reasoning(thinking: Optional[bool]) -> str:
