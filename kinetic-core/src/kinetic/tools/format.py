@@ -35,16 +35,17 @@ class ToolFormat:
         trigger: exactly one call, or with parallel one or more, each naming one of tools with arguments
         that validate against its parameters. Rule and terminal names start with the format's own prefix
         (hermes_...), but for `calls`; kinetic.tools.grammar puts the trigger before `calls`.
-    read_calls(text): text starts at the trigger; the complete calls at its start, and how many characters
-        of text they span (markers, separators and the white space around them included). A text that holds
-        no complete call yet gives ([], 0).
+    read_calls(text, tools): text starts at the trigger; the complete calls at its start, and how many
+        characters of text they span (markers, separators and the white space around them included). A text
+        that holds no complete call yet gives ([], 0). tools: the request's functions, whose parameters say
+        how to read a value the format writes as bare text (Qwen3.5's XML parameters).
     """
 
     name: str
     trigger: str
     matches: Callable[[str], bool]
     calls_rule: Callable[[Sequence[Tool], bool, Markup], str]
-    read_calls: Callable[[str], tuple[list[ToolCall], int]]
+    read_calls: Callable[[str, Sequence[Tool]], tuple[list[ToolCall], int]]
     markers: tuple[str, ...] = ()
     at_start: bool = False
 
