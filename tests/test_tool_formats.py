@@ -5,13 +5,14 @@ calls_rule gives, matched token by token by llguidance on Qwen2.5-Coder's real v
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import llguidance
 import pytest
 
 from kinetic.constraints.matcher import grammar_tokenizer
-from kinetic.tools import ToolRequest
+from kinetic.tools import Markup, ToolRequest
 from kinetic.tools.formats import FORMATS, format_for
 from kinetic.tools.formats.generic import GENERIC
 from kinetic.tools.grammar import markup_for, tool_grammar
@@ -194,3 +195,46 @@ def test_grammar_holds_calls_to_the_format(qwen, name, choice, parallel):
 
 def function(tool: Tool) -> dict:
     return {"type": "function", "function": {"name": tool.name, "parameters": tool.parameters}}
+
+
+class ByteVocabulary:
+    """A vocabulary of the 256 bytes and a format's markers as special (never text) tokens, for the grammars
+    of formats whose markers a model's vocabulary holds as control tokens (LFM2's, Mistral's, DeepSeek's)."""
+
+    def __init__(self, markers: tuple[str, ...]):
+        self.markers = markers
+        self.tokens = [bytes([byte]) for byte in range(256)] + [marker.encode() for marker in markers] + [b"<eos>"]
+        self.special_token_ids = list(range(256, len(self.tokens)))
+        self.eos_token_id, self.bos_token_id = len(self.tokens) - 1, None
+
+    def __call__(self, text: bytes) -> list[int]:
+        return list(text)
+
+    def encode(self, text: str) -> list[int]:
+        """Each marker its token, the rest byte by byte."""
+        pieces = re.split("(" + "|".join(map(re.escape, self.markers)) + ")", text)
+        return [token for piece in pieces for token in (
+            [256 + self.markers.index(piece)] if piece in self.markers else list(piece.encode()))]
+
+    def markup(self) -> Markup:
+        """The markers as special tokens, named by their id where llguidance cannot name them by their text."""
+        ids = {marker: 256 + i for i, marker in enumerate(self.markers) if not re.fullmatch(r"<[^<>\s]+>", marker)}
+        return Markup(frozenset(self.markers), ids)
+
+
+@pytest.mark.parametrize("name", [name for name in ANSWERS if any(marker in ANSWERS[name][0]
+                                                                  for marker in BY_NAME[name].markers)])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_grammar_writes_markers_as_special_tokens(name, parallel):
+    fmt = BY_NAME[name]
+    vocabulary = ByteVocabulary(fmt.markers)
+    llg = llguidance.LLTokenizer(llguidance.TokenizerWrapper(vocabulary))
+    grammar = tool_grammar(fmt, ToolRequest.read([function(WEATHER), function(COUNT)], "required", parallel),
+                           vocabulary.markup(), None)
+    one, two, unknown, missing = ANSWERS[name]
+    assert accepts(grammar, llg, vocabulary.encode(one))
+    assert not accepts(grammar, llg, list(one.encode())), "the markers spelled as text"
+    assert not accepts(grammar, llg, vocabulary.encode(unknown))
+    assert not accepts(grammar, llg, vocabulary.encode(missing))
+    if two is not None:
+        assert accepts(grammar, llg, vocabulary.encode(two)) == parallel
