@@ -15,6 +15,7 @@ from kinetic.constraints.matcher import grammar_tokenizer
 from kinetic.tools import Markup, ToolRequest
 from kinetic.tools.formats import FORMATS, format_for
 from kinetic.tools.formats.generic import GENERIC
+from kinetic.tools.formats.lfm2 import LFM2
 from kinetic.tools.grammar import markup_for, tool_grammar
 from kinetic.tools.request import Tool
 
@@ -238,3 +239,21 @@ def test_grammar_writes_markers_as_special_tokens(name, parallel):
     assert not accepts(grammar, llg, vocabulary.encode(missing))
     if two is not None:
         assert accepts(grammar, llg, vocabulary.encode(two)) == parallel
+
+
+OPTIONAL = Tool("f", "", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
+                                                          "c": {"type": "boolean"}}, "required": ["b"]})
+
+
+@pytest.mark.parametrize("arguments, written", [
+    ('b="x"', True), ('a=1, b="x"', True), ('b="x", c=True', True), ('a=-2, b="x", c=False', True),
+    ("", False), ("a=1", False), ('b="x", a=1', False), ('a=1, b="x", c=1', False), ('a=1.5, b="x"', False),
+    (', b="x"', False), ('b="x",', False),
+])
+def test_keyword_arguments_in_schema_order_required_ones_always(arguments, written):
+    """LFM2's keyword arguments (rules.in_order): the schema's order, optional ones left out at will, each value
+    a literal of its type."""
+    vocabulary = ByteVocabulary(())
+    grammar = tool_grammar(LFM2, ToolRequest.read([function(OPTIONAL)], "required", False), Markup(), None)
+    text = f"<|tool_call_start|>[f({arguments})]<|tool_call_end|>"
+    assert accepts(grammar, llguidance.LLTokenizer(llguidance.TokenizerWrapper(vocabulary)), list(text.encode())) == written
