@@ -253,7 +253,7 @@ OPTIONAL = Tool("f", "", {"type": "object", "properties": {"a": {"type": "intege
 def test_keyword_arguments_in_schema_order_required_ones_always(arguments, written):
     """LFM2's keyword arguments (rules.in_order): the schema's order, optional ones left out at will, each value
     a literal of its type."""
-    vocabulary = ByteVocabulary(())
+    llg = llguidance.LLTokenizer(llguidance.TokenizerWrapper(ByteVocabulary(())))
     grammar = tool_grammar(LFM2, ToolRequest.read([function(OPTIONAL)], "required", False), Markup(), None)
     text = f"<|tool_call_start|>[f({arguments})]<|tool_call_end|>"
-    assert accepts(grammar, llguidance.LLTokenizer(llguidance.TokenizerWrapper(vocabulary)), list(text.encode())) == written
+    assert accepts(grammar, llg, list(text.encode())) == written
