@@ -39,8 +39,8 @@ def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
 
 
 def read_calls(text: str, tools: Sequence[Tool]) -> tuple[list[ToolCall], int]:
-    """One call: the JSON object, or <|python_tag|> and a built-in tool's
-    name.call(...), which runs to the end of the answer."""
+    """One call: the JSON object, or <|python_tag|> and a built-in tool's name.call(...), which runs to the
+    end of the answer."""
     start = SPACE.match(text).end()
     if text.startswith(PYTHON_TAG, start):
         call = read_call(read_expression(text[start + len(PYTHON_TAG):]))

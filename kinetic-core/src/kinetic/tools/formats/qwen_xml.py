@@ -15,6 +15,7 @@ from kinetic.tools.request import Tool
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 VALUE_CLOSE = "</parameter>"
+VALUE_END, FUNCTION_END = "\n</parameter>\n", "</function>\n"
 # llama.cpp leaves templates that write no new line between the tags to another format.
 SAME_LINE = "'<tool_call><function=' ~ tool_call.name ~ '>'"
 FUNCTION = re.compile(rf"\s*{re.escape(OPEN)}\s*<function=([^>\n]+)>")
@@ -36,14 +37,14 @@ def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
     more = f" (QWEN_XML_WS {markup.literal(OPEN)} qwen_xml_call)*" if parallel else ""
     lines = [f"calls: qwen_xml_call{more}",
              "qwen_xml_call: " + " | ".join(f"qwen_xml_tool_{i}" for i in range(len(tools))),
-             f"qwen_xml_text[lazy]: QWEN_XML_ANY {quoted(chr(10) + VALUE_CLOSE + chr(10))}",
+             f"qwen_xml_text[lazy]: QWEN_XML_ANY {quoted(VALUE_END)}",
              "QWEN_XML_ANY: /(.|\\n)*/",
              "QWEN_XML_WS: /[ \\t\\r\\n]{0,4}/"]
     for i, tool in enumerate(tools):
         parameters = in_order([(parameter_rule(name, schema), required)
                                for name, schema, required in arguments_in_order(tool)])
-        lines.append(f"qwen_xml_tool_{i}: {quoted(chr(10) + '<function=' + tool.name + '>' + chr(10))} {parameters} "
-                     f"{quoted('</function>' + chr(10))} {markup.literal(CLOSE)}")
+        opening = quoted(f"\n<function={tool.name}>\n")
+        lines.append(f"qwen_xml_tool_{i}: {opening} {parameters} {quoted(FUNCTION_END)} {markup.literal(CLOSE)}")
     return "\n".join(lines)
 
 
@@ -51,7 +52,7 @@ def parameter_rule(name: str, schema: dict) -> str:
     opening = quoted(f"<parameter={name}>\n")
     if "string" in value_types(schema):
         return f"{opening} qwen_xml_text"
-    return f"{opening} %json {json.dumps(schema)} {quoted(chr(10) + VALUE_CLOSE + chr(10))}"
+    return f"{opening} %json {json.dumps(schema)} {quoted(VALUE_END)}"
 
 
 def read_calls(text: str, tools: Sequence[Tool]) -> tuple[list[ToolCall], int]:
