@@ -27,7 +27,7 @@ class ChatAnswer:
 
     def __init__(self, job: Job):
         self._reasoning = ReasoningSplit(job.thinking) if job.thinking is not None else None
-        self._calls = CallSplit(job.tool_format) if job.tool_format is not None else None
+        self._calls = CallSplit(job.tool_format, job.tool_functions) if job.tool_format is not None else None
         self.thinks = self._reasoning is not None
 
     def feed(self, text: str) -> Delta:

@@ -102,7 +102,7 @@ def chat_job(served: ServedModel, fields: Fields) -> Job:
     text = served.session.tokenizer.decode(prompt)
     thinking = thinking_start(served.session.template.source, text, kwargs)
     tool_use = {} if offered is None else {"grammar": calls_grammar(served, offered, fields, thinking),
-                                           "tool_format": served.tool_format}
+                                           "tool_format": served.tool_format, "tool_functions": offered.functions}
     return job(served, fields, prompt, text, max_tokens(fields, "max_completion_tokens", "max_tokens"),
                chat_logprobs(fields), thinking, **tool_use)
 

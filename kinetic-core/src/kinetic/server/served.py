@@ -18,8 +18,8 @@ from kinetic.server.logprobs import TokenLogprobs, token_logprobs
 from kinetic.server.metrics import Metrics, Slot
 from kinetic.server.stops import StopScanner
 from kinetic.server.turns import Turns
-from kinetic.tools import Markup, ToolFormat, format_for
-from kinetic.tools.grammar import special_markers
+from kinetic.tools import Markup, Tool, ToolFormat, format_for
+from kinetic.tools.grammar import markup_for
 
 Cancelled = Callable[[], bool]  # true once the client is gone
 
@@ -42,6 +42,7 @@ class Job:
     cache_prompt: bool = True  # False: compute the whole prompt, reusing no earlier state (llama-server's field)
     grammar: Optional[Grammar] = None  # what the answer must follow (response_format, json_schema, grammar, tools)
     tool_format: Optional[ToolFormat] = None  # the format calls are read in, when tools are offered
+    tool_functions: tuple[Tool, ...] = ()  # the functions offered
 
 
 @dataclass(frozen=True)
@@ -86,20 +87,18 @@ class ServedModel:
     @functools.cached_property
     def tool_format(self) -> ToolFormat:
         """The format the chat template writes tool calls in."""
-        return format_for(self.session.template.source)
+        template = self.session.template
+        return format_for(template.source, template.capabilities.tools or template.capabilities.tool_calls)
 
     @functools.cached_property
-    def _markers(self) -> dict[str, int]:
-        return special_markers(self.session.tokenizer, self.tool_format)
-
-    @property
     def tool_markup(self) -> Markup:
-        return Markup(frozenset(self._markers))
+        """How the tool grammar writes the format's markers in this vocabulary."""
+        return markup_for(self.session.tokenizer, self.tool_format)
 
     @property
     def shown_markers(self) -> frozenset[int]:
         """The special tokens an answer with tools shows as text, for its calls to be read."""
-        return frozenset(self._markers.values())
+        return frozenset(self.tool_markup.token_ids.values())
 
     def warm_up(self) -> None:
         """Load the kernels before the first request needs them."""

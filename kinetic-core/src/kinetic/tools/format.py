@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from kinetic.tools.calls import ToolCall
 from kinetic.tools.request import Tool
@@ -12,14 +12,19 @@ from kinetic.tools.request import Tool
 
 class Markup:
     """How a format's grammar writes its markers: a marker the vocabulary holds as one special token is that
-    token (<|tool_call_start|>), any other text a quoted string. Built by the caller from the tokenizer."""
+    token (<|tool_call_start|>), any other text a quoted string. Built by the caller from the tokenizer.
+    token_ids: the ids of special tokens that llguidance cannot name by their text, which it reads as a token
+    only in the shape <...> (Mistral's [TOOL_CALLS] is written <[id]>)."""
 
-    def __init__(self, special_tokens: frozenset[str] = frozenset()):
+    def __init__(self, special_tokens: frozenset[str] = frozenset(), token_ids: Optional[Mapping[str, int]] = None):
         self.special_tokens = special_tokens
+        self.token_ids = dict(token_ids or {})
 
     def literal(self, text: str) -> str:
         """A Lark (llguidance) terminal matching text."""
-        return text if text in self.special_tokens else json.dumps(text)
+        if text not in self.special_tokens:
+            return json.dumps(text)
+        return f"<[{self.token_ids[text]}]>" if text in self.token_ids else text
 
 
 @dataclass(frozen=True)
@@ -38,17 +43,18 @@ class ToolFormat:
         trigger: exactly one call, or with parallel one or more, each naming one of tools with arguments
         that validate against its parameters. Rule and terminal names start with the format's own prefix
         (hermes_...), but for `calls`; kinetic.tools.grammar puts the trigger before `calls`.
-    read_calls(text): text starts at the trigger (or, for bare calls, at the answer's first non-space
-        character); the complete calls at its start, and how many characters
-        of text they span (markers, separators and the white space around them included). A text that holds
-        no complete call yet gives ([], 0).
+    read_calls(text, tools): text starts at the trigger (or, for bare calls, at the answer's first non-space
+        character); the complete calls at its start, and how many characters of text they span (markers,
+        separators and the white space around them included). A text that holds no complete call yet gives
+        ([], 0). tools: the request's functions, whose parameters say how to read a value the format writes
+        as bare text (Qwen3.5's XML parameters).
     """
 
     name: str
     trigger: str
     matches: Callable[[str], bool]
     calls_rule: Callable[[Sequence[Tool], bool, Markup], str]
-    read_calls: Callable[[str], tuple[list[ToolCall], int]]
+    read_calls: Callable[[str, Sequence[Tool]], tuple[list[ToolCall], int]]
     markers: tuple[str, ...] = ()
     bare_start: str = ""
 

@@ -20,15 +20,15 @@ WS: /[ \t\r\n]{0,4}/
 """
 
 
-def special_markers(tokenizer: Tokenizer, fmt: ToolFormat) -> dict[str, int]:
+def markup_for(tokenizer: Tokenizer, fmt: ToolFormat) -> Markup:
     """The format's markers (its trigger included) that the vocabulary holds as one token that is never text
-    (a control token), and their ids."""
+    (a control token), written as that token by its id."""
     special = {}
-    for text in (fmt.trigger, *fmt.markers):
+    for text in filter(None, (fmt.trigger, *fmt.markers)):
         ids = tokenizer.encode(text, add_special=False, parse_special=True)
         if len(ids) == 1 and tokenizer.vocab.attrs[ids[0]] & NOT_TEXT:
             special[text] = ids[0]
-    return special
+    return Markup(frozenset(special), special)
 
 
 def tool_grammar(fmt: ToolFormat, request: ToolRequest, markup: Markup, thinking: Optional[bool],
@@ -63,7 +63,7 @@ def free_or_calls(fmt: ToolFormat, markup: Markup) -> str:
         options.append("WS bare_calls")
         rules.append(f"ANSWER: /([ \\t\\r\\n]*[^ \\t\\r\\n{first}](.|\\n)*)?/")
     trigger = markup.literal(fmt.trigger) if fmt.trigger else ""
-    if trigger in markup.special_tokens:
+    if fmt.trigger in markup.special_tokens:
         options.append(f"{text} {trigger} calls")
     elif trigger:
         options.append("before_trigger calls")

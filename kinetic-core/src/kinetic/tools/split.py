@@ -4,15 +4,19 @@ What never reads as a call comes back as content."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from kinetic.tools.calls import ToolCall
 from kinetic.tools.format import ToolFormat
+from kinetic.tools.request import Tool
 
 
 class CallSplit:
     """feed(text) -> (content, calls now whole), in order; finish() says what the end of the answer settles."""
 
-    def __init__(self, fmt: ToolFormat):
+    def __init__(self, fmt: ToolFormat, tools: Sequence[Tool]):
         self.fmt = fmt
+        self.tools = tools  # the request's functions, which say how to read some formats' values
         self._pending = ""  # text held back: it may start the trigger
         self._section: str | None = None  # the text from the trigger on, once it came
         self._sent = 0  # calls already given out
@@ -30,7 +34,7 @@ class CallSplit:
         if self._section is None:
             rest, self._pending = self._pending, ""
             return rest, []
-        calls, used = self.fmt.read_calls(self._section)
+        calls, used = self.fmt.read_calls(self._section, self.tools)
         if not calls:
             return self._section, []  # not a call after all: the model's text, as it wrote it
         rest = self._section[used:]
@@ -57,7 +61,7 @@ class CallSplit:
         return pending[: len(pending) - held]
 
     def _new_calls(self) -> list[ToolCall]:
-        calls, _ = self.fmt.read_calls(self._section or "")
+        calls, _ = self.fmt.read_calls(self._section or "", self.tools)
         new = calls[self._sent:]
         self._sent = len(calls)
         return new

@@ -35,7 +35,7 @@ def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
     ])
 
 
-def read_calls(text: str) -> tuple[list[ToolCall], int]:
+def read_calls(text: str, tools: Sequence[Tool]) -> tuple[list[ToolCall], int]:
     calls, end = [], 0
     while (found := next_call(text, end)) is not None:
         call, end = found
