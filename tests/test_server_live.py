@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import socket
 import subprocess
@@ -11,28 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from live_server import serving
+
 PROMPT = "Name one river."
 ABUSE = Path(__file__).resolve().parent.parent / "scripts" / "server_abuse.py"  # run as a user runs it
 
 
 @pytest.fixture(scope="module")
 def server(qwen_gguf, tmp_path_factory):
-    """(process, base URL) of `kinetic serve` on a free port, stopped with Ctrl+C at the end; its Warm Start
-    folder is its own, so its first request starts cold."""
-    states = tmp_path_factory.mktemp("live-states")
-    proc = subprocess.Popen([sys.executable, "-m", "kinetic", "serve", str(qwen_gguf), "--port", "0", "-c", "1024",
-                             "--device", "cpu", "-a", "coder", "--metrics", "--cache-dir", str(states)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().strip()
-    match = re.fullmatch(r"Serving coder on the CPU at (http://127\.0\.0\.1:\d+/v1)", line)
-    if not match:
-        proc.kill()
-        pytest.fail(f"kinetic serve did not start: {line!r} {proc.stderr.read()}")
-    speed = proc.stdout.readline().strip()
-    assert speed == "Speed technologies on: RAD-1, Warm Start; off: none", speed
-    yield proc, match.group(1)
-    if proc.poll() is None:
-        proc.kill()
+    """(process, base URL) of `kinetic serve` with its own Warm Start folder; the last test stops it with Ctrl+C."""
+    with serving(qwen_gguf, tmp_path_factory.mktemp("live-states")) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
