@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import llguidance
 from llguidance.gbnf_to_lark import gbnf_to_lark
 
+from kinetic.constraints.schemas import closed
 from kinetic.errors import KineticError
 
 
@@ -47,7 +48,7 @@ class Grammar:
         """Output that validates against a JSON Schema (response_format json_schema, --json-schema)."""
         if not isinstance(schema, Mapping):
             raise GrammarError(f"the JSON schema must be an object, not {json.dumps(schema)[:40]}")
-        return cls._checked(llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema)), "JSON schema")
+        return cls._checked(llguidance.LLMatcher.grammar_from_json_schema(json.dumps(closed(schema))), "JSON schema")
 
     @classmethod
     def any_json(cls) -> Grammar:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from kinetic import __version__
+from kinetic.errors import ChatTemplateError
 from kinetic.sampling.settings import resolve_settings
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, read_json
@@ -109,14 +110,14 @@ class Props:
 
     def on_get(self, req, resp):
         session = self.served.session
-        template = session.model.metadata.get("tokenizer.chat_template")
-        chat = isinstance(template, str) and bool(template)
+        template = chat_template_source(session)
+        chat = template is not None
         params = settings_report(resolve_settings(session.model.metadata))
         resp.media = {
             "default_generation_settings": {"n_ctx": self.served.context_length, "model": self.served.name,
                                             "params": {**params, **self._chat_format(chat)}},
             "total_slots": 1, "model_path": str(session.path), "model_alias": self.served.name,
-            "chat_template": template if chat else "", **self._template_caps(chat),
+            "chat_template": template or "", **self._template_caps(chat),
             "modalities": {"vision": False, "audio": False}, "build_info": f"kinetic {__version__}",
         }
 
@@ -133,6 +134,14 @@ class Props:
             "supports_string_content": caps.string_content, "supports_typed_content": caps.typed_content,
             "supports_system_role": caps.system_role, "supports_tools": caps.tools,
             "supports_tool_calls": caps.tool_calls, "supports_object_arguments": caps.object_arguments}}
+
+
+def chat_template_source(session) -> Optional[str]:
+    """The chat template in use (the model's own or --chat-template-file's), None without one."""
+    try:
+        return session.template.source
+    except ChatTemplateError:
+        return None
 
 
 class Slots:

@@ -62,6 +62,6 @@ class ToolFormat:
 def one_of_schemas(tools: Sequence[Tool], name_key: str = "name", arguments_key: str = "arguments") -> dict:
     """A JSON Schema for one call written as a JSON object {name_key: ..., arguments_key: {...}}."""
     options = [{"type": "object", "properties": {name_key: {"const": tool.name}, arguments_key: tool.parameters},
-                "required": [name_key, arguments_key]} for tool in tools]
+                "required": [name_key, arguments_key], "additionalProperties": False} for tool in tools]
     return options[0] if len(options) == 1 else {"anyOf": options}
 

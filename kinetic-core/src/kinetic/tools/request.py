@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from kinetic.constraints import Grammar, GrammarError
+from kinetic.constraints.schemas import closed
 from kinetic.errors import KineticError
 
 CHOICES = ("auto", "none", "required")
@@ -22,7 +23,8 @@ class ToolsError(KineticError):
 
 @dataclass(frozen=True)
 class Tool:
-    """One function the model may call; parameters is the JSON Schema of its arguments object."""
+    """One function the model may call; parameters is the JSON Schema of its arguments object, closed as
+    llama.cpp reads it (constraints.schemas)."""
 
     name: str
     description: str
@@ -46,9 +48,9 @@ class ToolRequest:
         """None when the request has no tools."""
         if tools is None or tools == []:
             return None
-        functions = tuple(read_tool(tool, i) for i, tool in enumerate(tools if isinstance(tools, list) else [tools]))
         if not isinstance(tools, list):
             raise ToolsError("tools must be a list of {\"type\": \"function\", \"function\": {...}}", "tools")
+        functions = tuple(read_tool(tool, i) for i, tool in enumerate(tools))
         names = [tool.name for tool in functions]
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
@@ -79,7 +81,7 @@ def read_tool(tool: Any, index: int) -> Tool:
     except GrammarError as error:
         raise ToolsError(f"{where}.function.parameters is not a usable JSON schema: {error}", "tools") from None
     description = function.get("description") or ""
-    return Tool(name, description if isinstance(description, str) else json.dumps(description), parameters)
+    return Tool(name, description if isinstance(description, str) else json.dumps(description), closed(parameters))
 
 
 def read_choice(tool_choice: Any, names: list[str]) -> tuple[str, Optional[str]]:
