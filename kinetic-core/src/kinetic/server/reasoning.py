@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from kinetic.text import partial_end
+
 OPEN, CLOSE = "<think>", "</think>"
 
 
@@ -40,7 +42,7 @@ class ReasoningSplit:
             if at < 0 and not self.thinking and not self._pending.strip():
                 break  # only whitespace yet: it may still come before a <think>
             if at < 0:
-                held = _partial_tag(self._pending, tag)
+                held = partial_end(self._pending, tag)
                 if not self.thinking and self._pending[: len(self._pending) - held].strip():
                     self._answer_started = True
                 (reasoning if self.thinking else content).append(self._take(len(self._pending) - held))
@@ -70,7 +72,3 @@ class ReasoningSplit:
             self._after_close = not content
         return content
 
-
-def _partial_tag(text: str, tag: str) -> int:
-    """The length of the longest end of text that is a proper start of tag."""
-    return next((n for n in range(min(len(tag) - 1, len(text)), 0, -1) if tag.startswith(text[-n:])), 0)

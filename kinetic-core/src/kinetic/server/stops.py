@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from kinetic.text import partial_end
+
 
 class StopScanner:
     def __init__(self, stops: Sequence[str]):
@@ -25,17 +27,10 @@ class StopScanner:
             at, self.found = min(hits)
             out, self.pending = self.pending[:at], ""
             return out
-        keep = max((self._overlap(stop) for stop in self.stops), default=0)
+        keep = max((partial_end(self.pending, stop) for stop in self.stops), default=0)
         cut = len(self.pending) - keep
         out, self.pending = self.pending[:cut], self.pending[cut:]
         return out
-
-    def _overlap(self, stop: str) -> int:
-        """The length of the longest end of pending that is a start of stop."""
-        for n in range(min(len(stop) - 1, len(self.pending)), 0, -1):
-            if stop.startswith(self.pending[-n:]):
-                return n
-        return 0
 
     def finish(self) -> str:
         """What was held back, when the answer ended without a stop string."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from kinetic.text import partial_end
 from kinetic.tools.calls import ToolCall
 from kinetic.tools.format import ToolFormat
 from kinetic.tools.request import Tool
@@ -66,7 +67,3 @@ class CallSplit:
         self._sent = len(calls)
         return new
 
-
-def partial_end(text: str, marker: str) -> int:
-    """The length of the longest end of text that is a proper start of marker."""
-    return next((n for n in range(min(len(marker) - 1, len(text)), 0, -1) if marker.startswith(text[-n:])), 0)
