@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import llguidance
-from llguidance.gbnf_to_lark import gbnf_to_lark
 
+from kinetic.constraints.gbnf import gbnf_as_lark
 from kinetic.constraints.json_schema import as_llama_cpp_reads, keyword_at_fault
 from kinetic.errors import KineticError
 
@@ -33,7 +33,7 @@ class Grammar:
     def from_gbnf(cls, text: str) -> Grammar:
         """llama.cpp's GBNF (its grammars/ folder, --grammar, the server's grammar field)."""
         try:
-            lark = gbnf_to_lark(text)
+            lark = gbnf_as_lark(text)
         except Exception as error:  # the converter raises GbnfToLarkError or a plain Exception
             raise GrammarError(f"the grammar is not valid GBNF: {_one_line(error)}") from None
         return cls._checked(llguidance.LLMatcher.grammar_from_lark(lark), "grammar")
