@@ -19,6 +19,7 @@ import pytest
 
 import kinetic
 from kinetic.constraints import Grammar, GrammarError, Matcher
+from kinetic.constraints.json_schema import as_llama_cpp_reads
 from kinetic.tokenizer import Tokenizer
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "json_schemas.json").read_text(encoding="utf-8"))
@@ -51,8 +52,8 @@ READ_AS = {
 SELDOM_COMPLETE = {"regexp with top-level alternation", "unanchored regexp"}
 
 MOST_TOKENS = 48
-# Per sample, how much the random logits favour tokens made of JSON's punctuation only: 0 draws any token,
-# 3 mostly closes strings, objects and arrays where they may close, so that samples end within the cap.
+# Per sample, how much the random logits favour the tokens made only of `"`, `}`, `]` and `:`: 0 draws any token,
+# 3 mostly closes strings, objects and arrays where they may close, so that most samples end within the cap.
 PUNCTUATION_WEIGHTS = (3, 0, 3, 3)
 PUNCTUATION = re.compile(rb'["}\]:]+')
 
@@ -119,6 +120,20 @@ def test_a_refused_schema_names_the_keyword_and_its_place(schema, keyword):
     with pytest.raises(GrammarError) as error:
         Grammar.from_json_schema(schema)
     assert str(error.value).endswith(keyword)
+
+
+def test_prefix_items_as_one_schema_is_read_as_llama_cpp_reads_it_wherever_it_is():
+    schema = {"type": "object", "properties": {
+        "prefixItems": {"type": "string"},  # a property of that name, not the keyword
+        "scores": {"type": "array", "prefixItems": {"type": "integer"}},
+        "pairs": {"type": "array", "items": {"prefixItems": [{"type": "string"}, {"type": "integer"}]}},
+        "kept": {"type": "array", "items": {"type": "boolean"}, "prefixItems": {"type": "integer"}}}}
+    read = as_llama_cpp_reads(schema)
+    assert read["properties"]["prefixItems"] == {"type": "string"}
+    assert read["properties"]["scores"] == {"type": "array", "items": {"type": "integer"}}
+    assert read["properties"]["pairs"] == schema["properties"]["pairs"]
+    assert read["properties"]["kept"] == {"type": "array", "items": {"type": "boolean"}}
+    assert "items" not in schema["properties"]["scores"]  # the caller's schema is left as it was
 
 
 @pytest.mark.parametrize("space, allowed", [(" ", True), ("  ", False), ("\n\n" + "\t" * 20, True),
