@@ -23,10 +23,12 @@ def gbnf_as_lark(text: str) -> str:
     rules = converter.GrammarParser().parse(text)
     converter.resolve(rules)  # marks the terminal-only rules as lexemes, names them in upper case
     empty = _rules_matching_nothing(rules)
-    for rule in _unmark_lexemes(rules, empty):
-        _rename(rules, rule, rule.name.lower())
+    unmarked = _unmark_lexemes(rules, empty)
+    for rule in unmarked:
         rule.alternatives = _runs_as_lexemes(rules, rule, rule.alternatives, empty)
-    ordered = sorted(rules.values(), key=lambda rule: rule.order)
+    for rule in unmarked:  # once `empty` is no longer read: it holds the names before
+        _rename(rules, rule, rule.name.lower())
+    ordered = sorted(rules.values(), key=lambda rule: (rule.order, rule.rule_is_terminal))  # a rule, its lexemes
     return "%llguidance {}\n\n" + "\n\n".join(str(rule) for rule in ordered) + "\n"
 
 
