@@ -157,3 +157,10 @@ def test_grammars_with_no_rule_matching_nothing_convert_as_llguidance_converts_t
     text = (llama_cpp_source / "grammars" / f"{name}.gbnf").read_text()
     lines = lambda lark: [line for line in lark.splitlines() if line.strip()]  # noqa: E731
     assert lines(gbnf_as_lark(text)) == lines(gbnf_to_lark(text))
+
+
+def test_a_rule_kept_out_of_lexemes_takes_a_free_name():
+    """`ws` may match nothing, so it is no longer the lexeme WS; `Ws` holds the name ws already."""
+    lark = gbnf_as_lark('root ::= x "!" Ws\nx ::= [a-z]+ ws\nws ::= [ ]* | "-"\nWs ::= "a" Ws | "b"\n')
+    assert "x: X_1 ws_1\n" in lark and 'ws_1: /[ ]/*\n     | "-"' in lark and 'ws: "a" ws' in lark
+    assert Grammar.from_lark(lark, "grammar").kind == "grammar"
