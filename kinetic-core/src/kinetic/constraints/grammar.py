@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import llguidance
-from llguidance.gbnf_to_lark import gbnf_to_lark
 
-from kinetic.constraints.schemas import closed
+from kinetic.constraints.gbnf import gbnf_as_lark
+from kinetic.constraints.json_schema import as_llama_cpp_reads, keyword_at_fault
 from kinetic.errors import KineticError
+
+# JSON white space as llama.cpp's json-schema-to-grammar allows it (its `space` rule: nothing, one space, or one
+# or two new lines and up to 20 spaces and tabs), so that a model cannot fill its answer with white space.
+JSON_OPTIONS = {"whitespace_pattern": "(?: |\n{1,2}[ \t]{0,20})?"}
+
+
+def lark_json(schema: Any) -> str:
+    """A term of llguidance's Lark for JSON that validates against schema, read and spaced as
+    Grammar.from_json_schema reads it (the tool-call grammars embed their calls' schemas so)."""
+    return "%json " + json.dumps({**as_llama_cpp_reads(schema), "x-guidance": JSON_OPTIONS})
 
 
 class GrammarError(KineticError):
@@ -29,7 +39,7 @@ class Grammar:
     def from_gbnf(cls, text: str) -> Grammar:
         """llama.cpp's GBNF (its grammars/ folder, --grammar, the server's grammar field)."""
         try:
-            lark = gbnf_to_lark(text)
+            lark = gbnf_as_lark(text)
         except Exception as error:  # the converter raises GbnfToLarkError or a plain Exception
             raise GrammarError(f"the grammar is not valid GBNF: {_one_line(error)}") from None
         return cls._checked(llguidance.LLMatcher.grammar_from_lark(lark), "grammar")
@@ -48,18 +58,21 @@ class Grammar:
         """Output that validates against a JSON Schema (response_format json_schema, --json-schema)."""
         if not isinstance(schema, Mapping):
             raise GrammarError(f"the JSON schema must be an object, not {json.dumps(schema)[:40]}")
-        return cls._checked(llguidance.LLMatcher.grammar_from_json_schema(json.dumps(closed(schema))), "JSON schema")
+        schema = as_llama_cpp_reads(schema)
+        definition = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults=JSON_OPTIONS)
+        return cls._checked(definition, "JSON schema", lambda error: keyword_at_fault(schema, error))
 
     @classmethod
     def any_json(cls) -> Grammar:
         """Any JSON value, as llama.cpp's response_format json_object gives."""
-        return cls._checked(llguidance.LLMatcher.grammar_from_json_schema("{}"), "JSON")
+        return cls._checked(llguidance.LLMatcher.grammar_from_json_schema("{}", defaults=JSON_OPTIONS), "JSON")
 
     @classmethod
-    def _checked(cls, definition: str, kind: str) -> Grammar:
-        error = llguidance.LLMatcher.validate_grammar(definition)
+    def _checked(cls, definition: str, kind: str, where: Callable[[str], str] = lambda error: "") -> Grammar:
+        """where(error) adds the place of the error in what the user gave."""
+        error = _one_line(llguidance.LLMatcher.validate_grammar(definition))
         if error:
-            raise GrammarError(f"the {kind} cannot be used: {_one_line(error)}")
+            raise GrammarError(f"the {kind} cannot be used: {error}{where(error)}")
         return cls(definition, kind)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
+from kinetic.constraints.grammar import lark_json
 from kinetic.constraints import Grammar
 from kinetic.constraints.matcher import NOT_TEXT
 from kinetic.tokenizer import Tokenizer
@@ -40,7 +41,7 @@ def tool_grammar(fmt: ToolFormat, request: ToolRequest, markup: Markup, thinking
     if request.choice == "required":
         start = f"start: {reasoning(thinking)} WS {opened_calls(fmt, markup)}"
     elif answer_schema is not None:
-        start = f"start: WS %json {json.dumps(answer_schema)} | WS {opened_calls(fmt, markup)}"
+        start = f"start: WS {lark_json(answer_schema)} | WS {opened_calls(fmt, markup)}"
     else:
         start = free_or_calls(fmt, markup)
     lark = "\n".join(["%llguidance {}", start, think_rules(thinking), calls, COMMON])

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from kinetic.constraints import Grammar, GrammarError
-from kinetic.constraints.schemas import closed
+from kinetic.constraints.json_schema import as_llama_cpp_reads
 from kinetic.errors import KineticError
 
 CHOICES = ("auto", "none", "required")
@@ -23,8 +23,8 @@ class ToolsError(KineticError):
 
 @dataclass(frozen=True)
 class Tool:
-    """One function the model may call; parameters is the JSON Schema of its arguments object, closed as
-    llama.cpp reads it (constraints.schemas)."""
+    """One function the model may call; parameters is the JSON Schema of its arguments object, read as
+    llama.cpp reads it (constraints.json_schema)."""
 
     name: str
     description: str
@@ -81,7 +81,7 @@ def read_tool(tool: Any, index: int) -> Tool:
     except GrammarError as error:
         raise ToolsError(f"{where}.function.parameters is not a usable JSON schema: {error}", "tools") from None
     description = function.get("description") or ""
-    return Tool(name, description if isinstance(description, str) else json.dumps(description), closed(parameters))
+    return Tool(name, description if isinstance(description, str) else json.dumps(description), as_llama_cpp_reads(parameters))
 
 
 def read_choice(tool_choice: Any, names: list[str]) -> tuple[str, Optional[str]]:

@@ -8,6 +8,7 @@ import json
 import re
 from typing import Callable, Optional, Sequence
 
+from kinetic.constraints.grammar import lark_json
 from kinetic.tools.calls import ToolCall
 from kinetic.tools.format import Markup, ToolFormat
 from kinetic.tools.formats.rules import quoted
@@ -41,7 +42,7 @@ def calls_rule_for(fenced: bool) -> Callable[[Sequence[Tool], bool, Markup], str
                  "deepseek_tool: " + " | ".join(f"deepseek_tool_{i}" for i in range(len(tools))),
                  "DEEPSEEK_WS: /[ \\t\\r\\n]{0,4}/"]
         for i, tool in enumerate(tools):
-            arguments = f"%json {json.dumps(tool.parameters)}"
+            arguments = lark_json(tool.parameters)
             if fenced:
                 opening, closing = quoted(f"{tool.name}\n{FENCE}\n"), quoted("\n```")
                 lines.append(f"deepseek_tool_{i}: {markup.literal(SEP)} {opening} {arguments} {closing}")

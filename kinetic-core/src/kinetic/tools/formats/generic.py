@@ -8,6 +8,7 @@ import json
 import re
 from typing import Sequence
 
+from kinetic.constraints.grammar import lark_json
 from kinetic.tools.calls import ToolCall
 from kinetic.tools.format import Markup, ToolFormat, one_of_schemas
 from kinetic.tools.formats.json_call import json_call
@@ -24,7 +25,7 @@ def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
     entries = [(quoted('"tool_call"'), call)] + [(quoted('"tool_calls"'), calls)] * parallel
     return "\n".join([
         "bare_calls: \"{\" GENERIC_WS generic_entry GENERIC_WS \"}\"",
-        "generic_entry: " + " | ".join(f"{key} GENERIC_WS \":\" GENERIC_WS %json {json.dumps(value)}"
+        "generic_entry: " + " | ".join(f"{key} GENERIC_WS \":\" GENERIC_WS {lark_json(value)}"
                                        for key, value in entries),
         "GENERIC_WS: /[ \\t\\r\\n]{0,4}/",
     ])

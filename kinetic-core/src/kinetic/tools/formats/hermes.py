@@ -9,6 +9,7 @@ import json
 import re
 from typing import Sequence
 
+from kinetic.constraints.grammar import lark_json
 from kinetic.tools.calls import ToolCall
 from kinetic.tools.format import Markup, ToolFormat, one_of_schemas
 from kinetic.tools.request import Tool
@@ -30,7 +31,7 @@ def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
         f"calls: hermes_call{more(markup.literal(OPEN) + ' hermes_call')}",
         f"hermes_call: HERMES_WS hermes_object HERMES_WS {markup.literal(CLOSE)}",
         f"bare_calls: hermes_object{more('hermes_object')}",
-        f"hermes_object: %json {json.dumps(one_of_schemas(tools))}",
+        f"hermes_object: {lark_json(one_of_schemas(tools))}",
         "HERMES_WS: /[ \\t\\r\\n]{0,4}/",
     ])
 

@@ -8,6 +8,7 @@ import json
 import re
 from typing import Sequence
 
+from kinetic.constraints.grammar import lark_json
 from kinetic.tools.calls import ToolCall
 from kinetic.tools.format import Markup, ToolFormat
 from kinetic.tools.formats.json_call import json_call
@@ -37,7 +38,7 @@ def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
              "LLAMA3_WS: /[ \\t\\r\\n]{0,4}/"]
     for i, tool in enumerate(tools):
         lines.append(f"llama3_tool_{i}: {quoted(json.dumps(tool.name))} LLAMA3_WS \",\" LLAMA3_WS "
-                     f"\"\\\"parameters\\\"\" LLAMA3_WS \":\" LLAMA3_WS %json {json.dumps(tool.parameters)}")
+                     f"\"\\\"parameters\\\"\" LLAMA3_WS \":\" LLAMA3_WS {lark_json(tool.parameters)}")
     return "\n".join(lines)
 
 

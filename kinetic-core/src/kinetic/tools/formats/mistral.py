@@ -9,6 +9,7 @@ import json
 import re
 from typing import Callable, Sequence
 
+from kinetic.constraints.grammar import lark_json
 from kinetic.tools.calls import ToolCall
 from kinetic.tools.format import Markup, ToolFormat, one_of_schemas
 from kinetic.tools.formats.json_call import json_call
@@ -39,7 +40,7 @@ def writes_named_with_id(source: str) -> bool:
 def list_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
     """After [TOOL_CALLS]: the JSON list of one call (or with parallel, more), each with its id."""
     calls = {"type": "array", "items": with_id(one_of_schemas(tools)), "minItems": 1}
-    return f"calls: MISTRAL_WS %json {json.dumps(calls if parallel else {**calls, 'maxItems': 1})}\n" \
+    return f"calls: MISTRAL_WS {lark_json(calls if parallel else {**calls, 'maxItems': 1})}\n" \
            "MISTRAL_WS: /[ \\t\\r\\n]{0,4}/"
 
 
@@ -73,8 +74,8 @@ def named_rule(with_call_id: bool) -> Callable[[Sequence[Tool], bool, Markup], s
                  "mistral_call: " + " | ".join(f"mistral_tool_{i}" for i in range(len(tools))),
                  f"MISTRAL_CALL_ID: /{ID_PATTERN}/",
                  "MISTRAL_WS: /[ \\t\\r\\n]{0,4}/"]
-        lines += [f"mistral_tool_{i}: {quoted(tool.name)}{call_id} {markup.literal(ARGS)} "
-                  f"%json {json.dumps(tool.parameters)}" for i, tool in enumerate(tools)]
+        lines += [f"mistral_tool_{i}: {quoted(tool.name)}{call_id} {markup.literal(ARGS)} {lark_json(tool.parameters)}"
+                  for i, tool in enumerate(tools)]
         return "\n".join(lines)
 
     return calls_rule

@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any, Optional, Sequence
 
+from kinetic.constraints.grammar import lark_json
 from kinetic.tools.calls import ToolCall
 from kinetic.tools.format import Markup, ToolFormat
 from kinetic.tools.formats.rules import arguments_in_order, in_order, quoted
@@ -52,7 +53,7 @@ def parameter_rule(name: str, schema: dict) -> str:
     opening = quoted(f"<parameter={name}>\n")
     if "string" in value_types(schema):
         return f"{opening} qwen_xml_text"
-    return f"{opening} %json {json.dumps(schema)} {quoted(VALUE_END)}"
+    return f"{opening} {lark_json(schema)} {quoted(VALUE_END)}"
 
 
 def read_calls(text: str, tools: Sequence[Tool]) -> tuple[list[ToolCall], int]:
