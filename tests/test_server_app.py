@@ -271,7 +271,7 @@ def test_a_client_that_leaves_stops_its_generation(served):
     for piece in run:
         gone.append(piece)
     assert len(gone) == 2 and run.finish_reason is None and run.usage.completion_tokens == 2
-    assert not served.turns.busy and served.turns.waiting == 0
+    assert not served.pool.busy and served.pool.waiting == 0
 
 
 def test_stop_scanner_holds_back_what_may_start_a_stop():

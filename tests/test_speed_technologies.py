@@ -16,6 +16,7 @@ from kinetic.engine.session import Session
 from kinetic.hookspecs import hookimpl
 import kinetic.plugins
 from kinetic.plugins import load_plugins
+from kinetic.server.parallel import slots_for
 from kinetic.server.serving import speed_line
 from kinetic.testing.gguf_factory import Dims, write_random_model
 
@@ -69,8 +70,9 @@ def test_the_session_collects_what_each_technology_provides(with_more_speed, hos
     assert session.drafter is with_more_speed and session.prompt_states is not None  # Guess's and Warm Start's
     (host,) = hosts
     assert (host.model_path, host.runner, host.state_dir) == (model, session.runner, tmp_path)
-    assert [t.name for t in session.speed_on] == ["warm-start", "guess"]
-    assert speed_line(session) == "Speed technologies on: Warm Start, Guess; off: RAD-1, Never"
+    assert [t.name for t in session.speed_on] == ["warm-start", "convoy", "guess"]
+    assert session.shared_passes  # Convoy's
+    assert speed_line(session) == "Speed technologies on: Warm Start, Convoy, Guess; off: RAD-1, Never"
 
 
 def test_off_takes_registered_names(with_more_speed):
@@ -79,9 +81,11 @@ def test_off_takes_registered_names(with_more_speed):
     with pytest.raises(typer.BadParameter) as refused:
         speed_names("zero-wait")
     assert str(refused.value) == ("unknown speed technology 'zero-wait'; use a comma-separated list of "
-                                  "rad1, warm-start, guess, never")
+                                  "rad1, warm-start, convoy, guess, never")
 
 
 def test_the_start_up_line_lists_the_registered_technologies_only(model):
-    session = Session(model, SessionOptions(device="cpu", ctx_size=64, off=("warm-start",)), announce=lambda line: None)
-    assert speed_line(session) == "Speed technologies on: RAD-1; off: Warm Start"
+    session = Session(model, SessionOptions(device="cpu", ctx_size=64, off=("warm-start", "convoy")),
+                      announce=lambda line: None)
+    assert speed_line(session) == "Speed technologies on: RAD-1; off: Warm Start, Convoy"
+    assert not session.shared_passes and slots_for(session, 4) == 1  # requests take turns

@@ -15,7 +15,7 @@ RENAMED = {
 # Things Kinetic does by itself: accepted and not needed. Values: whether the flag takes an argument.
 ACCEPTED = {
     "-fa": True, "--flash-attn": True, "--jinja": False, "--mmap": False, "-cb": False, "--cont-batching": False,
-    "-nocb": False, "--no-cont-batching": False, "--no-warmup": False, "--metrics": False, "--slots": False,
+    "-nocb": False, "--no-cont-batching": False, "--no-warmup": False, "--metrics": False,
     "--no-webui": False, "--embedding": False, "--embeddings": False, "-no-cnv": False, "--no-conversation": False,
     "-st": False, "--single-turn": False, "-b": True, "--batch-size": True, "-ub": True, "--ubatch-size": True,
     "-tb": True, "--threads-batch": True, "--cache-reuse": True, "--numa": True, "--prio": True, "--poll": True,
@@ -43,10 +43,8 @@ REFUSED = {
 
 
 # Flags the reference docs give Kinetic in a later version, in llama.cpp's spelling and in Kinetic's own.
-_ONE_REQUEST = "Kinetic serves one request at a time"
 _F16_CACHE = "Kinetic keeps keys and values in a float16 cache, llama.cpp's default"
 NOT_YET = {
-    **dict.fromkeys(["-np", "--parallel"], _ONE_REQUEST),
     **dict.fromkeys(["-ctk", "--cache-type-k", "-ctv", "--cache-type-v"], _F16_CACHE),
 }
 

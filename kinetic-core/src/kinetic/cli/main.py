@@ -91,12 +91,17 @@ def serve(
     allowed_hosts: str = typer.Option("", "--allowed-hosts", metavar="NAMES", show_default=False,
                                       help="without --api-key, host names to answer besides localhost and --host, "
                                            "comma-separated"),
+    parallel: Optional[int] = typer.Option(None, "-np", "--parallel", min=1, show_default=False,
+                                           help="requests run at once, sharing passes [default: on the CPU as many "
+                                                "full-context ones as half the free memory holds, up to 4]"),
+    slots: bool = typer.Option(True, "--slots/--no-slots", help="serve /slots, as llama-server"),
     options: dict = None,
 ) -> None:
     """Serve the OpenAI- and llama-server-compatible API at http://127.0.0.1:8080/v1 until Ctrl+C."""
     from kinetic.cli.serve import serve_command
 
-    serve_command(_one_model(model, model_option), host, port, alias, api_key, options, allowed_hosts)
+    serve_command(_one_model(model, model_option), host, port, alias, api_key, options, allowed_hosts, parallel,
+                  slots)
 
 
 @app.command()

@@ -12,7 +12,7 @@ from kinetic.server.serving import load_served_model, serve
 
 
 def serve_command(model: Path, host: str, port: int, alias: Optional[str], api_key: Optional[str],
-                  options: Mapping[str, Any], allowed_hosts: str) -> None:
-    served = load_served_model(model, session_options(options), alias=alias)
-    app = make_app(served, api_key=api_key, allowed_hosts=(host, *host_list(allowed_hosts)))
+                  options: Mapping[str, Any], allowed_hosts: str, parallel: Optional[int], slots: bool) -> None:
+    served = load_served_model(model, session_options(options), alias=alias, parallel=parallel)
+    app = make_app(served, api_key=api_key, allowed_hosts=(host, *host_list(allowed_hosts)), slots_route=slots)
     serve(app, served, host, port)

@@ -24,3 +24,7 @@ class Drafter(Protocol):
 
     def end(self, history: Sequence[int]) -> None:
         """The generation is over; history is everything it saw and wrote."""
+
+    def fork(self) -> "Drafter":
+        """A drafter for generations that run beside this one's (the server's slots); the two may share what
+        they learn from finished answers, never the state of a generation under way."""

@@ -42,6 +42,10 @@ class Provision:
     prompt_states: Optional[PromptStates] = None
     """Asked by every generation for a kept state of its prompt's start, and given the state it leaves."""
 
+    shared_passes: bool = False
+    """The runner takes rows of several sequences in one pass: the server may run --parallel requests at once,
+    each pass holding a step of every one (Convoy); without it, requests take turns."""
+
 
 @dataclass(frozen=True)
 class SpeedTechnology:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Generator, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -78,8 +78,36 @@ def prompt_batches(start: int, end: int, grid: int = PROMPT_GRID) -> Iterator[tu
         start = stop
 
 
-def feed(runner: Runner, seq: DeviceSequence, tokens: Sequence[int]) -> np.ndarray:
-    """Append tokens to seq in grid batches; the logits [n_vocab] of the last one."""
+@dataclass(frozen=True)
+class Pass:
+    """Rows a generation asks to run; whoever drives it sends back the logits of the rows that ask, in row
+    order (Runner.forward's answer), alone or as part of a pass shared with other generations."""
+
+    rows: list[Row]
+
+
+Step = Union[Pass, int]  # what a generation's steps give: a pass to run, or the next token of the answer
+Steps = Generator[Step, Optional[np.ndarray], None]
+
+
+def run_alone(runner: Runner, steps: Generator[Step, Optional[np.ndarray], Any]) -> Generator[int, None, Any]:
+    """The tokens of steps, each pass run on runner as soon as it is asked for, and what steps return;
+    closing this closes steps."""
+    try:
+        reply = None
+        while True:
+            step = steps.send(reply)
+            reply = runner.forward(step.rows) if isinstance(step, Pass) else None
+            if reply is None:
+                yield step
+    except StopIteration as done:
+        return done.value
+    finally:
+        steps.close()
+
+
+def feed_steps(seq: DeviceSequence, tokens: Sequence[int]) -> Generator[Pass, np.ndarray, np.ndarray]:
+    """Append tokens to seq in grid batches, one pass each; the logits [n_vocab] of the last one."""
     if not tokens:
         raise KineticError("the prompt is empty")
     first = seq.n_tokens
@@ -87,10 +115,19 @@ def feed(runner: Runner, seq: DeviceSequence, tokens: Sequence[int]) -> np.ndarr
     for start, stop in prompt_batches(first, first + len(tokens)):
         rows = [Row(seq, int(tokens[p - first]), p, parent=i - 1, logits=p == first + len(tokens) - 1)
                 for i, p in enumerate(range(start, stop))]
-        out = runner.forward(rows)
+        out = yield Pass(rows)
         if len(out):
             logits = out[-1]
     return logits
+
+
+def feed(runner: Runner, seq: DeviceSequence, tokens: Sequence[int]) -> np.ndarray:
+    """Append tokens to seq in grid batches, alone on runner; the logits [n_vocab] of the last one."""
+    try:
+        next(run_alone(runner, feed_steps(seq, tokens)))  # feeding picks no token: this ends at once
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("feeding a prompt picked a token")
 
 
 @dataclass
@@ -110,13 +147,19 @@ class Generation:
     timings: Timings = field(default_factory=Timings)
 
     def __iter__(self) -> Iterator[int]:
+        """The answer, alone on the runner."""
+        return run_alone(self.runner, self.steps())
+
+    def steps(self) -> Steps:
+        """The answer as passes to run and tokens picked (Pass, int), for a driver that may share each pass
+        with other generations (the server's Convoy) or run it alone (__iter__)."""
         watch = Stopwatch(self.runner)
-        logits = feed(self.runner, self.seq, self.prompt)
+        logits = yield from feed_steps(self.seq, self.prompt)
         self.timings.prompt_tokens = len(self.prompt)
         self.timings.prompt_seconds, self.timings.compile_seconds = watch.working(), watch.compiling()
         yield from self._decode(logits)
 
-    def _decode(self, logits: np.ndarray) -> Iterator[int]:
+    def _decode(self, logits: np.ndarray) -> Steps:
         history = [*self.context, *self.prompt]
         if self.drafter is not None:
             self.drafter.begin(history)
@@ -133,7 +176,7 @@ class Generation:
             if self.on_finish is not None:
                 self.on_finish(self, history[: self.seq.n_tokens])
 
-    def _passes(self, logits: np.ndarray, history: list[int], watch: Stopwatch) -> Iterator[int]:
+    def _passes(self, logits: np.ndarray, history: list[int], watch: Stopwatch) -> Steps:
         """Each pass ran the last token and a draft; row j's logits pick the token after draft[:j]."""
         rows_logits, draft = [logits], []
         while True:
@@ -158,7 +201,7 @@ class Generation:
             draft = self._draft(history)
             position = self.seq.n_tokens
             rows = [Row(self.seq, t, position + i, parent=i - 1, logits=True) for i, t in enumerate([token, *draft])]
-            rows_logits = self.runner.forward(rows)
+            rows_logits = yield Pass(rows)
 
     def _draft(self, history: list[int]) -> list[int]:
         """Guesses for after history that fit the context and the token budget."""

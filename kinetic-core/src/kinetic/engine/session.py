@@ -55,7 +55,7 @@ def check_gpu_layers(requested: Optional[int], model: ModelFile) -> None:
 def attach_speed(host: SpeedHost, off: Collection[str]) -> tuple[list[SpeedTechnology], Provision]:
     """The registered speed technologies not turned off that attach to host, and what they provide together
     (a later technology's drafter or prompt states replace an earlier one's)."""
-    on, drafter, prompt_states = [], None, None
+    on, drafter, prompt_states, shared = [], None, None, False
     for technology in plugins().speed_technologies:
         provision = None if technology.name in off else technology.attach(host)
         if provision is None:
@@ -63,7 +63,8 @@ def attach_speed(host: SpeedHost, off: Collection[str]) -> tuple[list[SpeedTechn
         on.append(technology)
         drafter = drafter if provision.drafter is None else provision.drafter
         prompt_states = prompt_states if provision.prompt_states is None else provision.prompt_states
-    return on, Provision(drafter, prompt_states)
+        shared = shared or provision.shared_passes
+    return on, Provision(drafter, prompt_states, shared)
 
 
 class Session:
@@ -91,6 +92,7 @@ class Session:
         self.speed_off = [t for t in plugins().speed_technologies if t not in self.speed_on]
         self.drafter: Optional[Drafter] = provided.drafter
         self.prompt_states: Optional[PromptStates] = provided.prompt_states
+        self.shared_passes = provided.shared_passes
 
     @property
     def template(self) -> ChatTemplate:
@@ -134,11 +136,12 @@ class Session:
     def generate(self, seq: DeviceSequence, tokens: Sequence[int], settings: SamplingSettings,
                  max_tokens: int, cached: Sequence[int] = (),
                  on_pick: Optional[Callable[[np.ndarray, int], None]] = None, reuse: bool = True,
-                 grammar: Optional[Grammar] = None) -> Generation:
+                 grammar: Optional[Grammar] = None, drafter: Optional[Drafter] = None) -> Generation:
         """An answer to the whole context `tokens`; seq holds `cached`, and keeps their common start.
         on_pick(logits [n_vocab] float32, token) sees the raw logits of every token picked (for logprobs);
         reuse=False restores no kept prompt state (the answer is the same either way, only slower);
-        grammar: every token is picked among those the grammar allows next."""
+        grammar: every token is picked among those the grammar allows next; drafter: the one to draft with, where
+        answers are generated side by side (None: the session's)."""
         check_prompt(tokens, self.tokenizer.n_vocab, self.context_length)
         state = SamplerState.start(settings, self._dry_breakers(settings))
         matcher = None if grammar is None else Matcher(grammar, self.tokenizer)
@@ -159,5 +162,5 @@ class Session:
         seq.truncate(keep)
         on_finish = None if states is None else (lambda g, held: states.store(g.seq, held, g.timings))
         return Generation(self.runner, seq, tokens[keep:], pick_next, max_tokens, self.context_length,
-                          frozenset(self.tokenizer.eog_ids), context=tokens[:keep], drafter=self.drafter,
+                          frozenset(self.tokenizer.eog_ids), context=tokens[:keep], drafter=drafter or self.drafter,
                           on_finish=on_finish)

@@ -17,9 +17,10 @@ JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/compl
 
 
 def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int = MAX_OPEN,
-             allowed_hosts: Collection[str] = ()) -> falcon.App:
+             allowed_hosts: Collection[str] = (), slots_route: bool = True) -> falcon.App:
     """api_key: required on every route but /health; max_open: requests served at once, more get a 503;
-    allowed_hosts: without api_key, the Host names answered besides loopback ones (--host, --allowed-hosts)."""
+    allowed_hosts: without api_key, the Host names answered besides loopback ones (--host, --allowed-hosts);
+    slots_route: off, /slots is not served (--no-slots, as llama-server)."""
     app = falcon.App(middleware=[Guard(api_key, JSON_ROUTES, max_open, allowed_hosts)], cors_enable=False)
     app.req_options.strip_url_path_trailing_slash = True
     add_handlers(app)
@@ -35,7 +36,7 @@ def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int =
         "/v1/completions": openai.Completions(served, chat=False),
         "/completion": llama_completion, "/completions": llama_completion,
         "/tokenize": llamacpp.Tokenize(served), "/detokenize": llamacpp.Detokenize(served),
-        "/props": llamacpp.Props(served), "/slots": llamacpp.Slots(served),
+        "/props": llamacpp.Props(served), **({"/slots": llamacpp.Slots(served)} if slots_route else {}),
         "/metrics": metrics, "/v1/metrics": metrics,
         **not_served_routes(served),
     }

@@ -116,7 +116,7 @@ class Props:
         resp.media = {
             "default_generation_settings": {"n_ctx": self.served.context_length, "model": self.served.name,
                                             "params": {**params, **self._chat_format(chat)}},
-            "total_slots": 1, "model_path": str(session.path), "model_alias": self.served.name,
+            "total_slots": len(self.served.pool.slots), "model_path": str(session.path), "model_alias": self.served.name,
             "chat_template": template or "", **self._template_caps(chat),
             "modalities": {"vision": False, "audio": False}, "build_info": f"kinetic {__version__}",
         }
@@ -149,7 +149,7 @@ class Slots:
         self.served = served
 
     def on_get(self, req, resp):
-        resp.media = [self.served.slot.report(self.served.context_length)]
+        resp.media = [slot.report.report(self.served.context_length) for slot in self.served.pool.slots]
 
 
 class Health:
@@ -159,8 +159,8 @@ class Health:
         self.served = served
 
     def on_get(self, req, resp):
-        busy = int(self.served.turns.busy)
-        resp.media = {"status": "ok", "slots_idle": 1 - busy, "slots_processing": busy}
+        pool = self.served.pool
+        resp.media = {"status": "ok", "slots_idle": len(pool.slots) - pool.busy, "slots_processing": pool.busy}
 
 
 class Metrics:
@@ -168,6 +168,6 @@ class Metrics:
         self.served = served
 
     def on_get(self, req, resp):
-        turns = self.served.turns
+        pool = self.served.pool
         resp.content_type = "text/plain; version=0.0.4"
-        resp.text = self.served.metrics.prometheus(int(turns.busy), turns.waiting)
+        resp.text = self.served.metrics.prometheus(pool.busy, pool.waiting)

@@ -63,8 +63,9 @@ def _rate(tokens: float, seconds: float) -> float:
 
 @dataclass
 class Slot:
-    """The one slot's current or last request, as /slots reports it."""
+    """A slot's current or last request, as /slots reports it."""
 
+    id: int = 0
     id_task: int = -1
     is_processing: bool = False
     n_prompt_tokens: int = 0
@@ -77,7 +78,7 @@ class Slot:
 
     def report(self, n_ctx: int) -> dict[str, Any]:
         return {
-            "id": 0, "id_task": self.id_task, "n_ctx": n_ctx, "is_processing": self.is_processing,
+            "id": self.id, "id_task": self.id_task, "n_ctx": n_ctx, "is_processing": self.is_processing,
             "n_prompt_tokens": self.n_prompt_tokens, "n_prompt_tokens_processed": self.n_prompt_tokens_processed,
             "n_prompt_tokens_cache": self.n_prompt_tokens_cache, "params": self.params, "prompt": self.prompt,
             "next_token": {"has_next_token": self.is_processing, "n_decoded": self.n_decoded,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
@@ -11,13 +12,15 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 
 from kinetic.constraints import Grammar
+from kinetic.contracts.drafting import Drafter
+from kinetic.engine.convoy import Convoy
 from kinetic.engine.generate import Generation, check_prompt
 from kinetic.engine.session import Session
 from kinetic.sampling.settings import SamplingSettings
 from kinetic.server.logprobs import TokenLogprobs, token_logprobs
-from kinetic.server.metrics import Metrics, Slot
+from kinetic.server.metrics import Metrics
 from kinetic.server.stops import StopScanner
-from kinetic.server.turns import Turns
+from kinetic.server.slots import ServedSlot, SlotPool
 from kinetic.tools import Markup, Tool, ToolFormat, format_for
 from kinetic.tools.grammar import markup_for
 
@@ -67,18 +70,16 @@ class Usage:
 
 
 class ServedModel:
-    """The model the server answers with. Not thread-safe itself: every run takes a turn first."""
+    """The model the server answers with: parallel slots, whose requests share passes (Convoy)."""
 
-    def __init__(self, session: Session, name: Optional[str] = None):
+    def __init__(self, session: Session, name: Optional[str] = None, parallel: int = 1):
         self.session = session
         self.name = name or session.name
         self.created = int(time.time())
-        self.turns = Turns()
         self.metrics = Metrics()
-        self.slot = Slot()
-        self._seq = session.new_sequence()
-        self._cached: list[int] = []  # the tokens self._seq holds
-        self._tasks = 0
+        self.pool = SlotPool([ServedSlot(i, session.new_sequence(), drafter_for(session, i)) for i in range(parallel)])
+        self.convoy = Convoy(session.runner)
+        self._tasks = itertools.count(1)
 
     @property
     def context_length(self) -> int:
@@ -102,38 +103,35 @@ class ServedModel:
 
     def warm_up(self) -> None:
         """Load the kernels before the first request needs them."""
-        self.session.warm_up(self._seq)
+        self.session.warm_up(self.pool.slots[0].seq)
 
     def run(self, job: Job, cancelled: Cancelled = never) -> Run:
-        """The run of job, once its turn comes. The engine checks the prompt when the run starts; it is checked
+        """The run of job, once a slot is free. The engine checks the prompt when the run starts; it is checked
         here too, as the request arrives, so that a refused stream gets its 400 instead of a 200 and an error."""
         check_prompt(job.prompt, self.session.tokenizer.n_vocab, self.context_length)
         return Run(self, job, cancelled)
 
-    def generate(self, job: Job, settings: SamplingSettings,
+    def generate(self, slot: ServedSlot, job: Job, settings: SamplingSettings,
                  on_pick: Optional[Callable[[np.ndarray, int], None]] = None) -> Generation:
-        """The answer to job on the served sequence, resuming from the tokens it holds unless job.cache_prompt
-        is off. Run calls it on its turn, then remember or forget when the answer ends."""
-        cached = self._cached if job.cache_prompt else []
-        return self.session.generate(self._seq, job.prompt, settings, job.max_tokens, cached, on_pick,
-                                     reuse=job.cache_prompt, grammar=job.grammar)
+        """The answer to job on slot's sequence, resuming from the tokens it holds unless job.cache_prompt is
+        off. The convoy's thread calls it when the run joins; Run remembers or forgets when the answer ends."""
+        cached = slot.cached if job.cache_prompt else []
+        return self.session.generate(slot.seq, job.prompt, settings, job.max_tokens, cached, on_pick,
+                                     reuse=job.cache_prompt, grammar=job.grammar, drafter=slot.drafter)
 
-    def remember(self, tokens: list[int]) -> None:
-        """After an answer: the context it ended with; the sequence holds its start, which the next request reuses."""
-        self._cached = tokens[: self._seq.n_tokens]
-
-    def forget(self) -> None:
-        """After a failed answer: what the sequence holds is unknown, so the next request starts from nothing."""
-        self._seq.truncate(0)
-        self._cached = []
-
-    def start_task(self, job: Job, cached: int, settings: SamplingSettings) -> None:
-        """What /slots shows from now on: a new task running job, with cached prompt tokens reused."""
-        self._tasks += 1
-        self.slot = dataclasses.replace(
-            self.slot, id_task=self._tasks, is_processing=True, n_prompt_tokens=len(job.prompt),
+    def start_task(self, slot: ServedSlot, job: Job, cached: int, settings: SamplingSettings) -> None:
+        """What /slots shows of slot from now on: a new task running job, with cached prompt tokens reused."""
+        slot.report = dataclasses.replace(
+            slot.report, id_task=next(self._tasks), is_processing=True, n_prompt_tokens=len(job.prompt),
             n_prompt_tokens_processed=len(job.prompt) - cached, n_prompt_tokens_cache=cached, n_decoded=0,
             n_predict=job.max_tokens, prompt=job.prompt_text, params=settings_report(settings))
+
+
+def drafter_for(session: Session, index: int) -> Optional[Drafter]:
+    """Slot index's drafter: the session's for the first, a fork of it for the others, so that drafts of
+    answers generated side by side do not mix."""
+    drafter = session.drafter
+    return drafter if drafter is None or index == 0 else drafter.fork()
 
 
 def settings_report(settings) -> dict[str, Any]:
@@ -159,44 +157,51 @@ class Run:
     timings: Any = None  # the generation's Timings, once it ended
 
     def __iter__(self) -> Iterator[Piece]:
-        if not self.served.turns.acquire(self.cancelled):
+        slot = self.served.pool.acquire(self.job.prompt, self.cancelled)
+        if slot is None:
             return
         try:
-            yield from self._generate()
+            yield from self._generate(slot)
         finally:
-            self.served.slot.is_processing = False
-            self.served.turns.release()
+            slot.report.is_processing = False
+            self.served.pool.release(slot)
 
-    def _generate(self) -> Iterator[Piece]:
+    def _generate(self, slot: ServedSlot) -> Iterator[Piece]:
         served, job = self.served, self.job
-        self.settings = served.session.settings(job.overrides)
+        self.settings = settings = served.session.settings(job.overrides)
         picked: list[TokenLogprobs] = []
         on_pick = None if job.top_logprobs is None else (
             lambda logits, token: picked.append(token_logprobs(logits, token, job.top_logprobs)))
-        generation = served.generate(job, self.settings, on_pick)
-        cached = len(generation.context)
-        self.usage = Usage(prompt_tokens=len(job.prompt), cached_tokens=cached)
-        served.start_task(job, cached, self.settings)
-        tokens = iter(generation)
+
+        def make() -> Generation:  # on the convoy's thread
+            generation = served.generate(slot, job, settings, on_pick)
+            served.start_task(slot, job, len(generation.context), settings)
+            return generation
+
+        ride = served.convoy.join(make)
         answer: list[int] = []
         shown = served.shown_markers if job.tool_format is not None else frozenset()
         try:
-            yield from self._pieces(tokens, answer, picked, served.session.tokenizer.detokenizer(False, shown))
+            yield from self._pieces(slot, ride.tokens(self.cancelled), answer, picked,
+                                    served.session.tokenizer.detokenizer(False, shown))
         except Exception:
-            served.forget()
+            ride.leave()
+            slot.forget()
             raise
         finally:
-            tokens.close()
-            served.remember(job.prompt + answer)
-            self._finish(generation.timings, len(answer))
+            ride.leave()  # the generation is closed: its sequence holds what it will hold
+            if ride.generation is not None:
+                slot.remember(job.prompt + answer)
+                self._finish(ride.generation, len(answer))
 
-    def _pieces(self, tokens: Iterator[int], answer: list[int], picked: list[TokenLogprobs],
+    def _pieces(self, slot: ServedSlot, tokens: Iterator[int], answer: list[int], picked: list[TokenLogprobs],
                 detokenizer) -> Iterator[Piece]:
         scanner = StopScanner(self.job.stops)
         for token in tokens:
             answer.append(token)
-            self.served.slot.n_decoded = len(answer)
-            yield Piece(scanner.feed(detokenizer.feed(token)), token, picked[-1] if picked else None)
+            slot.report.n_decoded = len(answer)
+            scored = picked[len(answer) - 1] if picked else None
+            yield Piece(scanner.feed(detokenizer.feed(token)), token, scored)
             if scanner.found is not None or self.cancelled():
                 break
         tail = scanner.feed(detokenizer.finish()) + scanner.finish()
@@ -205,9 +210,9 @@ class Run:
         if scanner.found is not None:
             self.finish_reason, self.stop_word = "stop", scanner.found
 
-    def _finish(self, timings, n_answer: int) -> None:
-        self.timings = timings
-        self.usage.completion_tokens = n_answer
+    def _finish(self, generation: Generation, n_answer: int) -> None:
+        self.timings = timings = generation.timings
+        self.usage = Usage(len(self.job.prompt), n_answer, len(generation.context))
         if self.finish_reason is None and not self.cancelled():
             self.finish_reason = timings.finish_reason
         self.served.metrics.record(timings.prompt_tokens, self.usage.cached_tokens, timings.prompt_seconds,

@@ -1,4 +1,4 @@
-"""The kinetic-speed plugin: registers RAD-1 and Warm Start."""
+"""The kinetic-speed plugin: registers RAD-1, Warm Start and Convoy."""
 
 import os
 from pathlib import Path
@@ -24,11 +24,19 @@ def _attach_warm_start(host: SpeedHost) -> Provision:
     return Provision(prompt_states=WarmStart(folder, identity))
 
 
+def _attach_convoy(host: SpeedHost) -> Provision:
+    """Every runner takes rows of several sequences in one pass (kinetic.contracts.device.Runner.forward), and
+    its kernels are batch-invariant, so requests can share passes on any device."""
+    return Provision(shared_passes=True)
+
+
 RAD1 = SpeedTechnology(name="rad1", title="RAD-1", attach=_attach_rad1)
 WARM_START = SpeedTechnology(name="warm-start", title="Warm Start", attach=_attach_warm_start)
+CONVOY = SpeedTechnology(name="convoy", title="Convoy", attach=_attach_convoy)
 
 
 @hookimpl
 def register_speed_technologies(register):
     register(RAD1)
     register(WARM_START)
+    register(CONVOY)

@@ -55,3 +55,7 @@ class Rad1Drafter:
 
     def end(self, history: Sequence[int]) -> None:
         self.log.record(history)
+
+    def fork(self) -> Rad1Drafter:
+        """Its own context and policy; the log of earlier answers is shared."""
+        return Rad1Drafter(self.log)

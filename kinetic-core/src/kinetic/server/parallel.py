@@ -1,0 +1,36 @@
+"""How many requests the server runs at once (--parallel, llama.cpp's -np): what the user says, else on the
+CPU as many full-context sequences as half the available memory holds, up to four."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from kinetic.engine.session import Session
+from kinetic.system import memory
+
+MOST_BY_DEFAULT = 4
+CPU_CACHE_BYTES = 4  # the CPU keeps keys and values in float32
+
+
+def slots_for(session: Session, parallel: Optional[int]) -> int:
+    """The number of slots: one where requests cannot share passes (Convoy off), else parallel or the default."""
+    if not session.shared_passes:
+        return 1
+    if parallel is not None:
+        return parallel
+    if session.device.name != "cpu":
+        return MOST_BY_DEFAULT
+    _, available = memory()
+    if available is None:
+        return 1
+    return max(1, min(MOST_BY_DEFAULT, available // 2 // sequence_bytes(session)))
+
+
+def sequence_bytes(session: Session) -> int:
+    """The keys and values of one full-context sequence on the CPU."""
+    model = session.model
+    heads = int(model.arch_value("attention.head_count", 1))
+    kv_heads = int(model.arch_value("attention.head_count_kv", heads))
+    head_dim = int(model.arch_value("attention.key_length", int(model.arch_value("embedding_length", 1)) // heads))
+    layers = int(model.arch_value("block_count", 1))
+    return max(1, 2 * layers * session.context_length * kv_heads * head_dim * CPU_CACHE_BYTES)

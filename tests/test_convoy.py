@@ -1,0 +1,88 @@
+"""Convoy: requests on several slots share passes, and each answer is token for token the answer it gets
+alone, greedy and seeded, whatever runs beside it (docs/exactness.md, section 1), on both real models."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from falcon import testing
+
+from kinetic.engine.options import SessionOptions
+from kinetic.engine.session import Session
+from kinetic.server import make_app
+from kinetic.server.served import Job, ServedModel
+
+TEXTS = ["Rivers of the world, a list:\n1.", "def fibonacci(n):\n", "The three laws of motion are",
+         "Q: What is a mutex?\nA:"]
+LONG = "Once upon a time, in a land of rivers and hills, " * 60  # more than one prompt chunk (512 tokens)
+LENGTHS = [24, 40, 16, 32]
+
+
+@pytest.fixture(scope="module", params=["qwen", "gemma"])
+def servers(request) -> tuple[ServedModel, ServedModel]:
+    """(the model on three slots, the same on one), RAD-1 on, Warm Start off."""
+    session = Session(request.getfixturevalue(f"{request.param}_gguf"),
+                      SessionOptions(device="cpu", ctx_size=1024, off=("warm-start",)))
+    return ServedModel(session, parallel=3), ServedModel(session, parallel=1)
+
+
+def jobs(served: ServedModel, settings: dict) -> list[Job]:
+    encode = served.session.tokenizer.encode
+    texts = [*TEXTS, LONG + "The end. What was it about?"]
+    lengths = [*LENGTHS, 12]
+    return [Job(encode(text, add_special=True), {**settings, "seed": settings.get("seed", 0) + i}, n)
+            for i, (text, n) in enumerate(zip(texts, lengths))]
+
+
+def tokens(served: ServedModel, job: Job) -> list[int]:
+    return [piece.token for piece in served.run(job) if piece.token is not None]
+
+
+@pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "seed": 11}], ids=["greedy", "seeded"])
+def test_answers_side_by_side_are_the_answers_alone(servers, settings):
+    convoy, alone = servers
+    wanted = [tokens(alone, job) for job in jobs(alone, settings)]
+    got: dict[int, list[int]] = {}
+    busy = []
+
+    def ask(i: int, job: Job) -> None:
+        time.sleep(0.2 * i)  # arriving at different times, while the others run
+        got[i] = tokens(convoy, job)
+
+    threads = [threading.Thread(target=ask, args=(i, job)) for i, job in enumerate(jobs(convoy, settings))]
+    for thread in threads:
+        thread.start()
+    while any(thread.is_alive() for thread in threads):
+        busy.append(convoy.pool.busy)
+        time.sleep(0.05)
+    assert [got[i] for i in range(len(wanted))] == wanted
+    assert max(busy) == 3  # three ran at once; the fifth waited for a slot
+    assert convoy.pool.busy == 0 and convoy.pool.waiting == 0
+
+
+def test_a_request_that_leaves_frees_its_slot_and_the_others_go_on(servers):
+    convoy, alone = servers
+    first, second = jobs(convoy, {"temp": 0})[:2]
+    wanted = tokens(alone, second)
+    left = []
+    leaving = convoy.run(first, cancelled=lambda: len(left) >= 3)
+    staying = iter(convoy.run(second))
+    got = [next(staying).token]
+    for piece in leaving:
+        left.append(piece)
+    got += [piece.token for piece in staying if piece.token is not None]
+    assert len(left) == 3 and got == wanted
+    assert convoy.pool.busy == 0
+
+
+def test_the_slots_are_reported_and_no_slots_hides_them(servers):
+    convoy, _ = servers
+    client = testing.TestClient(make_app(convoy), headers={"Host": "localhost"})
+    assert client.simulate_get("/health").json == {"status": "ok", "slots_idle": 3, "slots_processing": 0}
+    assert client.simulate_get("/props").json["total_slots"] == 3
+    assert [slot["id"] for slot in client.simulate_get("/slots").json] == [0, 1, 2]
+    assert "llamacpp:requests_processing 0" in client.simulate_get("/metrics").text
+    hidden = testing.TestClient(make_app(convoy, slots_route=False), headers={"Host": "localhost"})
+    assert hidden.simulate_get("/slots").status_code == 404
