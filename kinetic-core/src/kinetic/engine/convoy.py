@@ -8,24 +8,30 @@ from __future__ import annotations
 import dataclasses
 import queue
 import threading
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Protocol
 
 import numpy as np
 
 from kinetic.contracts.device import Row, Runner
-from kinetic.engine.generate import Generation, Pass, Steps
+from kinetic.engine.generate import Pass, Steps
 
 POLL = 0.25  # seconds between checks that a rider's client is still there
 _END = object()
+
+
+class Stepped(Protocol):
+    """What rides: a Generation, or a prompt run ahead (engine.prefill.Prefill)."""
+
+    def steps(self) -> Steps: ...
 
 
 class Ride:
     """One generation in the convoy. Its tokens are read from any thread; the convoy's thread makes the
     generation (make(), so that whatever it does on the device happens there) and runs its passes."""
 
-    def __init__(self, make: Callable[[], Generation]):
+    def __init__(self, make: Callable[[], Stepped]):
         self._make = make
-        self.generation: Optional[Generation] = None  # once made
+        self.generation: Optional[Stepped] = None  # once made
         self._steps: Optional[Steps] = None
         self._reply: Optional[np.ndarray] = None
         self._out: queue.SimpleQueue = queue.SimpleQueue()
@@ -110,7 +116,7 @@ class Convoy:
         self._joining: list[Ride] = []
         self._thread: Optional[threading.Thread] = None
 
-    def join(self, make: Callable[[], Generation]) -> Ride:
+    def join(self, make: Callable[[], Stepped]) -> Ride:
         ride = Ride(make)
         with self._cond:
             self._joining.append(ride)

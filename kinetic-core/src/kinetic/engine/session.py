@@ -19,6 +19,7 @@ from kinetic.contracts.speed import Provision, SpeedHost, SpeedTechnology
 from kinetic.engine.devices import open_runner
 from kinetic.engine.generate import Generation, check_prompt
 from kinetic.engine.options import SessionOptions
+from kinetic.engine.prefill import Prefill, ahead_end
 from kinetic.errors import KineticError
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
@@ -133,6 +134,23 @@ class Session:
             position += n
         seq.truncate(0)
 
+    def resume(self, seq: DeviceSequence, tokens: Sequence[int], cached: Sequence[int], reuse: bool = True) -> int:
+        """Where a run of tokens starts on seq, which holds cached: their common start (at least one token is
+        left to run, for its logits), or further where a kept prompt state was restored; seq is cut there."""
+        keep = common_prefix(cached, tokens, limit=len(tokens) - 1)
+        if self.prompt_states is not None and reuse:
+            keep = self.prompt_states.restore(self.runner, seq, tokens, keep)
+        seq.truncate(keep)
+        return keep
+
+    def prefill(self, seq: DeviceSequence, tokens: Sequence[int], cached: Sequence[int], upto: int,
+                give_way: Callable[[], bool]) -> Prefill:
+        """tokens (a prompt to come) run ahead on seq, which holds cached, up to the last prompt batch boundary
+        at or before upto, from where the request would start (Zero Wait)."""
+        check_prompt(tokens, self.tokenizer.n_vocab, self.context_length)
+        start = self.resume(seq, tokens, cached)
+        return Prefill(seq, tokens, start, ahead_end(start, min(upto, len(tokens) - 1)), give_way)
+
     def generate(self, seq: DeviceSequence, tokens: Sequence[int], settings: SamplingSettings,
                  max_tokens: int, cached: Sequence[int] = (),
                  on_pick: Optional[Callable[[np.ndarray, int], None]] = None, reuse: bool = True,
@@ -155,11 +173,8 @@ class Session:
                 on_pick(logits, token)
             return token
 
-        keep = common_prefix(cached, tokens, limit=len(tokens) - 1)  # at least one token runs, for its logits
+        keep = self.resume(seq, tokens, cached, reuse)
         states = self.prompt_states
-        if states is not None and reuse:
-            keep = states.restore(self.runner, seq, tokens, keep)
-        seq.truncate(keep)
         on_finish = None if states is None else (lambda g, held: states.store(g.seq, held, g.timings))
         return Generation(self.runner, seq, tokens[keep:], pick_next, max_tokens, self.context_length,
                           frozenset(self.tokenizer.eog_ids), context=tokens[:keep], drafter=drafter or self.drafter,

@@ -8,12 +8,13 @@ import falcon
 
 from kinetic.server import llamacpp, openai
 from kinetic.server.errors import add_handlers
+from kinetic.server.prefill import Prefill
 from kinetic.server.security import MAX_OPEN, Guard
 from kinetic.server.served import ServedModel
 from kinetic.server.unserved import not_served_routes
 
 # Bodies of these must be application/json (the OpenAI routes); llama-server's routes take any type.
-JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions"})
+JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/prefill"})
 
 
 def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int = MAX_OPEN,
@@ -34,6 +35,7 @@ def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int =
         "/v1/models": models, "/models": models,
         "/v1/chat/completions": chat, "/chat/completions": chat,
         "/v1/completions": openai.Completions(served, chat=False),
+        "/v1/prefill": Prefill(served),
         "/completion": llama_completion, "/completions": llama_completion,
         "/tokenize": llamacpp.Tokenize(served), "/detokenize": llamacpp.Detokenize(served),
         "/props": llamacpp.Props(served), **({"/slots": llamacpp.Slots(served)} if slots_route else {}),

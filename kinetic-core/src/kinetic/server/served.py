@@ -80,6 +80,8 @@ class ServedModel:
         self.pool = SlotPool([ServedSlot(i, session.new_sequence(), drafter_for(session, i)) for i in range(parallel)])
         self.convoy = Convoy(session.runner)
         self._tasks = itertools.count(1)
+        self._prefills = itertools.count(1)
+        self._latest_prefill = 0
 
     @property
     def context_length(self) -> int:
@@ -118,6 +120,27 @@ class ServedModel:
         cached = slot.cached if job.cache_prompt else []
         return self.session.generate(slot.seq, job.prompt, settings, job.max_tokens, cached, on_pick,
                                      reuse=job.cache_prompt, grammar=job.grammar, drafter=slot.drafter)
+
+    def prefill(self, tokens: list[int], upto: int) -> int:
+        """Zero Wait: the prompt of a request to come run ahead on a free slot, up to the last prompt batch
+        boundary at or before upto; it gives way when a request waits for a slot or a newer prefill comes.
+        The number of the prompt's tokens the slot then holds (0 when no slot was free)."""
+        self._latest_prefill = mine = next(self._prefills)
+        slot = self.pool.take_free(tokens)
+        if slot is None:
+            return 0
+        try:
+            give_way = lambda: self.pool.waiting > 0 or self._latest_prefill != mine  # noqa: E731
+            ride = self.convoy.join(lambda: self.session.prefill(slot.seq, tokens, slot.cached, upto, give_way))
+            for _ in ride.tokens(never):
+                pass
+            slot.remember(tokens)
+            return slot.seq.n_tokens
+        except Exception:
+            slot.forget()
+            raise
+        finally:
+            self.pool.release(slot)
 
     def start_task(self, slot: ServedSlot, job: Job, cached: int, settings: SamplingSettings) -> None:
         """What /slots shows of slot from now on: a new task running job, with cached prompt tokens reused."""

@@ -69,10 +69,18 @@ class SlotPool:
                     return None
                 self._cond.wait(POLL)
             self._queue.popleft()
-            slot = max(self._free, key=lambda free: free.shared_start(prompt))
-            self._free.remove(slot)
             self._cond.notify_all()
-            return slot
+            return self._take(prompt)
+
+    def take_free(self, prompt: Sequence[int]) -> Optional[ServedSlot]:
+        """A free slot for prompt if one is free and nobody waits for one; else None, at once."""
+        with self._cond:
+            return None if self._queue or not self._free else self._take(prompt)
+
+    def _take(self, prompt: Sequence[int]) -> ServedSlot:
+        slot = max(self._free, key=lambda free: free.shared_start(prompt))
+        self._free.remove(slot)
+        return slot
 
     def release(self, slot: ServedSlot) -> None:
         with self._cond:

@@ -1,0 +1,58 @@
+"""Zero Wait: /v1/prefill runs a conversation ahead while its last message is written; the answer that follows
+is the answer without it, and only the rest runs."""
+
+from __future__ import annotations
+
+import pytest
+from falcon import testing
+
+from kinetic.engine.options import SessionOptions
+from kinetic.engine.prefill import Prefill, ahead_end
+from kinetic.engine.session import Session
+from kinetic.server import ServedModel, make_app
+
+DOCUMENT = "Report. " + " ".join(f"Section {i}: the river rose {i} cm on day {i}." for i in range(70))
+QUESTION = "What does section 12 say?"
+LOCAL = {"Host": "localhost"}
+
+
+@pytest.fixture(scope="module")
+def session(qwen_gguf) -> Session:
+    return Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=2048, off=("warm-start",)))
+
+
+def client(session: Session) -> testing.TestClient:
+    return testing.TestClient(make_app(ServedModel(session, parallel=2)), headers=LOCAL)
+
+
+def ask(client: testing.TestClient, route: str, text: str, **fields) -> dict:
+    result = client.simulate_post(route, json={"messages": [{"role": "user", "content": text}], **fields})
+    assert result.status_code == 200, result.text
+    return result.json
+
+
+@pytest.mark.parametrize("settings", [{"temperature": 0}, {"temperature": 0.8, "seed": 3}], ids=["greedy", "seeded"])
+def test_prefills_change_no_answer_and_the_request_runs_only_the_rest(session, settings):
+    fresh, ahead = client(session), client(session)
+    message = f"{DOCUMENT}\n\n{QUESTION}"
+    wanted = ask(fresh, "/v1/chat/completions", message, max_tokens=12, **settings)
+    typed = [ask(ahead, "/v1/prefill", message[:n]) for n in (len(DOCUMENT) // 2, len(DOCUMENT) + 9, len(message))]
+    assert [t["object"] for t in typed] == ["prefill"] * 3
+    assert typed[-1]["cached_tokens"] >= 512 and typed[-1]["cached_tokens"] % 512 == 0
+    got = ask(ahead, "/v1/chat/completions", message, max_tokens=12, **settings)
+    assert got["choices"] == wanted["choices"]
+    assert got["usage"]["prompt_tokens_details"]["cached_tokens"] >= typed[-1]["cached_tokens"]
+
+
+def test_a_short_message_runs_nothing_ahead(session):
+    assert ask(client(session), "/v1/prefill", "Hi there")["cached_tokens"] == 0
+
+
+def test_a_run_ahead_gives_way_after_every_batch(session):
+    seq = session.new_sequence()
+    tokens = list(range(100, 1400))
+    asked = []
+    run = Prefill(seq, tokens, 0, ahead_end(0, 1300), lambda: len(asked) >= 2 or asked.append(1))
+    passes = list(run.steps())
+    assert [len(p.rows) for p in passes] == [512, 512]
+    assert ahead_end(0, 1300) == 1024 and ahead_end(700, 1300) == 1024 and ahead_end(700, 900) == 700
