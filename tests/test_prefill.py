@@ -56,3 +56,8 @@ def test_a_run_ahead_gives_way_after_every_batch(session):
     passes = list(run.steps())
     assert [len(p.rows) for p in passes] == [512, 512]
     assert ahead_end(0, 1300) == 1024 and ahead_end(700, 1300) == 1024 and ahead_end(700, 900) == 700
+
+
+def test_with_zero_wait_off_nothing_runs_ahead(qwen_gguf):
+    session = Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=2048, off=("warm-start", "zero-wait")))
+    assert ask(client(session), "/v1/prefill", f"{DOCUMENT}\n\n{QUESTION}") == {"object": "prefill", "cached_tokens": 0}

@@ -46,6 +46,10 @@ class Provision:
     """The runner takes rows of several sequences in one pass: the server may run --parallel requests at once,
     each pass holding a step of every one (Convoy); without it, requests take turns."""
 
+    runs_ahead: bool = False
+    """A prompt may run ahead of its request while it is being written (Zero Wait: /v1/prefill, kinetic chat);
+    without it, /v1/prefill runs nothing."""
+
 
 @dataclass(frozen=True)
 class SpeedTechnology:

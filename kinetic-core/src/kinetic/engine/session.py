@@ -56,7 +56,7 @@ def check_gpu_layers(requested: Optional[int], model: ModelFile) -> None:
 def attach_speed(host: SpeedHost, off: Collection[str]) -> tuple[list[SpeedTechnology], Provision]:
     """The registered speed technologies not turned off that attach to host, and what they provide together
     (a later technology's drafter or prompt states replace an earlier one's)."""
-    on, drafter, prompt_states, shared = [], None, None, False
+    on, drafter, prompt_states, shared, ahead = [], None, None, False, False
     for technology in plugins().speed_technologies:
         provision = None if technology.name in off else technology.attach(host)
         if provision is None:
@@ -65,7 +65,8 @@ def attach_speed(host: SpeedHost, off: Collection[str]) -> tuple[list[SpeedTechn
         drafter = drafter if provision.drafter is None else provision.drafter
         prompt_states = prompt_states if provision.prompt_states is None else provision.prompt_states
         shared = shared or provision.shared_passes
-    return on, Provision(drafter, prompt_states, shared)
+        ahead = ahead or provision.runs_ahead
+    return on, Provision(drafter, prompt_states, shared, ahead)
 
 
 class Session:
@@ -94,6 +95,7 @@ class Session:
         self.drafter: Optional[Drafter] = provided.drafter
         self.prompt_states: Optional[PromptStates] = provided.prompt_states
         self.shared_passes = provided.shared_passes
+        self.runs_ahead = provided.runs_ahead
 
     @property
     def template(self) -> ChatTemplate:

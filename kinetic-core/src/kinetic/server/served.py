@@ -124,9 +124,9 @@ class ServedModel:
     def prefill(self, tokens: list[int], upto: int) -> int:
         """Zero Wait: the prompt of a request to come run ahead on a free slot, up to the last prompt batch
         boundary at or before upto; it gives way when a request waits for a slot or a newer prefill comes.
-        The number of the prompt's tokens the slot then holds (0 when no slot was free)."""
+        The number of the prompt's tokens the slot then holds (0 when no slot was free or Zero Wait is off)."""
         self._latest_prefill = mine = next(self._prefills)
-        slot = self.pool.take_free(tokens)
+        slot = self.pool.take_free(tokens) if self.session.runs_ahead else None
         if slot is None:
             return 0
         try:

@@ -1,4 +1,4 @@
-"""The kinetic-speed plugin: registers RAD-1, Warm Start and Convoy."""
+"""The kinetic-speed plugin: registers RAD-1, Warm Start, Zero Wait and Convoy."""
 
 import os
 from pathlib import Path
@@ -24,6 +24,11 @@ def _attach_warm_start(host: SpeedHost) -> Provision:
     return Provision(prompt_states=WarmStart(folder, identity))
 
 
+def _attach_zero_wait(host: SpeedHost) -> Provision:
+    """Prompts run ahead in the batches their requests would run (kinetic.engine.prefill): any device."""
+    return Provision(runs_ahead=True)
+
+
 def _attach_convoy(host: SpeedHost) -> Provision:
     """Every runner takes rows of several sequences in one pass (kinetic.contracts.device.Runner.forward), and
     its kernels are batch-invariant, so requests can share passes on any device."""
@@ -32,6 +37,7 @@ def _attach_convoy(host: SpeedHost) -> Provision:
 
 RAD1 = SpeedTechnology(name="rad1", title="RAD-1", attach=_attach_rad1)
 WARM_START = SpeedTechnology(name="warm-start", title="Warm Start", attach=_attach_warm_start)
+ZERO_WAIT = SpeedTechnology(name="zero-wait", title="Zero Wait", attach=_attach_zero_wait)
 CONVOY = SpeedTechnology(name="convoy", title="Convoy", attach=_attach_convoy)
 
 
@@ -39,4 +45,5 @@ CONVOY = SpeedTechnology(name="convoy", title="Convoy", attach=_attach_convoy)
 def register_speed_technologies(register):
     register(RAD1)
     register(WARM_START)
+    register(ZERO_WAIT)
     register(CONVOY)
