@@ -13,6 +13,15 @@ from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.server import make_app
 from kinetic.server.served import Job, ServedModel
+from kinetic.testing.gguf_factory import Dims, write_random_model
+
+try:
+    from kinetic_cuda.device import probe
+except ImportError:  # the kinetic-cuda plugin is not installed
+    def probe() -> str:
+        return "the kinetic-cuda plugin is not installed"
+
+cuda = pytest.mark.skipif(probe() is not None, reason=f"CUDA is not usable here: {probe()}")
 
 TEXTS = ["Rivers of the world, a list:\n1.", "def fibonacci(n):\n", "The three laws of motion are",
          "Q: What is a mutex?\nA:"]
@@ -40,26 +49,45 @@ def tokens(served: ServedModel, job: Job) -> list[int]:
     return [piece.token for piece in served.run(job) if piece.token is not None]
 
 
-@pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "seed": 11}], ids=["greedy", "seeded"])
-def test_answers_side_by_side_are_the_answers_alone(servers, settings):
-    convoy, alone = servers
-    wanted = [tokens(alone, job) for job in jobs(alone, settings)]
+def side_by_side(convoy: ServedModel, asked: list[Job]) -> tuple[list[list[int]], int]:
+    """The answers to jobs sent to convoy one after another, 0.2 s apart, while the others run; and the most
+    slots busy at once."""
     got: dict[int, list[int]] = {}
     busy = []
 
     def ask(i: int, job: Job) -> None:
-        time.sleep(0.2 * i)  # arriving at different times, while the others run
+        time.sleep(0.2 * i)
         got[i] = tokens(convoy, job)
 
-    threads = [threading.Thread(target=ask, args=(i, job)) for i, job in enumerate(jobs(convoy, settings))]
+    threads = [threading.Thread(target=ask, args=(i, job)) for i, job in enumerate(asked)]
     for thread in threads:
         thread.start()
     while any(thread.is_alive() for thread in threads):
         busy.append(convoy.pool.busy)
         time.sleep(0.05)
-    assert [got[i] for i in range(len(wanted))] == wanted
-    assert max(busy) == 3  # three ran at once; the fifth waited for a slot
     assert convoy.pool.busy == 0 and convoy.pool.waiting == 0
+    return [got[i] for i in range(len(asked))], max(busy)
+
+
+@pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "seed": 11}], ids=["greedy", "seeded"])
+def test_answers_side_by_side_are_the_answers_alone(servers, settings):
+    convoy, alone = servers
+    wanted = [tokens(alone, job) for job in jobs(alone, settings)]
+    assert side_by_side(convoy, jobs(convoy, settings)) == (wanted, 3)  # the fifth waited for a slot
+
+
+@cuda
+@pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "seed": 11}], ids=["greedy", "seeded"])
+def test_on_cuda_too(tmp_path, settings):
+    """A random-weight model on the GPU: prompts of token ids, one longer than a prompt batch."""
+    path = write_random_model(tmp_path / "m.gguf", "qwen2", Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512),
+                              "Q8_0", seed=3)
+    session = Session(path, SessionOptions(device="cuda", ctx_size=1024, off=("warm-start",)),
+                      announce=lambda line: None)
+    prompts = [[1, *range(260, 260 + n)] for n in (5, 17, 600, 33, 9)]
+    asked = [Job(prompt, {**settings, "seed": i}, 24) for i, prompt in enumerate(prompts)]
+    wanted = [tokens(ServedModel(session, parallel=1), job) for job in asked]
+    assert side_by_side(ServedModel(session, parallel=3), asked) == (wanted, 3)
 
 
 def test_a_request_that_leaves_frees_its_slot_and_the_others_go_on(servers):
