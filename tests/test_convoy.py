@@ -49,14 +49,14 @@ def tokens(served: ServedModel, job: Job) -> list[int]:
     return [piece.token for piece in served.run(job) if piece.token is not None]
 
 
-def side_by_side(convoy: ServedModel, asked: list[Job]) -> tuple[list[list[int]], int]:
-    """The answers to jobs sent to convoy one after another, 0.2 s apart, while the others run; and the most
-    slots busy at once."""
+def side_by_side(convoy: ServedModel, asked: list[Job], apart: float = 0.2) -> tuple[list[list[int]], int]:
+    """The answers to jobs sent to convoy one after another, `apart` seconds apart, while the others run; and
+    the most slots busy at once."""
     got: dict[int, list[int]] = {}
     busy = []
 
     def ask(i: int, job: Job) -> None:
-        time.sleep(0.2 * i)
+        time.sleep(apart * i)
         got[i] = tokens(convoy, job)
 
     threads = [threading.Thread(target=ask, args=(i, job)) for i, job in enumerate(asked)]
@@ -84,10 +84,10 @@ def test_on_cuda_too(tmp_path, settings):
                               "Q8_0", seed=3)
     session = Session(path, SessionOptions(device="cuda", ctx_size=1024, off=("warm-start",)),
                       announce=lambda line: None)
-    prompts = [[1, *range(260, 260 + n)] for n in (5, 17, 600, 33, 9)]
-    asked = [Job(prompt, {**settings, "seed": i}, 24) for i, prompt in enumerate(prompts)]
+    prompts = [[1, *(260 + i % 40 for i in range(n))] for n in (5, 17, 600, 33, 9)]  # a vocabulary of 300
+    asked = [Job(prompt, {**settings, "seed": i}, 300) for i, prompt in enumerate(prompts)]
     wanted = [tokens(ServedModel(session, parallel=1), job) for job in asked]
-    assert side_by_side(ServedModel(session, parallel=3), asked) == (wanted, 3)
+    assert side_by_side(ServedModel(session, parallel=3), asked, apart=0.01) == (wanted, 3)
 
 
 def test_a_request_that_leaves_frees_its_slot_and_the_others_go_on(servers):
