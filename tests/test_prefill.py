@@ -3,9 +3,13 @@ is the answer without it, and only the rest runs."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from falcon import testing
 
+from kinetic.cli.chat import Conversation
+from kinetic.cli.run_ahead import RunAhead
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.prefill import Prefill, ahead_end
 from kinetic.engine.session import Session
@@ -61,3 +65,23 @@ def test_a_run_ahead_gives_way_after_every_batch(session):
 def test_with_zero_wait_off_nothing_runs_ahead(qwen_gguf):
     session = Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=2048, off=("warm-start", "zero-wait")))
     assert ask(client(session), "/v1/prefill", f"{DOCUMENT}\n\n{QUESTION}") == {"object": "prefill", "cached_tokens": 0}
+
+
+def test_kinetic_chat_runs_the_message_ahead_while_it_is_typed(session, capsys):
+    """RunAhead, as kinetic chat's terminal drives it: edits come in, the answer after Enter is the same."""
+    options = {"n_predict": 8, "temp": 0, "seed": None, "grammar": None, "grammar_file": None, "json_schema": None,
+               "json_schema_file": None}
+    message = f"{DOCUMENT}\n\n{QUESTION}"
+    fresh = Conversation(session, dict(options), None, None)
+    fresh.say(message)
+    typing = Conversation(session, dict(options), None, None)
+    ahead = RunAhead(typing)
+    for n in (100, len(DOCUMENT) // 2, len(message) - 3):
+        ahead.typed(message[:n])
+    deadline = time.monotonic() + 120
+    while len(typing.cached) < 1024 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ahead.hold()
+    assert len(typing.cached) == 1024  # two whole batches of the grid ran ahead
+    typing.say(message)
+    assert typing.messages == fresh.messages

@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from kinetic.cli.generating import answer, open_session
 from kinetic.cli.options import sampling_overrides
+from kinetic.cli.run_ahead import RunAhead
 from kinetic.engine.session import Session
 
 HELP = """/clear            start a new conversation
@@ -39,10 +40,12 @@ class Conversation:
     def clear(self) -> None:
         self.messages = [{"role": "system", "content": self.system}] if self.system else []
 
+    def template_kwargs(self) -> dict[str, Any]:
+        return {} if self.thinking is None else {"enable_thinking": self.thinking}
+
     def say(self, text: str) -> None:
         self.messages.append({"role": "user", "content": text})
-        kwargs = {} if self.thinking is None else {"enable_thinking": self.thinking}
-        tokens = self.session.chat_prompt(self.messages, **kwargs)
+        tokens = self.session.chat_prompt(self.messages, **self.template_kwargs())
         reply = answer(self.session, self.seq, tokens, self.cached, self.options)
         self.cached = (tokens + reply)[: self.seq.n_tokens]
         self.messages.append({"role": "assistant", "content": self.session.tokenizer.decode(reply, special=False)})
@@ -55,20 +58,27 @@ def chat_command(model: Path, options: dict[str, Any]) -> None:
     interactive = sys.stdin.isatty()
     if interactive:
         print(f"Chatting with {session.name} on {session.runner.device_name}. /help lists the commands.")
-    for message in messages(interactive):
+    ahead = RunAhead(conversation) if interactive and session.runs_ahead else None
+    for message in messages(interactive, ahead.typed if ahead else None):
         if message.startswith("/"):
             if not command(conversation, message):
                 return
         elif message.strip():
+            if ahead is not None:
+                ahead.hold()
             conversation.say(message)
+            if ahead is not None:
+                ahead.resume()
 
 
-def messages(interactive: bool) -> Iterator[str]:
-    """Lines from stdin; a line ending in a backslash goes on to the next."""
-    pending = []
+def messages(interactive: bool, typed: Optional[Callable[[str], None]] = None) -> Iterator[str]:
+    """Lines from stdin; a line ending in a backslash goes on to the next. typed(text) sees the message
+    being written after every edit (Zero Wait), where a terminal is read."""
+    read = line_reader(interactive, typed)
+    pending: list[str] = []
     while True:
         try:
-            line = input("> " if interactive and not pending else ("  " if interactive else ""))
+            line = read(pending)
         except EOFError:
             return
         if line.endswith("\\"):
@@ -76,6 +86,23 @@ def messages(interactive: bool) -> Iterator[str]:
             continue
         yield "\n".join(pending + [line])
         pending = []
+
+
+def line_reader(interactive: bool, typed: Optional[Callable[[str], None]]) -> Callable[[list[str]], str]:
+    """reader(pending lines) -> the next line; with typed, from prompt_toolkit, whose every edit is seen."""
+    if typed is None:
+        return lambda pending: input("> " if interactive and not pending else ("  " if interactive else ""))
+    from prompt_toolkit import PromptSession
+
+    prompt: PromptSession = PromptSession()
+    written: list[str] = []  # the message's lines before the one being edited
+    prompt.default_buffer.on_text_changed += lambda buffer: typed("\n".join([*written, buffer.text]))
+
+    def reader(pending: list[str]) -> str:
+        written[:] = pending
+        return prompt.prompt("  " if pending else "> ")
+
+    return reader
 
 
 def command(conversation: Conversation, line: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Optional, Sequence
@@ -29,6 +30,7 @@ from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, resolve_breakers
 from kinetic.sampling.settings import SamplingSettings, resolve_settings, with_fresh_seed
 from kinetic.tokenizer import Tokenizer
 
+LAST_WORD = re.compile(r"\S*\s*$")  # the word being written, and the white space after it
 DEFAULT_CONTEXT = 32768
 WARM_UP_ROWS = (1, 16)  # a decoding step, then a batch as large as an AMX tile: every kind of kernel a request uses
 
@@ -107,6 +109,18 @@ class Session:
     def chat_prompt(self, messages: Sequence[Mapping[str, Any]], tools: Optional[Sequence[Mapping[str, Any]]] = None,
                     **template_kwargs: Any) -> list[int]:
         return chat_prompt_tokens(self.template, self.tokenizer, messages, tools, **template_kwargs)
+
+    def draft_prompt(self, messages: Sequence[Mapping[str, Any]], tools: Optional[Sequence[Mapping[str, Any]]] = None,
+                     **template_kwargs: Any) -> tuple[list[int], int]:
+        """Zero Wait: the prompt of messages whose last one is still being written, and how much of it may run
+        ahead: the tokens it shares with the prompt of that message without its last word (which may still grow,
+        and whose tokens may merge with the next keystroke)."""
+        tokens = self.chat_prompt(messages, tools, **template_kwargs)
+        *before, last = messages
+        content = last.get("content")
+        cut = {**last, "content": LAST_WORD.sub("", content)} if isinstance(content, str) else last
+        written = self.chat_prompt([*before, cut], tools, **template_kwargs)
+        return tokens, common_prefix(tokens, written, limit=len(tokens))
 
     def settings(self, overrides: Mapping[str, Any]) -> SamplingSettings:
         """The model's recommended sampling, with the user's overrides and a concrete seed."""
