@@ -18,13 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
+from chat_servers import kinetic_command, timed_chat
 from make_greedy_golden import free_port, wait_ready
 
 EDIT_FILE = '''import sys
@@ -63,27 +61,11 @@ EDIT_REQUEST = ("Rename the variable `counts` to `tally` everywhere in this file
 
 def edit_once(port: int, max_tokens: int) -> tuple[float, str]:
     """(tokens after the first per second between the first and the last token, the answer) of one request."""
-    body = {"messages": [{"role": "user", "content": EDIT_REQUEST}], "temperature": 0, "max_tokens": max_tokens,
-            "stream": True, "stream_options": {"include_usage": True}}
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    first = last = None
-    text, tokens = [], 0
-    with urllib.request.urlopen(request, timeout=1800) as response:
-        for line in response:
-            if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
-                continue
-            chunk = json.loads(line[6:])
-            content = "".join((choice.get("delta") or {}).get("content") or "" for choice in chunk["choices"])
-            if content:
-                last = time.perf_counter()
-                first = first or last
-                text.append(content)
-            if chunk.get("usage"):
-                tokens = chunk["usage"]["completion_tokens"]
-    if not tokens or first is None or last == first:
-        raise RuntimeError(f"the edit answer on port {port} was too short to time ({tokens} tokens)")
-    return (tokens - 1) / (last - first), "".join(text)
+    body = {"messages": [{"role": "user", "content": EDIT_REQUEST}], "temperature": 0, "max_tokens": max_tokens}
+    answer = timed_chat(f"http://127.0.0.1:{port}/v1", body)
+    if not answer.tokens or answer.first is None or answer.last == answer.first:
+        raise RuntimeError(f"the edit answer on port {port} was too short to time ({answer.tokens} tokens)")
+    return answer.tokens_per_second, answer.text
 
 
 def edit_speed(command: list[str], repetitions: int, max_tokens: int) -> tuple[float, str]:
@@ -111,13 +93,6 @@ def plain_tests(kinetic: list[str], model: Path, llama_dir: Path, threads: int, 
     llama = report["llama_cpp"]
     return {"pp512": (report["prefill_tokens_per_second"], llama["pp512"]),
             "tg128": (report["decode_tokens_per_second"], llama["tg128"])}
-
-
-def kinetic_command(given: str | None) -> list[str]:
-    if given:
-        return [given]
-    found = shutil.which("kinetic")
-    return [found] if found else [sys.executable, "-m", "kinetic"]
 
 
 def main(argv: list[str]) -> int:
