@@ -87,6 +87,68 @@ def test_matches_reference_random(random_model):
     assert np.abs(ours - reference).mean() < TOLERANCE * spread
 
 
+# Sequences sharing a pass (Convoy): (tokens the sequence holds before the pass, its rows in the pass, which
+# of them ask for logits): a decode row, a prompt chunk whose last row asks, draft rows that all ask, and
+# the first chunk of a long prompt, which asks for none.
+PASS_PARTS = [(20, 1, "all"), (5, 9, "last"), (30, 4, "all"), (0, 3, "none")]
+
+
+def held_sequences(runner, tokens: list[list[int]], count: int) -> list:
+    """count new sequences, sequence s holding the first PASS_PARTS[s][0] of tokens[s]."""
+    seqs = []
+    for s in range(count):
+        seqs.append(runner.new_sequence())
+        held = PASS_PARTS[s][0]
+        if held:
+            runner.forward([Row(seqs[s], t, p, parent=p - 1) for p, t in enumerate(tokens[s][:held])])
+    return seqs
+
+
+def pass_rows(seqs: dict, tokens: list[list[int]], interleaved: bool) -> tuple[list[Row], list[tuple[int, int]]]:
+    """One pass of PASS_PARTS[s]'s rows of each sequence seqs[s], grouped by sequence or taken in turns; with
+    each row's place (s, index among its sequence's rows)."""
+    places = [(s, j) for s in seqs for j in range(PASS_PARTS[s][1])]
+    if interleaved:
+        places.sort(key=lambda place: (place[1], place[0]))
+    rows, last = [], {}
+    for s, j in places:
+        held, count, asks = PASS_PARTS[s]
+        wants = asks == "all" or (asks == "last" and j == count - 1)
+        rows.append(Row(seqs[s], tokens[s][held + j], held + j, parent=last.get(s, -1), logits=wants))
+        last[s] = len(rows) - 1
+    return rows, places
+
+
+def assert_a_shared_pass_is_each_alone(path: Path, count: int, interleaved: bool) -> None:
+    """A pass mixing count sequences' rows gives, bit for bit, each row's logits as its sequence's rows give
+    alone, in row order, and leaves each cache as running alone does: same state, same next logits."""
+    runner = runner_for(path)
+    everything = tokens_for(path, 40 * count)
+    tokens = [everything[40 * s : 40 * (s + 1)] for s in range(count)]
+    shared_seqs = held_sequences(runner, tokens, count)
+    rows, places = pass_rows(dict(enumerate(shared_seqs)), tokens, interleaved)
+    shared = runner.forward(rows)
+    alone_seqs = held_sequences(runner, tokens, count)
+    alone = {}
+    for s, seq in enumerate(alone_seqs):
+        own, own_places = pass_rows({s: seq}, tokens, False)
+        logits = iter(runner.forward(own))
+        alone.update({place: next(logits) for place, row in zip(own_places, own) if row.logits})
+    asking = [place for place, row in zip(places, rows) if row.logits]
+    assert np.array_equal(shared, np.stack([alone[place] for place in asking]))
+    for s in range(count):
+        a, b = shared_seqs[s], alone_seqs[s]
+        assert a.n_tokens == b.n_tokens == sum(PASS_PARTS[s][:2]) and a.save() == b.save()
+        after = [runner.forward([Row(seq, tokens[s][seq.n_tokens], seq.n_tokens, logits=True)]) for seq in (a, b)]
+        assert np.array_equal(*after)
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["grouped", "interleaved"])
+@pytest.mark.parametrize("count", [2, 3, 4])
+def test_sequences_sharing_a_pass_random(random_model, count, interleaved):
+    assert_a_shared_pass_is_each_alone(random_model, count, interleaved)
+
+
 def one_by_one_reference(path: Path, tokens: list[int]) -> np.ndarray:
     from kinetic.reference.executor import ReferenceRunner
 
@@ -140,6 +202,12 @@ def test_real_models_match_reference(key, request):
 def test_real_models_512_token_prompt(key, request):
     """A 512-token prompt in one batch gives each row's logits as one by one does."""
     assert_batch_invariant(request.getfixturevalue(f"{key}_gguf"), 512, (512,))
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["grouped", "interleaved"])
+@pytest.mark.parametrize("key", ["qwen", "gemma"])
+def test_real_models_sequences_sharing_a_pass(key, interleaved, request):
+    assert_a_shared_pass_is_each_alone(request.getfixturevalue(f"{key}_gguf"), 4, interleaved)
 
 
 def test_a_context_shrunk_to_fit_the_device_is_announced_and_kept(tmp_path, monkeypatch):

@@ -85,32 +85,37 @@ class CpuRunner:
         return seq
 
     def forward(self, rows: Sequence[Row]) -> np.ndarray:
-        """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
-        wanted = [i for i, row in enumerate(rows) if row.logits]
-        batches = linear_batches(rows, "the CPU")
-        out = None if len(batches) == 1 else np.empty((len(wanted), self.stack.n_vocab), np.float32)
-        for seq, indices in batches:
-            hidden = self._run(seq, [rows[i] for i in indices])
-            asks = [j for j, i in enumerate(indices) if rows[i].logits]
-            logits = self._logits(hidden[asks]) if asks else np.empty((0, self.stack.n_vocab), np.float32)
-            if out is None:  # one sequence: its rows' logits are already in row order, no copy
-                return logits
-            out[[wanted.index(indices[j]) for j in asks]] = logits
-        return out
+        """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order.
 
-    def _run(self, seq: CpuSequence, batch: list[Row]) -> np.ndarray:
-        """Append batch to seq; the final hidden states [n, n_embd]."""
+        One pass for all rows: each matrix is read once for every sequence's rows (Convoy); only attention
+        runs per sequence. The pass holds the rows grouped by sequence, which changes no bit: every kernel
+        computes a row on its own (docs/exactness.md, section 1)."""
+        batches = linear_batches(rows, "the CPU")
+        order = [i for _, indices in batches for i in indices]
+        spans, start = [], 0
+        for seq, indices in batches:
+            spans.append((seq, slice(start, start + len(indices))))
+            start += len(indices)
+        hidden = self._run([rows[i] for i in order], spans)
+        place = {i: j for j, i in enumerate(order)}
+        asks = [place[i] for i, row in enumerate(rows) if row.logits]
+        return self._logits(hidden[asks]) if asks else np.empty((0, self.stack.n_vocab), np.float32)
+
+    def _run(self, batch: list[Row], spans: list[tuple[CpuSequence, slice]]) -> np.ndarray:
+        """Append each span of batch (its rows of one sequence, in order) to that sequence; the final hidden
+        states [n, n_embd]."""
         tokens = np.array([row.token for row in batch], dtype=np.int64)
         positions = np.array([row.position for row in batch], dtype=np.int64)
         x = self._embed(tokens)
         layer = 0
         for block in self.stack.blocks:
             if isinstance(block, Attention):
-                x = x + self._attention(block, x, seq, layer, positions)
+                x = x + self._attention(block, x, spans, layer, positions)
                 layer += 1
             else:
                 x = x + self._feed_forward(block, x)
-        seq.n_tokens = int(positions[-1]) + 1
+        for seq, span in spans:
+            seq.n_tokens = int(positions[span.stop - 1]) + 1
         return x
 
     def _embed(self, tokens: np.ndarray) -> np.ndarray:
@@ -149,7 +154,8 @@ class CpuRunner:
     def _linear(self, weight: Weight, x: np.ndarray) -> np.ndarray:
         return self._linears(x, (weight, None))[0]
 
-    def _attention(self, a: Attention, x: np.ndarray, seq: CpuSequence, layer: int, positions) -> np.ndarray:
+    def _attention(self, a: Attention, x: np.ndarray, spans: list[tuple[CpuSequence, slice]], layer: int,
+                   positions: np.ndarray) -> np.ndarray:
         h = self._norm(a.norm, x)
         n = len(x)
         q, k, v = self._linears(h, (a.q, a.q_bias), (a.k, a.k_bias), (a.v, a.v_bias))
@@ -163,13 +169,22 @@ class CpuRunner:
         cos, sin = ops.rope_angles(positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors)
         for part in (q, k):
             ops.rope(part, cos, sin, a.rope.neox)
-        seq.keys[layer][:, positions // KEY_BLOCK, :, positions % KEY_BLOCK] = ops.to_half(k)  # [n, n_kv, hd]
-        seq.values[layer][positions] = ops.to_half(v)
         # q meets the float16 keys at float16 precision, as ggml's F16 dot product takes it
-        q = ops.to_half(q)
-        attended = ops.attend(q, seq.keys[layer], seq.values[layer], positions, a.scale, a.sliding_window or 0)
+        attended = self._attend_each(a, layer, spans, positions, ops.to_half(q), ops.to_half(k), ops.to_half(v))
         out = self._linear(a.o, attended)
         return self._norm(a.post_norm, out) if a.post_norm is not None else out
+
+    def _attend_each(self, a: Attention, layer: int, spans: list[tuple[CpuSequence, slice]], positions: np.ndarray,
+                     q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Each sequence's rows write their keys and values [n, n_kv, hd] into its cache, then attend to it:
+        a row sees its own sequence's tokens only. -> [n, n_head * head_dim]"""
+        attended = np.empty((len(q), a.n_head * a.head_dim), np.float32)
+        for seq, span in spans:
+            at = positions[span]
+            seq.keys[layer][:, at // KEY_BLOCK, :, at % KEY_BLOCK] = k[span]
+            seq.values[layer][at] = v[span]
+            attended[span] = ops.attend(q[span], seq.keys[layer], seq.values[layer], at, a.scale, a.sliding_window or 0)
+        return attended
 
     def _ones(self, n_dims: int) -> np.ndarray:
         return np.ones(n_dims // 2, dtype=np.float32)

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Convoy's shared pass on the CPU: ms per decode pass of N sequences, in one pass or one after another.
+
+    python scripts/bench_shared_pass.py MODEL.gguf [-t 2] [--context 200] [--runs 15]
+
+N = 1, 2, 4 and 8 sequences, each holding --context tokens, decode one token each. "shared" runs the N rows
+in one forward, which reads each weight once for all of them; "in turns" runs one forward per sequence, as
+the CPU did before Convoy. Each is the best of --runs, every run timing every N both ways so that a busy
+moment hurts one run of each; every pass cuts the sequences back to --context, so each does the same work.
+The kernels are compiled and the weights read once before timing. The load average is printed first:
+numbers on a busy machine are not the device's speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from kinetic.contracts.device import Row, UploadOptions
+from kinetic.model.load import load_stack
+from kinetic.plugins import plugins
+
+COUNTS = (1, 2, 4, 8)
+
+
+def held_sequences(runner, n_vocab: int, context: int, count: int) -> list:
+    """count sequences holding the same context tokens (one prompt pass, then its saved state loaded)."""
+    tokens = np.random.default_rng(0).integers(0, n_vocab, context).tolist()
+    first = runner.new_sequence()
+    runner.forward([Row(first, t, p, parent=p - 1) for p, t in enumerate(tokens)])
+    blob = first.save()
+    return [first] + [runner.load(blob) for _ in range(count - 1)]
+
+
+def seconds(runner, passes: list[list[Row]], context: int) -> float:
+    """Wall time of the passes, each sequence cut back to context after each."""
+    start = time.perf_counter()
+    for rows in passes:
+        runner.forward(rows)
+        for row in rows:
+            row.sequence.truncate(context)
+    return time.perf_counter() - start
+
+
+def bench(runner, seqs: list, context: int, runs: int) -> dict[int, tuple[float, float]]:
+    """{N: (shared, in turns) ms per decode pass of one row for each of the first N of seqs}, best of runs.
+    Every run times every N both ways, so a moment the machine is busy elsewhere hurts one run of each."""
+    rows = [Row(seq, 1 + s, context, logits=True) for s, seq in enumerate(seqs)]
+    best = {count: [float("inf"), float("inf")] for count in COUNTS}
+    for _ in range(runs + 1):  # the first run warms up
+        for count in COUNTS:
+            shared, turns = [rows[:count]], [[row] for row in rows[:count]]
+            for which, passes in enumerate((shared, turns)):
+                best[count][which] = min(best[count][which], seconds(runner, passes, context))
+    return {count: (shared * 1e3, turns * 1e3) for count, (shared, turns) in best.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("-t", "--threads", type=int, default=None)
+    parser.add_argument("--context", type=int, default=200, help="tokens each sequence holds")
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    stack = load_stack(args.model)
+    options = UploadOptions(threads=args.threads, context_length=args.context + 16)
+    runner = plugins().devices["cpu"].upload(stack, options)
+    seqs = held_sequences(runner, stack.n_vocab, args.context, max(COUNTS))
+    print(f"{args.model.name}, {args.threads or os.cpu_count()} threads, context {args.context}, "
+          f"best of {args.runs}; load average {os.getloadavg()[0]:.2f}")
+    print(f"{'N':>3} {'shared ms':>10} {'in turns ms':>12} {'speed-up':>9} {'shared ms/seq':>14}")
+    for count, (shared, turns) in bench(runner, seqs, args.context, args.runs).items():
+        print(f"{count:>3} {shared:>10.1f} {turns:>12.1f} {turns / shared:>8.2f}x {shared / count:>14.1f}")
+
+if __name__ == "__main__":
+    main()
