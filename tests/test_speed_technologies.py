@@ -19,6 +19,7 @@ from kinetic.plugins import load_plugins
 from kinetic.server.parallel import slots_for
 from kinetic.server.serving import speed_line
 from kinetic.testing.gguf_factory import Dims, write_random_model
+from kinetic_speed.plugin import CONVOY
 
 
 class GuessNothing:
@@ -89,3 +90,10 @@ def test_the_start_up_line_lists_the_registered_technologies_only(model):
                       announce=lambda line: None)
     assert speed_line(session) == "Speed technologies on: RAD-1; off: Warm Start, Zero Wait, Convoy"
     assert not session.shared_passes and slots_for(session, 4) == 1  # requests take turns
+
+
+def test_convoy_attaches_only_where_the_runner_shares_passes(model, tmp_path):
+    session = Session(model, SessionOptions(device="cpu", ctx_size=64), announce=lambda line: None)
+    assert session.runner.shares_passes and CONVOY.attach(session.speed_host).shared_passes
+    one_by_one = types.SimpleNamespace(shares_passes=False)  # as the CUDA runner today
+    assert CONVOY.attach(SpeedHost(model, one_by_one, tmp_path)) is None

@@ -75,6 +75,8 @@ class Runner(Protocol):
     context_note: Optional[str]  # why it shrank, as "context 8k <note>; -c to change" says it: "to fit the GPU"
     compile_seconds: float  # time this process has spent compiling the device's kernels (none for cached ones);
     # the engine reports it on its own and leaves it out of the prompt and generation speeds
+    shares_passes: bool  # forward reads each weight once for the rows of all its sequences (Convoy runs
+    # requests side by side); False: it runs them one sequence after another, and requests take turns
 
     def new_sequence(self) -> DeviceSequence:
         """A new empty sequence."""

@@ -64,6 +64,7 @@ class CpuSequence:
 
 class CpuRunner:
     device_name = "the CPU"
+    shares_passes = True  # one pass over the weights for every sequence's rows (forward)
     context_note = None  # it never shrinks the context asked for
 
     @property

@@ -69,6 +69,7 @@ class CudaSequence:
 
 class CudaRunner:
     context_note = "to fit the GPU"  # the only reason it shrinks a context (_context_that_fits)
+    shares_passes = False  # it runs a pass's sequences one after another
 
     @property
     def compile_seconds(self) -> float:

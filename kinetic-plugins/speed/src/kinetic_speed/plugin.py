@@ -2,6 +2,7 @@
 
 import os
 from pathlib import Path
+from typing import Optional
 
 from kinetic.contracts import Provision, SpeedHost, SpeedTechnology
 from kinetic.hookspecs import hookimpl
@@ -29,10 +30,10 @@ def _attach_zero_wait(host: SpeedHost) -> Provision:
     return Provision(runs_ahead=True)
 
 
-def _attach_convoy(host: SpeedHost) -> Provision:
-    """Every runner takes rows of several sequences in one pass (kinetic.contracts.device.Runner.forward), and
-    its kernels are batch-invariant, so requests can share passes on any device."""
-    return Provision(shared_passes=True)
+def _attach_convoy(host: SpeedHost) -> Optional[Provision]:
+    """Requests side by side where the runner reads each weight once for all the sequences of a pass (its
+    kernels are batch-invariant, so every answer stays its own); a runner that does not say, does not."""
+    return Provision(shared_passes=True) if getattr(host.runner, "shares_passes", False) else None
 
 
 RAD1 = SpeedTechnology(name="rad1", title="RAD-1", attach=_attach_rad1)
