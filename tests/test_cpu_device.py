@@ -20,6 +20,7 @@ from kinetic.hookspecs import hookimpl
 from kinetic.model.load import load_stack
 from kinetic.plugins import load_plugins, plugins
 from kinetic.testing.gguf_factory import Dims, write_random_model
+from kinetic_cpu.spread import SHORT_SPAN, thread_groups
 
 FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
 # The CPU quantizes activations to 8 bits per block where the reference multiplies in float32:
@@ -89,56 +90,58 @@ def test_matches_reference_random(random_model):
 
 # Sequences sharing a pass (Convoy): (tokens the sequence holds before the pass, its rows in the pass, which
 # of them ask for logits): a decode row, a prompt chunk whose last row asks, draft rows that all ask, and
-# the first chunk of a long prompt, which asks for none.
+# the first chunk of a long prompt, which asks for none. A chunk longer than spread.SHORT_SPAN keeps the
+# pass's attention on numba's threads rather than spreading the sequences over threads.
 PASS_PARTS = [(20, 1, "all"), (5, 9, "last"), (30, 4, "all"), (0, 3, "none")]
+LONG_CHUNK = (5, 30, "last")
 
 
-def held_sequences(runner, tokens: list[list[int]], count: int) -> list:
-    """count new sequences, sequence s holding the first PASS_PARTS[s][0] of tokens[s]."""
+def held_sequences(runner, tokens: list[list[int]], parts: list[tuple]) -> list:
+    """A new sequence per part, sequence s holding the first parts[s][0] of tokens[s]."""
     seqs = []
-    for s in range(count):
+    for s, (held, _, _) in enumerate(parts):
         seqs.append(runner.new_sequence())
-        held = PASS_PARTS[s][0]
         if held:
             runner.forward([Row(seqs[s], t, p, parent=p - 1) for p, t in enumerate(tokens[s][:held])])
     return seqs
 
 
-def pass_rows(seqs: dict, tokens: list[list[int]], interleaved: bool) -> tuple[list[Row], list[tuple[int, int]]]:
-    """One pass of PASS_PARTS[s]'s rows of each sequence seqs[s], grouped by sequence or taken in turns; with
-    each row's place (s, index among its sequence's rows)."""
-    places = [(s, j) for s in seqs for j in range(PASS_PARTS[s][1])]
+def pass_rows(seqs: dict, tokens: list[list[int]], parts: list[tuple],
+              interleaved: bool) -> tuple[list[Row], list[tuple[int, int]]]:
+    """One pass of parts[s]'s rows of each sequence seqs[s], grouped by sequence or taken in turns; with each
+    row's place (s, index among its sequence's rows)."""
+    places = [(s, j) for s in seqs for j in range(parts[s][1])]
     if interleaved:
         places.sort(key=lambda place: (place[1], place[0]))
     rows, last = [], {}
     for s, j in places:
-        held, count, asks = PASS_PARTS[s]
+        held, count, asks = parts[s]
         wants = asks == "all" or (asks == "last" and j == count - 1)
         rows.append(Row(seqs[s], tokens[s][held + j], held + j, parent=last.get(s, -1), logits=wants))
         last[s] = len(rows) - 1
     return rows, places
 
 
-def assert_a_shared_pass_is_each_alone(path: Path, count: int, interleaved: bool) -> None:
-    """A pass mixing count sequences' rows gives, bit for bit, each row's logits as its sequence's rows give
-    alone, in row order, and leaves each cache as running alone does: same state, same next logits."""
+def assert_a_shared_pass_is_each_alone(path: Path, parts: list[tuple], interleaved: bool) -> None:
+    """A pass mixing the parts' sequences' rows gives, bit for bit, each row's logits as its sequence's rows
+    give alone, in row order, and leaves each cache as running alone does: same state, same next logits."""
     runner = runner_for(path)
-    everything = tokens_for(path, 40 * count)
-    tokens = [everything[40 * s : 40 * (s + 1)] for s in range(count)]
-    shared_seqs = held_sequences(runner, tokens, count)
-    rows, places = pass_rows(dict(enumerate(shared_seqs)), tokens, interleaved)
+    everything = tokens_for(path, 40 * len(parts))
+    tokens = [everything[40 * s : 40 * (s + 1)] for s in range(len(parts))]
+    shared_seqs = held_sequences(runner, tokens, parts)
+    rows, places = pass_rows(dict(enumerate(shared_seqs)), tokens, parts, interleaved)
     shared = runner.forward(rows)
-    alone_seqs = held_sequences(runner, tokens, count)
+    alone_seqs = held_sequences(runner, tokens, parts)
     alone = {}
     for s, seq in enumerate(alone_seqs):
-        own, own_places = pass_rows({s: seq}, tokens, False)
+        own, own_places = pass_rows({s: seq}, tokens, parts, False)
         logits = iter(runner.forward(own))
         alone.update({place: next(logits) for place, row in zip(own_places, own) if row.logits})
     asking = [place for place, row in zip(places, rows) if row.logits]
     assert np.array_equal(shared, np.stack([alone[place] for place in asking]))
-    for s in range(count):
+    for s, (held, count, _) in enumerate(parts):
         a, b = shared_seqs[s], alone_seqs[s]
-        assert a.n_tokens == b.n_tokens == sum(PASS_PARTS[s][:2]) and a.save() == b.save()
+        assert a.n_tokens == b.n_tokens == held + count and a.save() == b.save()
         after = [runner.forward([Row(seq, tokens[s][seq.n_tokens], seq.n_tokens, logits=True)]) for seq in (a, b)]
         assert np.array_equal(*after)
 
@@ -146,7 +149,23 @@ def assert_a_shared_pass_is_each_alone(path: Path, count: int, interleaved: bool
 @pytest.mark.parametrize("interleaved", [False, True], ids=["grouped", "interleaved"])
 @pytest.mark.parametrize("count", [2, 3, 4])
 def test_sequences_sharing_a_pass_random(random_model, count, interleaved):
-    assert_a_shared_pass_is_each_alone(random_model, count, interleaved)
+    assert_a_shared_pass_is_each_alone(random_model, PASS_PARTS[:count], interleaved)
+
+
+def test_sequences_sharing_a_pass_with_a_long_chunk_random(random_model):
+    assert_a_shared_pass_is_each_alone(random_model, [PASS_PARTS[0], LONG_CHUNK, PASS_PARTS[2]], True)
+
+
+def test_short_sequences_spread_over_threads_by_attention():
+    """Sequences of a pass holding few rows each share out the threads, the most attention first to the least
+    loaded; one group for one thread, one sequence, or a sequence holding more than SHORT_SPAN rows."""
+    positions = np.array([40, 7, 8, 9, 100, 101])
+    spans = [("decode", slice(0, 1)), ("chunk", slice(1, 4)), ("drafts", slice(4, 6))]
+    assert thread_groups(spans, positions, 2) == [[spans[2]], [spans[0], spans[1]]]
+    assert thread_groups(spans, positions, 8) == [[spans[2]], [spans[0]], [spans[1]]]
+    assert thread_groups(spans, positions, 1) == [spans] and thread_groups(spans[:1], positions, 2) == [spans[:1]]
+    long = [("decode", slice(0, 1)), ("chunk", slice(1, 2 + SHORT_SPAN))]
+    assert thread_groups(long, np.arange(2 + SHORT_SPAN), 2) == [long]
 
 
 def one_by_one_reference(path: Path, tokens: list[int]) -> np.ndarray:
@@ -207,7 +226,7 @@ def test_real_models_512_token_prompt(key, request):
 @pytest.mark.parametrize("interleaved", [False, True], ids=["grouped", "interleaved"])
 @pytest.mark.parametrize("key", ["qwen", "gemma"])
 def test_real_models_sequences_sharing_a_pass(key, interleaved, request):
-    assert_a_shared_pass_is_each_alone(request.getfixturevalue(f"{key}_gguf"), 4, interleaved)
+    assert_a_shared_pass_is_each_alone(request.getfixturevalue(f"{key}_gguf"), PASS_PARTS, interleaved)
 
 
 def test_a_context_shrunk_to_fit_the_device_is_announced_and_kept(tmp_path, monkeypatch):

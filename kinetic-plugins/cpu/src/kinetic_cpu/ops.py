@@ -83,8 +83,10 @@ SERIAL_GATES = 1 << 14  # below this many gate outputs likewise (a one-token pas
 GATE_CHUNK = 1024  # gate outputs per parallel job
 
 
-def attend(q, k_cache, v_cache, positions, scale, window):
-    """Causal grouped-query attention of each row over cache positions [max(0, p - window + 1), p].
+def attend(q, k_cache, v_cache, positions, scale, window, one_thread=False):
+    """Causal grouped-query attention of each row over cache positions [max(0, p - window + 1), p], on this
+    thread alone with one_thread (the runner spreads sequences over threads), else on numba's threads when
+    large enough.
 
     q: [n, n_head, hd], k_cache: [n_head_kv, blocks, hd, KEY_BLOCK] (kernels/attention.py: a block's
     positions side by side, dimension by dimension), v_cache: [ctx, n_head_kv, hd], all float32 holding
@@ -98,7 +100,7 @@ def attend(q, k_cache, v_cache, positions, scale, window):
     n, n_head, hd = q.shape
     out = np.empty((n, n_head * hd), dtype=np.float32)
     span = int(positions[-1]) + 1
-    workers = 1 if n * n_head * span * hd < SERIAL_TERMS else numba.get_num_threads()
+    workers = 1 if one_thread or n * n_head * span * hd < SERIAL_TERMS else numba.get_num_threads()
     group = n_head // k_cache.shape[0]  # query heads per KV head: a job takes them together
     scores, sums = np.empty((workers, group, span)), np.empty((workers, group, hd))
     _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, scores, sums)

@@ -12,6 +12,7 @@ from kinetic.errors import KineticError
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.matmul import Matrix, activations
+from kinetic_cpu.spread import Spans, Spreader
 
 
 STATE_MAGIC = b"KCPU-KV1"
@@ -76,6 +77,7 @@ class CpuRunner:
         self.context_length = options.context_length or stack.context_length
         self._norms: dict[str, np.ndarray] = {}
         self._matrices: dict[str, Matrix] = {}
+        self._spreader = Spreader()
 
     def new_sequence(self) -> CpuSequence:
         return CpuSequence(self.stack, self.context_length)
@@ -102,7 +104,7 @@ class CpuRunner:
         asks = [place[i] for i, row in enumerate(rows) if row.logits]
         return self._logits(hidden[asks]) if asks else np.empty((0, self.stack.n_vocab), np.float32)
 
-    def _run(self, batch: list[Row], spans: list[tuple[CpuSequence, slice]]) -> np.ndarray:
+    def _run(self, batch: list[Row], spans: Spans) -> np.ndarray:
         """Append each span of batch (its rows of one sequence, in order) to that sequence; the final hidden
         states [n, n_embd]."""
         tokens = np.array([row.token for row in batch], dtype=np.int64)
@@ -155,8 +157,7 @@ class CpuRunner:
     def _linear(self, weight: Weight, x: np.ndarray) -> np.ndarray:
         return self._linears(x, (weight, None))[0]
 
-    def _attention(self, a: Attention, x: np.ndarray, spans: list[tuple[CpuSequence, slice]], layer: int,
-                   positions: np.ndarray) -> np.ndarray:
+    def _attention(self, a: Attention, x: np.ndarray, spans: Spans, layer: int, positions: np.ndarray) -> np.ndarray:
         h = self._norm(a.norm, x)
         n = len(x)
         q, k, v = self._linears(h, (a.q, a.q_bias), (a.k, a.k_bias), (a.v, a.v_bias))
@@ -175,16 +176,21 @@ class CpuRunner:
         out = self._linear(a.o, attended)
         return self._norm(a.post_norm, out) if a.post_norm is not None else out
 
-    def _attend_each(self, a: Attention, layer: int, spans: list[tuple[CpuSequence, slice]], positions: np.ndarray,
-                     q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    def _attend_each(self, a: Attention, layer: int, spans: Spans, positions: np.ndarray, q: np.ndarray,
+                     k: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Each sequence's rows write their keys and values [n, n_kv, hd] into its cache, then attend to it:
         a row sees its own sequence's tokens only. -> [n, n_head * head_dim]"""
         attended = np.empty((len(q), a.n_head * a.head_dim), np.float32)
-        for seq, span in spans:
-            at = positions[span]
-            seq.keys[layer][:, at // KEY_BLOCK, :, at % KEY_BLOCK] = k[span]
-            seq.values[layer][at] = v[span]
-            attended[span] = ops.attend(q[span], seq.keys[layer], seq.values[layer], at, a.scale, a.sliding_window or 0)
+
+        def attend(part: Spans, one_thread: bool) -> None:
+            for seq, span in part:
+                at = positions[span]
+                seq.keys[layer][:, at // KEY_BLOCK, :, at % KEY_BLOCK] = k[span]
+                seq.values[layer][at] = v[span]
+                attended[span] = ops.attend(q[span], seq.keys[layer], seq.values[layer], at, a.scale,
+                                            a.sliding_window or 0, one_thread)
+
+        self._spreader.run(attend, spans, positions)
         return attended
 
     def _ones(self, n_dims: int) -> np.ndarray:
