@@ -11,7 +11,7 @@ from kinetic.server.logprobs import MAX_TOP
 from kinetic.server.reasoning import thinking_start
 from kinetic.server.sampling import sampling_overrides
 from kinetic.server.served import ServedModel, Job
-from kinetic.server.tool_calls import calls_grammar, read_tools
+from kinetic.server.tool_calls import calls_grammar, offered_tools
 
 MAX_STOPS = 16
 
@@ -95,8 +95,7 @@ def chat_messages(fields: Fields) -> list[dict[str, Any]]:
 def chat_job(served: ServedModel, fields: Fields) -> Job:
     refuse_unsupported(fields)
     messages = chat_messages(fields)
-    tools = read_tools(fields)
-    offered = tools if tools is not None and tools.choice != "none" else None
+    offered = offered_tools(fields)
     kwargs = fields.mapping("chat_template_kwargs")
     prompt = served.session.chat_prompt(messages, offered.tools if offered else None, **kwargs)
     text = served.session.tokenizer.decode(prompt)

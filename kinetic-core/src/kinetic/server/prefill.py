@@ -6,7 +6,7 @@ from __future__ import annotations
 from kinetic.server.fields import Fields, read_json
 from kinetic.server.jobs import chat_messages
 from kinetic.server.served import ServedModel
-from kinetic.server.tool_calls import read_tools
+from kinetic.server.tool_calls import offered_tools
 
 
 class Prefill:
@@ -16,7 +16,7 @@ class Prefill:
     def on_post(self, req, resp):
         fields = Fields(read_json(req))
         messages = chat_messages(fields)
-        tools = read_tools(fields)
-        offered = tools.tools if tools is not None and tools.choice != "none" else None
-        prompt, upto = self.served.session.draft_prompt(messages, offered, **fields.mapping("chat_template_kwargs"))
+        offered = offered_tools(fields)
+        prompt, upto = self.served.session.draft_prompt(messages, offered.tools if offered else None,
+                                                        **fields.mapping("chat_template_kwargs"))
         resp.media = {"object": "prefill", "cached_tokens": self.served.prefill(prompt, upto)}

@@ -16,13 +16,15 @@ from kinetic.tools.grammar import tool_grammar
 CONSTRAINTS = ("response_format", "json_schema", "grammar")
 
 
-def read_tools(fields: Fields) -> Optional[ToolRequest]:
-    """The request's tools, or None without any; with tool_choice none they are read and hidden."""
+def offered_tools(fields: Fields) -> Optional[ToolRequest]:
+    """The tools the request offers the model, or None without any; with tool_choice none they are read
+    (a bad one is still a 400) and hidden."""
     try:
-        return ToolRequest.read(fields.body.get("tools"), fields.body.get("tool_choice"),
-                                fields.body.get("parallel_tool_calls"))
+        tools = ToolRequest.read(fields.body.get("tools"), fields.body.get("tool_choice"),
+                                 fields.body.get("parallel_tool_calls"))
     except ToolsError as error:
         raise bad_request(str(error), error.field) from None
+    return tools if tools is not None and tools.choice != "none" else None
 
 
 def calls_grammar(served: ServedModel, tools: ToolRequest, fields: Fields, thinking: Optional[bool]) -> Grammar:

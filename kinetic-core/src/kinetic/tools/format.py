@@ -42,7 +42,8 @@ class ToolFormat:
     calls_rule(tools, parallel, markup): Lark rules whose rule `calls` matches the text that follows the
         trigger: exactly one call, or with parallel one or more, each naming one of tools with arguments
         that validate against its parameters. Rule and terminal names start with the format's own prefix
-        (hermes_...), but for `calls`; kinetic.tools.grammar puts the trigger before `calls`.
+        (hermes_...), but for `calls` and the composer's own WS (up to four white space characters) and TEXT
+        (any text); kinetic.tools.grammar puts the trigger before `calls`.
     read_calls(text, tools): text starts at the trigger (or, for bare calls, at the answer's first non-space
         character); the complete calls at its start, and how many characters of text they span (markers,
         separators and the white space around them included). A text that holds no complete call yet gives

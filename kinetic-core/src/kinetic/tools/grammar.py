@@ -15,6 +15,7 @@ from kinetic.tools.format import Markup, ToolFormat
 from kinetic.tools.request import ToolRequest
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+# Terminals of every tool grammar; the formats' calls rules use them too (format.ToolFormat.calls_rule).
 COMMON = r"""
 TEXT: /(.|\n)*/
 WS: /[ \t\r\n]{0,4}/

@@ -35,12 +35,11 @@ def calls_rule_for(fenced: bool) -> Callable[[Sequence[Tool], bool, Markup], str
     def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
         """After <｜tool▁calls▁begin｜>: one call of tools (or with parallel, more), then
         <｜tool▁calls▁end｜>."""
-        more = " (DEEPSEEK_WS deepseek_call)*" if parallel else ""
+        more = " (WS deepseek_call)*" if parallel else ""
         kind = quoted("function") + " " if fenced else ""
         lines = [f"calls: deepseek_call{more} {markup.literal(CALLS_END)}",
                  f"deepseek_call: {markup.literal(CALL_BEGIN)} {kind}deepseek_tool {markup.literal(CALL_END)}",
-                 "deepseek_tool: " + " | ".join(f"deepseek_tool_{i}" for i in range(len(tools))),
-                 "DEEPSEEK_WS: /[ \\t\\r\\n]{0,4}/"]
+                 "deepseek_tool: " + " | ".join(f"deepseek_tool_{i}" for i in range(len(tools)))]
         for i, tool in enumerate(tools):
             arguments = lark_json(tool.parameters)
             if fenced:

@@ -24,10 +24,9 @@ def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
     calls = {"type": "array", "items": call, "minItems": 1}
     entries = [(quoted('"tool_call"'), call)] + [(quoted('"tool_calls"'), calls)] * parallel
     return "\n".join([
-        "bare_calls: \"{\" GENERIC_WS generic_entry GENERIC_WS \"}\"",
-        "generic_entry: " + " | ".join(f"{key} GENERIC_WS \":\" GENERIC_WS {lark_json(value)}"
+        "bare_calls: \"{\" WS generic_entry WS \"}\"",
+        "generic_entry: " + " | ".join(f"{key} WS \":\" WS {lark_json(value)}"
                                        for key, value in entries),
-        "GENERIC_WS: /[ \\t\\r\\n]{0,4}/",
     ])
 
 

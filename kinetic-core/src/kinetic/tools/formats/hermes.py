@@ -26,13 +26,12 @@ def matches(source: str) -> bool:
 def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
     """After the first <tool_call>: the call's JSON object and </tool_call>; with parallel, more calls.
     Bare: the JSON objects alone, one per line."""
-    more = lambda rule: f" (HERMES_WS {rule})*" if parallel else ""  # noqa: E731
+    more = lambda rule: f" (WS {rule})*" if parallel else ""  # noqa: E731
     return "\n".join([
         f"calls: hermes_call{more(markup.literal(OPEN) + ' hermes_call')}",
-        f"hermes_call: HERMES_WS hermes_object HERMES_WS {markup.literal(CLOSE)}",
+        f"hermes_call: WS hermes_object WS {markup.literal(CLOSE)}",
         f"bare_calls: hermes_object{more('hermes_object')}",
         f"hermes_object: {lark_json(one_of_schemas(tools))}",
-        "HERMES_WS: /[ \\t\\r\\n]{0,4}/",
     ])
 
 

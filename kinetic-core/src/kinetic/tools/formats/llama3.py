@@ -31,14 +31,13 @@ def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
     """The object: "name" and "parameters" of one of tools; one call even with parallel, as the templates
     render no more than one ("This model only supports single tool-calls at once!"). After <|python_tag|>,
     a built-in tool's call, free text (read as name.call(...))."""
-    lines = ["bare_calls: \"{\" LLAMA3_WS \"\\\"name\\\"\" LLAMA3_WS \":\" LLAMA3_WS llama3_call LLAMA3_WS \"}\"",
+    lines = ["bare_calls: \"{\" WS \"\\\"name\\\"\" WS \":\" WS llama3_call WS \"}\"",
              "calls: LLAMA3_BUILT_IN",
              "LLAMA3_BUILT_IN: /[^\\n]+/",
-             "llama3_call: " + " | ".join(f"llama3_tool_{i}" for i in range(len(tools))),
-             "LLAMA3_WS: /[ \\t\\r\\n]{0,4}/"]
+             "llama3_call: " + " | ".join(f"llama3_tool_{i}" for i in range(len(tools)))]
     for i, tool in enumerate(tools):
-        lines.append(f"llama3_tool_{i}: {quoted(json.dumps(tool.name))} LLAMA3_WS \",\" LLAMA3_WS "
-                     f"\"\\\"parameters\\\"\" LLAMA3_WS \":\" LLAMA3_WS {lark_json(tool.parameters)}")
+        lines.append(f"llama3_tool_{i}: {quoted(json.dumps(tool.name))} WS \",\" WS "
+                     f"\"\\\"parameters\\\"\" WS \":\" WS {lark_json(tool.parameters)}")
     return "\n".join(lines)
 
 

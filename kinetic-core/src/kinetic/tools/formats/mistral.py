@@ -40,8 +40,7 @@ def writes_named_with_id(source: str) -> bool:
 def list_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
     """After [TOOL_CALLS]: the JSON list of one call (or with parallel, more), each with its id."""
     calls = {"type": "array", "items": with_id(one_of_schemas(tools)), "minItems": 1}
-    return f"calls: MISTRAL_WS {lark_json(calls if parallel else {**calls, 'maxItems': 1})}\n" \
-           "MISTRAL_WS: /[ \\t\\r\\n]{0,4}/"
+    return f"calls: WS {lark_json(calls if parallel else {**calls, 'maxItems': 1})}"
 
 
 def with_id(schema: dict) -> dict:
@@ -68,12 +67,11 @@ def named_rule(with_call_id: bool) -> Callable[[Sequence[Tool], bool, Markup], s
     def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
         """After [TOOL_CALLS]: NAME, its call id where the template writes one, [ARGS] and the arguments'
         JSON; with parallel, more calls each after its own [TOOL_CALLS]."""
-        more = f" (MISTRAL_WS {markup.literal(CALLS)} mistral_call)*" if parallel else ""
+        more = f" (WS {markup.literal(CALLS)} mistral_call)*" if parallel else ""
         call_id = f" {markup.literal(CALL_ID)} MISTRAL_CALL_ID" if with_call_id else ""
         lines = [f"calls: mistral_call{more}",
                  "mistral_call: " + " | ".join(f"mistral_tool_{i}" for i in range(len(tools))),
-                 f"MISTRAL_CALL_ID: /{ID_PATTERN}/",
-                 "MISTRAL_WS: /[ \\t\\r\\n]{0,4}/"]
+                 f"MISTRAL_CALL_ID: /{ID_PATTERN}/"]
         lines += [f"mistral_tool_{i}: {quoted(tool.name)}{call_id} {markup.literal(ARGS)} {lark_json(tool.parameters)}"
                   for i, tool in enumerate(tools)]
         return "\n".join(lines)

@@ -35,12 +35,10 @@ def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
     """After <tool_call>: one function of tools with its parameters in the schema's order (the required ones
     always), each value free text up to the closing tag, or JSON of its schema where it cannot be a string,
     as llama.cpp's grammar holds it."""
-    more = f" (QWEN_XML_WS {markup.literal(OPEN)} qwen_xml_call)*" if parallel else ""
+    more = f" (WS {markup.literal(OPEN)} qwen_xml_call)*" if parallel else ""
     lines = [f"calls: qwen_xml_call{more}",
              "qwen_xml_call: " + " | ".join(f"qwen_xml_tool_{i}" for i in range(len(tools))),
-             f"qwen_xml_text[lazy]: QWEN_XML_ANY {quoted(VALUE_END)}",
-             "QWEN_XML_ANY: /(.|\\n)*/",
-             "QWEN_XML_WS: /[ \\t\\r\\n]{0,4}/"]
+             f"qwen_xml_text[lazy]: TEXT {quoted(VALUE_END)}"]
     for i, tool in enumerate(tools):
         parameters = in_order([(parameter_rule(name, schema), required)
                                for name, schema, required in arguments_in_order(tool)])
