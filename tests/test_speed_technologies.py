@@ -28,6 +28,7 @@ class GuessNothing:
     def begin(self, context): pass
     def propose(self, history, limit): return []
     def feedback(self, proposed, accepted): pass
+    def kept(self): return 0.0
     def end(self, history): pass
 
 

@@ -22,6 +22,10 @@ class Drafter(Protocol):
     def feedback(self, proposed: int, accepted: int) -> None:
         """Of the last proposal's `proposed` guesses, the first `accepted` were right."""
 
+    def kept(self) -> float:
+        """The fraction of its recent guesses like the last proposal's that were right: what a driver sharing
+        a pass among generations (the server's Convoy) weighs a draft's rows by."""
+
     def end(self, history: Sequence[int]) -> None:
         """The generation is over; history is everything it saw and wrote."""
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 import dataclasses
 import queue
 import threading
+import time
 from typing import Callable, Iterator, Optional, Protocol
 
 import numpy as np
 
 from kinetic.contracts.device import Row, Runner
 from kinetic.engine.generate import Pass, Steps
+from kinetic.engine.pass_costs import PassCosts, drafts_worth_running
 
 POLL = 0.25  # seconds between checks that a rider's client is still there
 _END = object()
@@ -112,6 +114,7 @@ class Convoy:
 
     def __init__(self, runner: Runner):
         self.runner = runner
+        self.costs = PassCosts()
         self._cond = threading.Condition()
         self._joining: list[Ride] = []
         self._thread: Optional[threading.Thread] = None
@@ -142,8 +145,10 @@ class Convoy:
         """One pass of every rider's rows; each gets the logits of its own rows that ask."""
         if not steps:
             return
+        steps = list(zip([ride for ride, _ in steps], drafts_worth_running([step for _, step in steps], self.costs)))
+        rows = joined([step for _, step in steps])
         try:
-            logits = self.runner.forward(joined([step for _, step in steps]))
+            logits = self._timed_forward(rows)
         except Exception as error:  # e.g. out of device memory: every rider of this pass is told
             for ride, _ in steps:
                 ride.fail(error)
@@ -153,3 +158,11 @@ class Convoy:
             asks = sum(row.logits for row in step.rows)
             ride.answer(logits[at:at + asks])
             at += asks
+
+    def _timed_forward(self, rows: list[Row]) -> np.ndarray:
+        """runner.forward(rows), its time recorded in self.costs unless kernels compiled meanwhile."""
+        compiled, start = self.runner.compile_seconds, time.perf_counter()
+        logits = self.runner.forward(rows)
+        if self.runner.compile_seconds == compiled:
+            self.costs.record(len(rows), time.perf_counter() - start)
+        return logits

@@ -84,6 +84,8 @@ class Pass:
     order (Runner.forward's answer), alone or as part of a pass shared with other generations."""
 
     rows: list[Row]
+    guesses: int = 0  # the last rows are a draft: a driver may leave them out, and answers the rows it ran
+    kept: float = 0.0  # the fraction of the drafter's recent guesses that were right (Drafter.kept)
 
 
 Step = Union[Pass, int]  # what a generation's steps give: a pass to run, or the next token of the answer
@@ -201,7 +203,8 @@ class Generation:
             draft = self._draft(history)
             position = self.seq.n_tokens
             rows = [Row(self.seq, t, position + i, parent=i - 1, logits=True) for i, t in enumerate([token, *draft])]
-            rows_logits = yield Pass(rows)
+            rows_logits = yield Pass(rows, len(draft), self.drafter.kept() if draft else 0.0)
+            del draft[len(rows_logits) - 1 :]  # guesses the driver left out
 
     def _draft(self, history: list[int]) -> list[int]:
         """Guesses for after history that fit the context and the token budget."""

@@ -53,6 +53,9 @@ class Rad1Drafter:
         else:
             self._pause = 0
 
+    def kept(self) -> float:
+        return self.trust[self._last_source] if self._last_source else 0.0
+
     def end(self, history: Sequence[int]) -> None:
         self.log.record(history)
 

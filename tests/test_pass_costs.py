@@ -1,0 +1,58 @@
+"""Which drafts a shared pass runs (engine.pass_costs): by the costs measured per pass size and how often
+each drafter's guesses were right. That leaving a draft out keeps every answer is test_convoy's."""
+
+from __future__ import annotations
+
+import pytest
+
+from kinetic.contracts.device import Row
+from kinetic.engine.generate import Pass
+from kinetic.engine.pass_costs import PassCosts, drafts_worth_running
+
+
+def costs(seconds_by_rows: dict[int, float]) -> PassCosts:
+    table = PassCosts()
+    for rows, seconds in seconds_by_rows.items():
+        table.record(rows, seconds)
+    return table
+
+
+def decode(guesses: int, kept: float) -> Pass:
+    """A decode step of one sequence: its last token and `guesses` drafted rows, every row asking logits."""
+    return Pass([Row(None, 1, 10 + i, parent=i - 1, logits=True) for i in range(1 + guesses)], guesses, kept)
+
+
+def prompt_chunk(n_rows: int) -> Pass:
+    """A chunk from the middle of a prompt: no row asks logits, so it gives no token."""
+    return Pass([Row(None, 1, i, parent=i - 1) for i in range(n_rows)])
+
+
+def test_running_mean_and_interpolation():
+    table = costs({1: 0.050, 9: 0.130})
+    table.record(1, 0.060)
+    assert table.of(1) == pytest.approx(0.052)
+    assert table.of(5) == pytest.approx(0.052 + 0.5 * (0.130 - 0.052))
+    assert table.of(0) == pytest.approx(0.052)  # below the smallest size: the smallest's
+    assert table.of(10) is None
+
+
+FLAT = {1: 0.050, 4: 0.052, 8: 0.055, 16: 0.060}  # matrix units: rows nearly free
+STEEP = {1: 0.050, 4: 0.087, 8: 0.130, 16: 0.220}  # vector units: each row adds arithmetic
+
+
+@pytest.mark.parametrize("seconds, passes, runs", [
+    (FLAT, [decode(3, 0.5)], [3]),  # alone: a draft costs almost nothing
+    (STEEP, [decode(3, 0.5)], [3]),  # alone: 2.5 tokens for 87 ms beat 1 for 50
+    (STEEP, [decode(3, 0.2), decode(0, 0), decode(0, 0), decode(0, 0)], [0, 0, 0, 0]),  # 4.6 for 130 < 4 for 87
+    (STEEP, [decode(3, 0.9), decode(0, 0), decode(0, 0), decode(0, 0)], [3, 0, 0, 0]),  # 6.7 for 130 > 4 for 87
+    (FLAT, [decode(3, 0.2), decode(3, 0.2)], [3, 3]),
+    (STEEP, [decode(3, 0.1), decode(3, 0.9)], [0, 3]),  # the trusted draft is weighed first and runs
+    (STEEP, [decode(15, 1.0)], [15]),  # past the largest size measured: tried, to measure it
+    (STEEP, [prompt_chunk(7), decode(1, 0.05)], [0, 0]),  # 1.05 tokens for 141 ms < 1 for 130 ms
+], ids=["flat-alone", "steep-alone", "steep-weak-draft", "steep-strong-draft", "flat-two", "most-trusted-first",
+        "unmeasured", "beside-a-prompt"])
+def test_drafts_run_where_they_raise_tokens_per_second(seconds, passes, runs):
+    out = drafts_worth_running(passes, costs(seconds))
+    assert [step.guesses for step in out] == runs
+    for step, before in zip(out, passes):
+        assert step.rows == before.rows[: len(before.rows) - before.guesses + step.guesses]
