@@ -16,6 +16,8 @@ from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 
 GIB = 1 << 30
+# they need repeated, typed or concurrent requests, which bench never sends
+NEEDS_REQUESTS = {"warm-start": "Warm Start", "zero-wait": "Zero Wait", "convoy": "Convoy"}
 
 
 def bench_command(model: Path, repetitions: int, threads: Optional[int], device: str, as_json: bool,
@@ -34,6 +36,8 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
         "prefill_tokens": 512, "prefill_tokens_per_second": round(result.prefill_tokens_per_second, 2),
         "decode_tokens": 128, "decode_tokens_per_second": round(result.decode_tokens_per_second, 2),
         **edit_report(session, repetitions),
+        "technologies": "on: " + (", ".join(t.title for t in session.speed_on if t.name not in NEEDS_REQUESTS)
+                                  or "none"),
         "peak_rss_bytes": peak_rss_bytes(),
     }
     gpu = session.device.name != "cpu"
@@ -76,8 +80,10 @@ def table(report: dict, name: str) -> list[str]:
              "| --- | ---: | ---: | --- | ---: | ---: | ---: |"]
     lines += [f"| {name} | {size} | {params} | {backend} | {report['threads']} | {test} | {rate:.2f} |"
               for test, rate in rows]
+    no_part = ", ".join(list(NEEDS_REQUESTS.values())[:-1]) + " and " + list(NEEDS_REQUESTS.values())[-1]
     return lines + ["", f"on {report['device']}, best of {report['repetitions']}, load {report['load_seconds']:.2f} s",
-                    f"peak memory {report['peak_rss_bytes'] / GIB:.2f} GiB", edit_line(report)]
+                    f"speed technologies {report['technologies']}; {no_part} take no part", edit_line(report),
+                    f"peak memory {report['peak_rss_bytes'] / GIB:.2f} GiB"]
 
 
 def edit_line(report: dict) -> str:
