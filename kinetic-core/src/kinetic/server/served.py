@@ -147,7 +147,7 @@ class ServedModel:
         slot.report = dataclasses.replace(
             slot.report, id_task=next(self._tasks), is_processing=True, n_prompt_tokens=len(job.prompt),
             n_prompt_tokens_processed=len(job.prompt) - cached, n_prompt_tokens_cache=cached, n_decoded=0,
-            n_predict=job.max_tokens, prompt=job.prompt_text, params=settings_report(settings))
+            has_new_line=False, n_predict=job.max_tokens, job=job, settings=settings)
 
 
 def drafter_for(session: Session, index: int) -> Optional[Drafter]:
@@ -178,11 +178,20 @@ class Run:
     usage: Usage = field(default_factory=Usage)
     settings: Any = None  # the SamplingSettings used, seed included
     timings: Any = None  # the generation's Timings, once it ended
+    slot_id: int = -1  # the slot it ran on, once it has one
+    tokens_held: int = 0  # the tokens its slot's sequence holds once it ended (llama-server's tokens_cached)
+
+    @property
+    def truncated(self) -> bool:
+        """It ended because the context was full, before the limit it asked for."""
+        limit = self.job.max_tokens
+        return self.finish_reason == "length" and (limit <= 0 or self.usage.completion_tokens < limit)
 
     def __iter__(self) -> Iterator[Piece]:
         slot = self.served.pool.acquire(self.job.prompt, self.cancelled)
         if slot is None:
             return
+        self.slot_id = slot.index
         try:
             yield from self._generate(slot)
         finally:
@@ -215,6 +224,7 @@ class Run:
             ride.leave()  # the generation is closed: its sequence holds what it will hold
             if ride.generation is not None:
                 slot.remember(job.prompt + answer)
+                self.tokens_held = slot.seq.n_tokens
                 self._finish(ride.generation, len(answer))
 
     def _pieces(self, slot: ServedSlot, tokens: Iterator[int], answer: list[int], picked: list[TokenLogprobs],
@@ -224,7 +234,9 @@ class Run:
             answer.append(token)
             slot.report.n_decoded = len(answer)
             scored = picked[len(answer) - 1] if picked else None
-            yield Piece(scanner.feed(detokenizer.feed(token)), token, scored)
+            text = scanner.feed(detokenizer.feed(token))
+            slot.report.has_new_line |= "\n" in text
+            yield Piece(text, token, scored)
             if scanner.found is not None or self.cancelled():
                 break
         tail = scanner.feed(detokenizer.finish()) + scanner.finish()
