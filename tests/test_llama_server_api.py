@@ -23,6 +23,8 @@ from kinetic.server.infill import Chunk, infill_prompt
 from kinetic.server.llama_answer import slot_report, token_text
 from kinetic.server.llama_prompt import completion_tokens
 from kinetic.server.metrics import Slot
+from kinetic.server.served import Job, Run, Usage
+from kinetic.tokenizer.tokenizer import load_tokenizer
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "llama_server" / "qwen.json").read_text())
 REQUESTS = GOLDEN["requests"]
@@ -201,3 +203,24 @@ def test_completion_fields_out_of_reach_are_400s(client, change, param):
 @pytest.mark.parametrize("raw, text", [(b"ab", "ab"), (b"a\xc3", "a"), (b"\xe2\x82", ""), (b"\xe2\x82\xac", "€")])
 def test_token_text_leaves_out_a_character_cut_at_the_end(raw, text):
     assert token_text(raw) == text
+
+
+@pytest.mark.parametrize("limit_name", ["max_tokens", "max_completion_tokens"])
+def test_n_predicts_aliases_limit_the_answer(client, limit_name):
+    body = {key: value for key, value in REQUESTS["completion"]["body"].items() if key != "n_predict"}
+    answer = client.simulate_post("/completion", json={**body, limit_name: 3}).json
+    assert answer["tokens_predicted"] == 3 and answer["generation_settings"]["n_predict"] == 3
+
+
+@pytest.mark.parametrize("max_tokens, finish, generated, truncated", [
+    (5, "length", 3, True), (5, "length", 5, False), (-1, "length", 9, True), (-1, "stop", 9, False),
+])
+def test_truncated_means_the_context_filled_before_the_limit(served, max_tokens, finish, generated, truncated):
+    run = Run(served, Job([1], {}, max_tokens), lambda: False, finish, usage=Usage(1, generated))
+    assert run.truncated is truncated
+
+
+@pytest.mark.parametrize("prompt, starts_with_bos", [("a", True), (["a", 5], True), ([5, "a"], False), ([5], False)])
+def test_bos_goes_only_before_a_first_string(gemma_gguf, prompt, starts_with_bos):
+    tokenizer = load_tokenizer(gemma_gguf)
+    assert (completion_tokens(tokenizer, prompt)[0] == tokenizer.bos_id) is starts_with_bos

@@ -35,7 +35,7 @@ class Completion:
                               "log-probabilities", "post_sampling_probs")
         asked = Asked(fields.boolean("stream"), fields.boolean("return_tokens"),
                       fields.integer("n_probs", 0, 0, MAX_TOP))
-        limit = fields.integer("n_predict", -1)  # -1 or 0: no limit, as kinetic run's -n
+        limit = predict_limit(fields)
         run = self.served.run(job(self.served, fields, prompt, text, limit, asked.n_probs or None),
                               cancelled_by(req))
         if asked.stream:
@@ -57,6 +57,13 @@ class Completion:
                 yield event
         if run.finish_reason is not None:
             yield final(run, asked, self.served.name, pieces)
+
+
+def predict_limit(fields: Fields) -> int:
+    """n_predict, or its aliases max_tokens and max_completion_tokens, as llama-server reads them; -1 or 0 when
+    none is set: no limit, as kinetic run's -n."""
+    given = (fields.integer(name) for name in ("n_predict", "max_tokens", "max_completion_tokens"))
+    return next((value for value in given if value is not None), -1)
 
 
 class Infill(Completion):
