@@ -5,7 +5,8 @@
 
 Starts llama-server (llama.cpp's, built once in the user cache) and then kinetic serve on the same GGUF,
 one after the other, each with one slot of CONTEXT tokens, and sends both the same requests (CASES):
-/completion with text, token ids and mixed prompts, n_probs, stops, streams; /infill; /apply-template;
+/completion with text, token ids and mixed prompts, n_probs, stops, response_fields, n_indent, streams;
+/infill; /apply-template;
 /tokenize, /detokenize; the OpenAI routes; /slots. Each answer is compared field by field: a field
 llama-server has and Kinetic lacks is "missing", the other way "extra", a field of another JSON type
 "type", and a field whose value differs "value" (values are compared everywhere but where they cannot
@@ -62,11 +63,16 @@ CASES = [
     Case("completion_no_cache", "/completion", {"prompt": CODE, "n_predict": 4, "cache_prompt": False, **GREEDY}),
     Case("completion_stream", "/completion", {"prompt": CODE, "n_predict": 5, "n_probs": 1, "stream": True,
                                               **GREEDY}, stream=True),
+    Case("completion_fields", "/completion", {"prompt": CODE, "n_predict": 4, "response_fields": [
+        "content", "generation_settings/n_predict", "tokens_predicted", "no/such"], **GREEDY}),
+    Case("completion_indent", "/completion", {"prompt": CODE, "n_indent": 4, "n_predict": 24, **GREEDY}),
     Case("infill", "/infill", {"input_prefix": "def add(a, b):\n    ", "input_suffix": "\n\nprint(add(1, 2))\n",
                                "input_extra": [{"filename": "util.py", "text": "def sub(a, b):\n    return a - b\n"}],
                                "n_predict": 8, "return_tokens": True, **GREEDY}),
     Case("infill_prompt", "/infill", {"input_prefix": "x = [1, 2, 3]\n", "input_suffix": "\nprint(total)\n",
                                       "prompt": "total =", "n_predict": 6, **GREEDY}),
+    Case("infill_indent", "/infill", {"input_prefix": "def add(a, b):\n    ", "input_suffix": "\n\nprint(add(1, 2))\n",
+                                      "n_indent": 4, "n_predict": 12, **GREEDY}),
     Case("apply_template", "/apply-template", {"messages": [{"role": "system", "content": "Be brief."},
                                                             {"role": "user", "content": "Hi"}]}),
     Case("tokenize", "/tokenize", {"content": CODE, "with_pieces": True}),
@@ -102,7 +108,6 @@ EXPLAINED = {
     "*/generation_prompt": "a completion applies no chat template, in either server",
     "*/speculative.types": "Kinetic drafts by itself (RAD-1), with no draft model to name",
     "*/backend_sampling": "llama.cpp's GPU sampling option; Kinetic samples on the host",
-    "slots/*/params/stream": "a slot does not keep whether its last request streamed",
     "slots/*/speculative": "Kinetic's slots draft with RAD-1 unless --off rad-1; llama-server's need a draft model",
     "slots/*/prompt": "Kinetic shows the slot's last prompt, as the reference docs say (llama-server: debug only)",
     "slots/*/n_prompt_tokens*": "Kinetic reports the slot's last request, as the reference docs say; "
@@ -113,8 +118,8 @@ EXPLAINED = {
                          "the same way; llama-server from what its slot holds",
     "*/timings/prompt_n": "prompt tokens run: see timings/cache_n",
     "*/usage/prompt_tokens_details/cached_tokens": "prompt tokens reused: see timings/cache_n",
-    "completion_stop/tokens_cached": "when a stop string ends the answer, Kinetic's sequence has already run the "
-                                     "last token picked",
+    "*/tokens_cached": "when the server ends an answer itself (a stop string, n_indent), Kinetic's sequence has "
+                       "already run the last token picked",
     "*stream/*/id_slot": "llama-server streams id_slot -1 before its last event; Kinetic the slot's id",
     "v1_chat_stream/first/choices/*/delta/content": "the opening delta: Kinetic sends \"\", as OpenAI does; "
                                                     "llama-server null",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from kinetic.server import ServedModel, make_app
 from kinetic.server.errors import ApiError
 from kinetic.server.infill import Chunk, infill_prompt
 from kinetic.server.llama_answer import slot_report, token_text
+from kinetic.server.line_limits import LineLimits
 from kinetic.server.llama_prompt import completion_tokens
 from kinetic.server.metrics import Slot
 from kinetic.server.served import Job, Run, Usage
@@ -30,7 +32,7 @@ GOLDEN = json.loads((Path(__file__).parent / "golden" / "llama_server" / "qwen.j
 REQUESTS = GOLDEN["requests"]
 LOCAL = {"Host": "localhost:8080"}
 GREEDY = ["completion", "completion_probs", "completion_ids", "completion_mixed", "completion_stop",
-          "completion_no_cache", "infill", "infill_prompt"]
+          "completion_no_cache", "completion_indent", "infill", "infill_prompt", "infill_indent"]
 SAME = ["content", "tokens", "tokens_predicted", "tokens_evaluated", "stop_type", "stopping_word", "prompt",
         "truncated", "has_new_line", "stop", "index"]
 # llama-server's generation_settings that Kinetic has no counterpart for (scripts/llama_server_compat.py's
@@ -70,7 +72,7 @@ def test_greedy_answers_are_llama_servers_token_for_token(client, name):
         assert mine["logprob"] == pytest.approx(other["logprob"], abs=0.25)  # llama.cpp rounds activations
 
 
-@pytest.mark.parametrize("name", ["apply_template", "tokenize", "detokenize"])
+@pytest.mark.parametrize("name", ["apply_template", "tokenize", "detokenize", "completion_fields"])
 def test_prompt_routes_answer_as_llama_server(client, name):
     assert post(client, name).json == REQUESTS[name]["answer"]
 
@@ -101,7 +103,7 @@ def test_slots_show_llama_servers_fields_of_the_last_request(client):
     post(client, "completion")
     (ours,), (theirs,) = client.simulate_get("/slots").json, REQUESTS["slots"]["answer"]
     assert ours.keys() == theirs.keys() | {"prompt"}
-    assert ours["params"].keys() == theirs["params"].keys() - NOT_KINETIC - {"stream"}
+    assert ours["params"].keys() == theirs["params"].keys() - NOT_KINETIC
     assert ours["next_token"][0].keys() == theirs["next_token"][0].keys()
     assert (ours["n_ctx"], ours["is_processing"], ours["prompt"]) == (GOLDEN["context"], False,
                                                                       REQUESTS["completion"]["body"]["prompt"])
@@ -224,3 +226,24 @@ def test_truncated_means_the_context_filled_before_the_limit(served, max_tokens,
 def test_bos_goes_only_before_a_first_string(gemma_gguf, prompt, starts_with_bos):
     tokenizer = load_tokenizer(gemma_gguf)
     assert (completion_tokens(tokenizer, prompt)[0] == tokenizer.bos_id) is starts_with_bos
+
+
+@pytest.mark.parametrize("pieces, n_indent, ended_at, kept", [
+    (["x\n", "    y", "\n", "z", "w"], 4, 3, "x\n    y\n"),
+    (["x\n", "    y", "\n", "    z", "w"], 4, None, None),
+    (["x\n", "\ty\n", "a", "b"], 2, 2, "x\n\t"),  # a tab is one character of indentation
+    (["x\n", "  y", "z"], 2, None, None),
+    (["x\n", "y", "z"], 1, 2, "x\n"),  # the first line is judged from the token after the one after its newline
+])
+def test_n_indent_ends_at_a_shallow_line_as_llama_server_judges_it(pieces, n_indent, ended_at, kept):
+    limits = LineLimits(n_indent)
+    ends = [limits.feed(piece) for piece in pieces]
+    assert (ends.index(True) if True in ends else None) == ended_at
+    assert limits.cut("".join(pieces)) == (kept if kept is not None else "".join(pieces))
+
+
+def test_t_max_predict_ms_ends_at_the_first_new_line_past_it():
+    limits = LineLimits(t_max_predict_ms=1)
+    assert not limits.feed("a")
+    time.sleep(0.01)
+    assert not limits.feed("b") and limits.feed("c\nd") and limits.ended and limits.cut("abc\nd") == "abc\nd"

@@ -53,6 +53,8 @@ def job(served: ServedModel, fields: Fields, prompt: list[int], prompt_text: str
     return Job(prompt=prompt, overrides=sampling_overrides(fields, served.session.tokenizer.n_vocab),
                max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
                prompt_text=prompt_text, thinking=thinking, cache_prompt=fields.boolean("cache_prompt", True),
+               stream=fields.boolean("stream"), n_indent=fields.integer("n_indent", 0, 0),
+               t_max_predict_ms=fields.integer("t_max_predict_ms", 0, -1),
                **{"grammar": request_grammar(fields), **tool_use})
 
 

@@ -18,11 +18,13 @@ SAMPLERS = ("penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p
 
 @dataclass(frozen=True)
 class Asked:
-    """What the request asked of the answer's shape: a stream, the token ids (return_tokens), n_probs."""
+    """What the request asked of the answer's shape: a stream, the token ids (return_tokens), n_probs, and only
+    some of the final answer's fields (response_fields)."""
 
     stream: bool = False
     return_tokens: bool = False
     n_probs: int = 0
+    response_fields: tuple[str, ...] = ()
 
 
 def token_text(raw: bytes) -> str:
@@ -52,16 +54,15 @@ def probabilities(tokenizer, pieces: list[Piece]) -> list[dict[str, Any]]:
     return out
 
 
-def generation_settings(settings, job, stream: Optional[bool] = None) -> dict[str, Any]:
-    """The settings an answer was generated with, under llama-server's names; the seed is the one used.
-    /slots' params leave out stream (None), which a slot does not keep."""
+def generation_settings(settings, job) -> dict[str, Any]:
+    """The settings an answer was generated with, under llama-server's names; the seed is the one used."""
     report = settings_report(settings)
     report["temperature"] = report.pop("temp")
     report["logit_bias"] = [{"bias": bias, "token": token} for token, bias in report["logit_bias"]]
     limit = job.max_tokens if job.max_tokens > 0 else -1
     return {**report, "dynatemp_range": 0.0, "dynatemp_exponent": 1.0, "stop": list(job.stops),
             "max_tokens": limit, "n_predict": limit, "n_keep": 0, "n_discard": 0, "ignore_eos": False,
-            **({} if stream is None else {"stream": stream}), "n_probs": job.top_logprobs or 0, "min_keep": 0,
+            "stream": job.stream, "n_probs": job.top_logprobs or 0, "min_keep": 0,
             "samplers": list(SAMPLERS), "timings_per_token": False, "post_sampling_probs": False, "lora": []}
 
 
@@ -116,19 +117,34 @@ def kept_probabilities(run: Run, tokenizer, pieces: list[Piece]) -> list[dict[st
 def final(run: Run, asked: Asked, name: str, pieces: list[Piece]) -> dict[str, Any]:
     """The whole answer, or with a stream the last event (its content and tokens came in the pieces)."""
     tokenizer = run.served.session.tokenizer
-    content = "" if asked.stream else "".join(piece.text for piece in pieces)
+    content = "" if asked.stream else run.cut("".join(piece.text for piece in pieces))
     tokens = [piece.token for piece in pieces if piece.token is not None]
     answer = {
         "index": 0, "content": content, "tokens": tokens if asked.return_tokens and not asked.stream else [],
         "id_slot": run.slot_id, "stop": True, "model": name, "tokens_predicted": run.usage.completion_tokens,
-        "tokens_evaluated": run.usage.prompt_tokens, "generation_settings": generation_settings(run.settings, run.job, asked.stream),
+        "tokens_evaluated": run.usage.prompt_tokens, "generation_settings": generation_settings(run.settings, run.job),
         "prompt": run.job.prompt_text, "has_new_line": "\n" in "".join(piece.text for piece in pieces),
         "truncated": run.truncated, "stop_type": stop_type(run), "stopping_word": run.stop_word,
         "tokens_cached": run.tokens_held, "timings": timings(run),
     }
     if asked.n_probs and not asked.stream:
         answer["completion_probabilities"] = kept_probabilities(run, tokenizer, pieces)
-    return answer
+    return picked(answer, asked.response_fields) if asked.response_fields else answer
+
+
+def picked(answer: dict[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
+    """response_fields: only the fields these paths name ("a/b" for b inside a), each under its path; a path
+    that names nothing is left out (llama-server's json_get_nested_values)."""
+    out = {}
+    for path in paths:
+        value: Any = answer
+        for key in path.split("/"):
+            if not isinstance(value, dict) or key not in value:
+                break
+            value = value[key]
+        else:
+            out[path] = value
+    return out
 
 
 def partial(run: Run, piece: Piece, n_decoded: int, asked: Asked) -> Optional[dict[str, Any]]:

@@ -19,6 +19,9 @@ from kinetic.server.served import Piece, ServedModel, Run, settings_report
 from kinetic.server.sse import stream
 
 
+MAX_FIELDS = 64  # response_fields' paths
+
+
 class Completion:
     """POST /completion: continue a prompt (text, token ids or both), as llama-server does."""
 
@@ -34,7 +37,7 @@ class Completion:
             raise bad_request("post_sampling_probs is not supported: n_probs gives the raw logits' "
                               "log-probabilities", "post_sampling_probs")
         asked = Asked(fields.boolean("stream"), fields.boolean("return_tokens"),
-                      fields.integer("n_probs", 0, 0, MAX_TOP))
+                      fields.integer("n_probs", 0, 0, MAX_TOP), fields.strings("response_fields", MAX_FIELDS))
         limit = predict_limit(fields)
         run = self.served.run(job(self.served, fields, prompt, text, limit, asked.n_probs or None),
                               cancelled_by(req))

@@ -60,7 +60,7 @@ class Completions:
                       "usage": run.usage.report(), "timings": timings(run)}
 
     def _choice(self, run: Run, pieces: list[Piece]) -> dict[str, Any]:
-        text = "".join(piece.text for piece in pieces)
+        text = run.cut("".join(piece.text for piece in pieces))
         logprobs = self._logprobs(run, pieces)
         if self.chat:
             message, called = chat_message(run.job, text)
