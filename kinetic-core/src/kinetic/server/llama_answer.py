@@ -10,9 +10,9 @@ from typing import Any, Optional
 from kinetic.server.metrics import Slot
 from kinetic.server.served import Piece, Run, settings_report
 
-# llama.cpp's sampler chain by its names, in the order Kinetic runs it (the docs' "Samplers run in ...")
 # the settings /slots leaves out of a slot's params (llama-server's task_params::to_json(only_metrics))
 NOT_IN_SLOTS = frozenset({"dry_sequence_breakers", "stop", "logit_bias"})
+# llama.cpp's sampler chain by its names, in the order Kinetic runs it (the docs' "Samplers run in ...")
 SAMPLERS = ("penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc", "temperature")
 
 
