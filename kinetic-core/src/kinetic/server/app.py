@@ -37,6 +37,7 @@ def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int =
         "/v1/completions": openai.Completions(served, chat=False),
         "/v1/prefill": Prefill(served),
         "/completion": llama_completion, "/completions": llama_completion,
+        "/infill": llamacpp.Infill(served), "/apply-template": llamacpp.ApplyTemplate(served),
         "/tokenize": llamacpp.Tokenize(served), "/detokenize": llamacpp.Detokenize(served),
         "/props": llamacpp.Props(served), **({"/slots": llamacpp.Slots(served)} if slots_route else {}),
         "/metrics": metrics, "/v1/metrics": metrics,

@@ -14,7 +14,7 @@ log = logging.getLogger("kinetic.server")
 # HTTP status -> the OpenAI error type clients switch on
 TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
          404: "not_found_error", 405: "invalid_request_error", 413: "invalid_request_error",
-         415: "invalid_request_error", 503: "server_busy_error"}
+         415: "invalid_request_error", 501: "not_supported_error", 503: "server_busy_error"}
 
 
 class ApiError(Exception):

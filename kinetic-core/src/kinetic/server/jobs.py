@@ -7,6 +7,8 @@ from typing import Any, Optional
 from kinetic.server.constraints import request_grammar
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, json_type
+from kinetic.server.infill import suffix_prompt
+from kinetic.server.llama_prompt import completion_tokens
 from kinetic.server.logprobs import MAX_TOP
 from kinetic.server.reasoning import thinking_start
 from kinetic.server.sampling import sampling_overrides
@@ -51,6 +53,8 @@ def job(served: ServedModel, fields: Fields, prompt: list[int], prompt_text: str
     return Job(prompt=prompt, overrides=sampling_overrides(fields, served.session.tokenizer.n_vocab),
                max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
                prompt_text=prompt_text, thinking=thinking, cache_prompt=fields.boolean("cache_prompt", True),
+               stream=fields.boolean("stream"), n_indent=fields.integer("n_indent", 0, 0),
+               t_max_predict_ms=fields.integer("t_max_predict_ms", 0, -1),
                **{"grammar": request_grammar(fields), **tool_use})
 
 
@@ -106,23 +110,26 @@ def chat_job(served: ServedModel, fields: Fields) -> Job:
                chat_logprobs(fields), thinking, **tool_use)
 
 
-def prompt_tokens(served: ServedModel, prompt: Any, allow_ids: bool) -> tuple[list[int], str]:
-    """A raw prompt (a string, a list of one string, or with allow_ids token ids) as tokens and text."""
+def prompt_tokens(served: ServedModel, prompt: Any) -> tuple[list[int], str]:
+    """A raw prompt (llama_prompt.completion_tokens: text, token ids or both) as tokens, and as the text
+    /slots and /completion show: the tokens decoded, special tokens included, as llama-server shows them."""
+    tokens = completion_tokens(served.session.tokenizer, prompt)
+    return tokens, served.session.tokenizer.decode(tokens)
+
+
+def completion_prompt(served: ServedModel, fields: Fields) -> tuple[list[int], str]:
+    """/v1/completions' prompt; with a suffix, the fill-in-the-middle prompt around it (infill.suffix_prompt)."""
+    suffix = fields.string("suffix")
+    if not suffix:
+        return prompt_tokens(served, fields.body.get("prompt"))
     tokenizer = served.session.tokenizer
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-        prompt = prompt[0]
-    if isinstance(prompt, str):
-        return tokenizer.encode(prompt, add_special=True, parse_special=True), prompt
-    if allow_ids and isinstance(prompt, list) and prompt and all(
-            isinstance(t, int) and not isinstance(t, bool) and 0 <= t < tokenizer.n_vocab for t in prompt):
-        return list(prompt), tokenizer.decode(prompt)
-    wanted = "a string or token ids" if allow_ids else "a string or a list of one string"
-    raise bad_request(f"prompt must be {wanted}", "prompt")
+    tokens = suffix_prompt(tokenizer, fields.body.get("prompt"), suffix, served.context_length)
+    return tokens, tokenizer.decode(tokens)
 
 
 def completion_job(served: ServedModel, fields: Fields) -> Job:
     refuse_unsupported(fields)
     refuse_tools(fields)
-    prompt, text = prompt_tokens(served, fields.body.get("prompt"), allow_ids=False)
+    prompt, text = completion_prompt(served, fields)
     top = fields.integer("logprobs", None, 0, MAX_TOP)
     return job(served, fields, prompt, text, max_tokens(fields, "max_tokens"), top)

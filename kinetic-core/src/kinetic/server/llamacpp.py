@@ -1,4 +1,5 @@
-"""llama-server's own routes: /completion, /tokenize, /detokenize, /props, /slots, /health and /metrics."""
+"""llama-server's own routes: /completion, /infill, /apply-template, /tokenize, /detokenize, /props, /slots,
+/health and /metrics."""
 
 from __future__ import annotations
 
@@ -9,14 +10,20 @@ from kinetic.errors import ChatTemplateError
 from kinetic.sampling.settings import resolve_settings
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, read_json
-from kinetic.server.jobs import job, prompt_tokens, refuse_tools, refuse_unsupported
+from kinetic.server.infill import extra_chunks, fim_tokens, infill_prompt
+from kinetic.server.jobs import chat_job, job, prompt_tokens, refuse_tools, refuse_unsupported
+from kinetic.server.llama_answer import Asked, final, partial, slot_report
+from kinetic.server.logprobs import MAX_TOP
 from kinetic.server.openai import cancelled_by
-from kinetic.server.served import ServedModel, Run, settings_report
+from kinetic.server.served import Piece, ServedModel, Run, settings_report
 from kinetic.server.sse import stream
 
 
+MAX_FIELDS = 64  # response_fields' paths
+
+
 class Completion:
-    """POST /completion: continue a prompt (text or token ids), as llama-server does."""
+    """POST /completion: continue a prompt (text, token ids or both), as llama-server does."""
 
     def __init__(self, served: ServedModel):
         self.served = served
@@ -25,45 +32,69 @@ class Completion:
         fields = Fields(read_json(req))
         refuse_unsupported(fields)
         refuse_tools(fields)
-        prompt, text = prompt_tokens(self.served, fields.body.get("prompt"), allow_ids=True)
-        limit = fields.integer("n_predict", -1)  # -1 or 0: no limit, as kinetic run's -n
-        run = self.served.run(job(self.served, fields, prompt, text, limit, None), cancelled_by(req))
-        if fields.boolean("stream"):
-            stream(resp, lambda: self._events(run), done=False)
+        prompt, text = self._prompt(fields)
+        if fields.boolean("post_sampling_probs"):
+            raise bad_request("post_sampling_probs is not supported: n_probs gives the raw logits' "
+                              "log-probabilities", "post_sampling_probs")
+        asked = Asked(fields.boolean("stream"), fields.boolean("return_tokens"),
+                      fields.integer("n_probs", 0, 0, MAX_TOP), fields.strings("response_fields", MAX_FIELDS))
+        limit = predict_limit(fields)
+        run = self.served.run(job(self.served, fields, prompt, text, limit, asked.n_probs or None),
+                              cancelled_by(req))
+        if asked.stream:
+            stream(resp, lambda: self._events(run, asked), done=False)
             return
-        content = "".join(piece.text for piece in run)
-        resp.media = self._final(run, content)
+        resp.media = final(run, asked, self.served.name, list(run))
 
-    def _events(self, run: Run) -> Iterator[dict[str, Any]]:
+    def _prompt(self, fields: Fields) -> tuple[list[int], str]:
+        return prompt_tokens(self.served, fields.body.get("prompt"))
+
+    def _events(self, run: Run, asked: Asked) -> Iterator[dict[str, Any]]:
+        pieces: list[Piece] = []
+        n_decoded = 0
         for piece in run:
-            if piece.text:
-                yield {"index": 0, "content": piece.text, "tokens": [], "stop": False, "id_slot": 0}
+            pieces.append(piece)
+            n_decoded += piece.token is not None
+            event = partial(run, piece, n_decoded, asked)
+            if event is not None:
+                yield event
         if run.finish_reason is not None:
-            yield self._final(run, "")
-
-    def _final(self, run: Run, content: str) -> dict[str, Any]:
-        stop_type = "word" if run.stop_word else {"stop": "eos", "length": "limit"}.get(run.finish_reason, "none")
-        t = run.timings
-        return {
-            "index": 0, "content": content, "tokens": [], "id_slot": 0, "stop": True, "model": self.served.name,
-            "tokens_predicted": run.usage.completion_tokens, "tokens_evaluated": run.usage.prompt_tokens,
-            "generation_settings": settings_report(run.settings), "prompt": run.job.prompt_text,
-            "has_new_line": "\n" in content, "truncated": False, "stop_type": stop_type,
-            "stopping_word": run.stop_word, "tokens_cached": run.usage.cached_tokens,
-            "timings": timings_report(t.prompt_tokens, t.prompt_seconds, run.usage.completion_tokens,
-                                      t.generate_seconds),
-        }
+            yield final(run, asked, self.served.name, pieces)
 
 
-def timings_report(prompt_n: int, prompt_s: float, predicted_n: int, predicted_s: float) -> dict[str, float]:
-    def per(n: int, seconds: float) -> tuple[float, float]:
-        return (seconds * 1000 / n if n else 0.0), (n / seconds if seconds > 0 else 0.0)
+def predict_limit(fields: Fields) -> int:
+    """n_predict, or its aliases max_tokens and max_completion_tokens, as llama-server reads them; -1 or 0 when
+    none is set: no limit, as kinetic run's -n."""
+    given = (fields.integer(name) for name in ("n_predict", "max_tokens", "max_completion_tokens"))
+    return next((value for value in given if value is not None), -1)
 
-    prompt_per_token, prompt_per_second = per(prompt_n, prompt_s)
-    predicted_per_token, predicted_per_second = per(predicted_n, predicted_s)
-    return {"prompt_n": prompt_n, "prompt_ms": prompt_s * 1000, "prompt_per_token_ms": prompt_per_token,
-            "prompt_per_second": prompt_per_second, "predicted_n": predicted_n, "predicted_ms": predicted_s * 1000,
-            "predicted_per_token_ms": predicted_per_token, "predicted_per_second": predicted_per_second}
+
+class Infill(Completion):
+    """POST /infill: the code between input_prefix and input_suffix (with input_extra's files before them and
+    prompt's start of the middle), for models whose vocabulary has FIM tokens; others get llama-server's 501."""
+
+    def _prompt(self, fields: Fields) -> tuple[list[int], str]:
+        tokenizer = self.served.session.tokenizer
+        fim_tokens(tokenizer)
+        for name in ("input_prefix", "input_suffix"):
+            if name not in fields.body:
+                raise bad_request(f'"{name}" is required', name)
+        if not isinstance(fields.body.get("prompt", ""), str):
+            raise bad_request('"prompt" must be a string', "prompt")
+        middle = tokenizer.encode(fields.body.get("prompt", ""), add_special=False, parse_special=True)
+        tokens = infill_prompt(tokenizer, fields.body["input_prefix"], fields.body["input_suffix"],
+                               extra_chunks(fields), middle, self.served.context_length)
+        return tokens, tokenizer.decode(tokens)
+
+
+class ApplyTemplate:
+    """POST /apply-template: the chat template applied to a chat request's messages (and tools), as text."""
+
+    def __init__(self, served: ServedModel):
+        self.served = served
+
+    def on_post(self, req, resp):
+        resp.media = {"prompt": chat_job(self.served, Fields(read_json(req))).prompt_text}
 
 
 class Tokenize:
@@ -149,7 +180,7 @@ class Slots:
         self.served = served
 
     def on_get(self, req, resp):
-        resp.media = [slot.report.report(self.served.context_length) for slot in self.served.pool.slots]
+        resp.media = [slot_report(slot.report, self.served.context_length) for slot in self.served.pool.slots]
 
 
 class Health:

@@ -63,24 +63,17 @@ def _rate(tokens: float, seconds: float) -> float:
 
 @dataclass
 class Slot:
-    """A slot's current or last request, as /slots reports it."""
+    """A slot's current or last request, as /slots reports it (llama_answer.slot_report)."""
 
     id: int = 0
+    speculative: bool = False  # the slot drafts (RAD-1)
     id_task: int = -1
     is_processing: bool = False
     n_prompt_tokens: int = 0
     n_prompt_tokens_processed: int = 0
     n_prompt_tokens_cache: int = 0
     n_decoded: int = 0
+    has_new_line: bool = False
     n_predict: int = -1  # <= 0: no limit but the context
-    prompt: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def report(self, n_ctx: int) -> dict[str, Any]:
-        return {
-            "id": self.id, "id_task": self.id_task, "n_ctx": n_ctx, "is_processing": self.is_processing,
-            "n_prompt_tokens": self.n_prompt_tokens, "n_prompt_tokens_processed": self.n_prompt_tokens_processed,
-            "n_prompt_tokens_cache": self.n_prompt_tokens_cache, "params": self.params, "prompt": self.prompt,
-            "next_token": {"has_next_token": self.is_processing, "n_decoded": self.n_decoded,
-                           "n_remain": self.n_predict - self.n_decoded if self.n_predict > 0 else -1},
-        }
+    job: Any = None  # the served Job, None before the first request
+    settings: Any = None  # its SamplingSettings

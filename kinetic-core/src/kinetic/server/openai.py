@@ -8,12 +8,18 @@ from typing import Any, Iterator, Optional
 
 import falcon
 
+from kinetic import __version__
+
 from kinetic.server.fields import Fields, read_json
 from kinetic.server.jobs import chat_job, completion_job
+from kinetic.server.llama_answer import timings
 from kinetic.server.logprobs import TokenLogprobs
 from kinetic.server.chat_answer import ChatStream, chat_message, finish_reason
 from kinetic.server.served import ServedModel, Piece, Run
 from kinetic.server.sse import stream
+
+# the build an answer came from, as llama-server's system_fingerprint names its build
+FINGERPRINT = f"kinetic-{__version__}"
 
 
 def cancelled_by(req: falcon.Request):
@@ -44,17 +50,17 @@ class Completions:
         job = (chat_job if self.chat else completion_job)(self.served, fields)
         run = self.served.run(job, cancelled_by(req))
         head = {"id": ("chatcmpl-" if self.chat else "cmpl-") + secrets.token_hex(12),
-                "created": int(time.time()), "model": self.served.name}
+                "created": int(time.time()), "model": self.served.name, "system_fingerprint": FINGERPRINT}
         if fields.boolean("stream"):
             usage = bool(fields.mapping("stream_options").get("include_usage"))
             stream(resp, lambda: self._chunks(run, head, usage))
             return
         pieces = list(run)
         resp.media = {**head, "object": self.kind, "choices": [self._choice(run, pieces)],
-                      "usage": run.usage.report()}
+                      "usage": run.usage.report(), "timings": timings(run)}
 
     def _choice(self, run: Run, pieces: list[Piece]) -> dict[str, Any]:
-        text = "".join(piece.text for piece in pieces)
+        text = run.cut("".join(piece.text for piece in pieces))
         logprobs = self._logprobs(run, pieces)
         if self.chat:
             message, called = chat_message(run.job, text)
@@ -102,9 +108,12 @@ class Completions:
         for body in answer.finish() if answer is not None else ():
             yield chunk(body)
         called = answer is not None and answer.calls > 0
-        yield chunk({} if self.chat else {"text": ""}, reason=finish_reason(run.finish_reason, called))
-        if include_usage:
-            yield {**head, "object": kind, "choices": [], "usage": run.usage.report()}
+        last = chunk({} if self.chat else {"text": ""}, reason=finish_reason(run.finish_reason, called))
+        if not include_usage:
+            yield {**last, "timings": timings(run)}
+            return
+        yield last
+        yield {**head, "object": kind, "choices": [], "usage": run.usage.report(), "timings": timings(run)}
 
 def _token_text(tokenizer, token: int) -> tuple[str, list[int]]:
     raw = tokenizer.token_bytes(token, special=True)

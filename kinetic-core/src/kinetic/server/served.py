@@ -17,6 +17,7 @@ from kinetic.engine.convoy import Convoy
 from kinetic.engine.generate import Generation, check_prompt
 from kinetic.engine.session import Session
 from kinetic.sampling.settings import SamplingSettings
+from kinetic.server.line_limits import LineLimits
 from kinetic.server.logprobs import TokenLogprobs, token_logprobs
 from kinetic.server.metrics import Metrics
 from kinetic.server.stops import StopScanner
@@ -43,6 +44,9 @@ class Job:
     prompt_text: str = ""  # what /slots shows
     thinking: Optional[bool] = None  # reasoning.thinking_start: None, or whether the answer starts thinking
     cache_prompt: bool = True  # False: compute the whole prompt, reusing no earlier state (llama-server's field)
+    stream: bool = False  # the answer is streamed (what /slots' params report)
+    n_indent: int = 0  # llama-server's line limits (line_limits.py); 0: none
+    t_max_predict_ms: int = 0
     grammar: Optional[Grammar] = None  # what the answer must follow (response_format, json_schema, grammar, tools)
     tool_format: Optional[ToolFormat] = None  # the format calls are read in, when tools are offered
     tool_functions: tuple[Tool, ...] = ()  # the functions offered
@@ -147,7 +151,7 @@ class ServedModel:
         slot.report = dataclasses.replace(
             slot.report, id_task=next(self._tasks), is_processing=True, n_prompt_tokens=len(job.prompt),
             n_prompt_tokens_processed=len(job.prompt) - cached, n_prompt_tokens_cache=cached, n_decoded=0,
-            n_predict=job.max_tokens, prompt=job.prompt_text, params=settings_report(settings))
+            has_new_line=False, n_predict=job.max_tokens, job=job, settings=settings)
 
 
 def drafter_for(session: Session, index: int) -> Optional[Drafter]:
@@ -178,11 +182,29 @@ class Run:
     usage: Usage = field(default_factory=Usage)
     settings: Any = None  # the SamplingSettings used, seed included
     timings: Any = None  # the generation's Timings, once it ended
+    slot_id: int = -1  # the slot it ran on, once it has one
+    tokens_held: int = 0  # the tokens its slot's sequence holds once it ended (llama-server's tokens_cached)
+    limits: LineLimits = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.limits = LineLimits(self.job.n_indent, self.job.t_max_predict_ms)
+
+    def cut(self, answer: str) -> str:
+        """The whole answer's text as the client gets it at once: a line under n_indent cut off."""
+        return self.limits.cut(answer)
+
+    @property
+    def truncated(self) -> bool:
+        """It ended because the context was full, before the limit it asked for."""
+        limit = self.job.max_tokens
+        return self.finish_reason == "length" and not self.limits.ended and (
+            limit <= 0 or self.usage.completion_tokens < limit)
 
     def __iter__(self) -> Iterator[Piece]:
         slot = self.served.pool.acquire(self.job.prompt, self.cancelled)
         if slot is None:
             return
+        self.slot_id = slot.index
         try:
             yield from self._generate(slot)
         finally:
@@ -215,6 +237,7 @@ class Run:
             ride.leave()  # the generation is closed: its sequence holds what it will hold
             if ride.generation is not None:
                 slot.remember(job.prompt + answer)
+                self.tokens_held = slot.seq.n_tokens
                 self._finish(ride.generation, len(answer))
 
     def _pieces(self, slot: ServedSlot, tokens: Iterator[int], answer: list[int], picked: list[TokenLogprobs],
@@ -224,7 +247,12 @@ class Run:
             answer.append(token)
             slot.report.n_decoded = len(answer)
             scored = picked[len(answer) - 1] if picked else None
-            yield Piece(scanner.feed(detokenizer.feed(token)), token, scored)
+            text = scanner.feed(detokenizer.feed(token))
+            slot.report.has_new_line |= "\n" in text
+            yield Piece(text, token, scored)
+            if self.limits.active and self.limits.feed(text):
+                self.finish_reason = "length"
+                break
             if scanner.found is not None or self.cancelled():
                 break
         tail = scanner.feed(detokenizer.finish()) + scanner.finish()

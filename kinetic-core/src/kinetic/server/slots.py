@@ -25,7 +25,7 @@ class ServedSlot:
         self.seq = seq
         self.drafter = drafter
         self.cached: list[int] = []
-        self.report = Slot(id=index)
+        self.report = Slot(id=index, speculative=drafter is not None)
 
     def remember(self, tokens: list[int]) -> None:
         """After an answer: the context it ended with; seq holds its start, which the next request reuses."""
