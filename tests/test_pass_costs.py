@@ -27,13 +27,14 @@ def prompt_chunk(n_rows: int) -> Pass:
     return Pass([Row(None, 1, i, parent=i - 1) for i in range(n_rows)])
 
 
-def test_running_mean_and_interpolation():
+def test_running_mean_and_the_line_through_the_nearest_sizes():
     table = costs({1: 0.050, 9: 0.130})
     table.record(1, 0.060)
     assert table.of(1) == pytest.approx(0.052)
-    assert table.of(5) == pytest.approx(0.052 + 0.5 * (0.130 - 0.052))
+    assert table.of(5) == pytest.approx(0.052 + 4 * (0.130 - 0.052) / 8)
+    assert table.of(13) == pytest.approx(0.052 + 12 * (0.130 - 0.052) / 8)  # past the largest: the same line
     assert table.of(0) == pytest.approx(0.052)  # below the smallest size: the smallest's
-    assert table.of(10) is None
+    assert costs({4: 0.1}).of(5) is None
 
 
 FLAT = {1: 0.050, 4: 0.052, 8: 0.055, 16: 0.060}  # matrix units: rows nearly free
@@ -41,17 +42,19 @@ STEEP = {1: 0.050, 4: 0.087, 8: 0.130, 16: 0.220}  # vector units: each row adds
 
 
 @pytest.mark.parametrize("seconds, passes, runs", [
-    (FLAT, [decode(3, 0.5)], [3]),  # alone: a draft costs almost nothing
-    (STEEP, [decode(3, 0.5)], [3]),  # alone: 2.5 tokens for 87 ms beat 1 for 50
-    (STEEP, [decode(3, 0.2), decode(0, 0), decode(0, 0), decode(0, 0)], [0, 0, 0, 0]),  # 4.6 for 130 < 4 for 87
-    (STEEP, [decode(3, 0.9), decode(0, 0), decode(0, 0), decode(0, 0)], [3, 0, 0, 0]),  # 6.7 for 130 > 4 for 87
-    (FLAT, [decode(3, 0.2), decode(3, 0.2)], [3, 3]),
-    (STEEP, [decode(3, 0.1), decode(3, 0.9)], [0, 3]),  # the trusted draft is weighed first and runs
-    (STEEP, [decode(15, 1.0)], [15]),  # past the largest size measured: tried, to measure it
+    (FLAT, [decode(3, 0.5)], [3]),  # 1.875 tokens for 52 ms beat 1 for 50
+    (STEEP, [decode(3, 0.5)], [1]),  # 1.5 tokens for 62 ms beat 1.75 for 75 and 1.875 for 87
+    (STEEP, [decode(3, 0.2), decode(0, 0), decode(0, 0), decode(0, 0)], [0, 0, 0, 0]),  # 4.2 for 98 < 4 for 87
+    (STEEP, [decode(3, 0.9), decode(0, 0), decode(0, 0), decode(0, 0)], [3, 0, 0, 0]),  # 6.44 for 119 > 4 for 87
+    (FLAT, [decode(3, 0.2), decode(3, 0.2)], [2, 2]),  # third guesses, 0.008 tokens each, cost more than that
+    (STEEP, [decode(3, 0.1), decode(3, 0.9)], [0, 3]),  # the likeliest guesses are taken first
+    (STEEP, [decode(15, 1.0)], [15]),  # guesses that are always right: all of them
     (STEEP, [prompt_chunk(7), decode(1, 0.05)], [0, 0]),  # 1.05 tokens for 141 ms < 1 for 130 ms
-], ids=["flat-alone", "steep-alone", "steep-weak-draft", "steep-strong-draft", "flat-two", "most-trusted-first",
-        "unmeasured", "beside-a-prompt"])
-def test_drafts_run_where_they_raise_tokens_per_second(seconds, passes, runs):
+    ({}, [decode(3, 0.1), decode(2, 0.1)], [3, 2]),  # no costs known yet: every guess runs
+    ({4: 0.087}, [decode(3, 0.1)], [3]),
+], ids=["flat-alone", "steep-alone", "steep-weak-draft", "steep-strong-draft", "flat-two", "likeliest-first",
+        "certain", "beside-a-prompt", "no-costs", "one-cost"])
+def test_guesses_run_where_they_raise_tokens_per_second(seconds, passes, runs):
     out = drafts_worth_running(passes, costs(seconds))
     assert [step.guesses for step in out] == runs
     for step, before in zip(out, passes):

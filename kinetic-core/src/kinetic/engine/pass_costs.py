@@ -1,8 +1,8 @@
-"""Which drafts a shared pass runs. One sequence's draft rows cost little next to reading the weights, but a
-pass shared by several sequences already does more arithmetic per weight read, and on a device without
-matrix units each added row costs more. A draft runs when the tokens it is expected to give raise the
-pass's tokens per second, by what passes of each size have cost on this runner. Leaving guesses out never
-changes an answer (docs/exactness.md, section 5)."""
+"""Which guesses a shared pass runs. One sequence's draft rows cost little beside reading the weights, but a
+pass that several sequences share already does more arithmetic per weight read, and on a CPU without
+matrix units each added row costs more. A pass runs the guesses that make its expected tokens per second
+highest, by what passes of each size have cost on this runner. Leaving guesses out never changes an answer
+(docs/exactness.md, section 5, which also gives the model of expected tokens)."""
 
 from __future__ import annotations
 
@@ -31,31 +31,38 @@ class PassCosts:
             self._seconds[rows] = before + WEIGHT * (seconds - before)
 
     def of(self, rows: int) -> Optional[float]:
-        """The seconds of a pass of `rows` rows, between the nearest sizes seen; None past the largest."""
-        at = bisect_left(self._sizes, rows)
-        if at == len(self._sizes):
-            return None
-        above = self._sizes[at]
-        if above == rows or at == 0:
-            return self._seconds[above]
-        below = self._sizes[at - 1]
-        share = (rows - below) / (above - below)
-        return self._seconds[below] + share * (self._seconds[above] - self._seconds[below])
+        """The seconds of a pass of `rows` rows, on the line through the nearest sizes seen (below the
+        smallest, the smallest's); None before two sizes are known."""
+        if len(self._sizes) < 2:
+            return self._seconds.get(rows)
+        at = min(max(bisect_left(self._sizes, rows), 1), len(self._sizes) - 1)
+        below, above = self._sizes[at - 1], self._sizes[at]
+        if rows <= below:
+            return self._seconds[below]
+        slope = (self._seconds[above] - self._seconds[below]) / (above - below)
+        return self._seconds[below] + slope * (rows - below)
 
 
 def drafts_worth_running(passes: list[Pass], costs: PassCosts) -> list[Pass]:
-    """passes, each draft left out unless its expected tokens (Pass.kept per guess) raise the expected tokens
-    per second of the pass; the most trusted drafts are weighed first. A size never measured is tried."""
+    """passes with each draft cut to the guesses worth their rows. Guess k of a draft gives a token only if
+    the k - 1 before it were right too, which the pass expects with probability kept ** k; guesses are taken
+    most likely first, as many as make the pass's expected tokens per second highest. Before the costs are
+    known every guess runs."""
     rows = sum(len(step.rows) - step.guesses for step in passes)
     tokens = sum(1.0 for step in passes if step.rows[len(step.rows) - step.guesses - 1].logits)
-    running = set()
-    for index in sorted((i for i, step in enumerate(passes) if step.guesses), key=lambda i: -passes[i].kept):
-        step = passes[index]
-        without, with_draft = costs.of(rows), costs.of(rows + step.guesses)
-        gain = step.kept * step.guesses
-        if without is None or with_draft is None or (tokens + gain) * without > tokens * with_draft:
-            running.add(index)
-            rows, tokens = rows + step.guesses, tokens + gain
-    return [step if not step.guesses or i in running else
-            dataclasses.replace(step, rows=step.rows[: len(step.rows) - step.guesses], guesses=0)
+    offers = sorted((-step.kept ** k, i, k) for i, step in enumerate(passes) for k in range(1, step.guesses + 1))
+    if not offers or costs.of(rows) is None:
+        return passes
+    taken, best_rate = 0, tokens / costs.of(rows)
+    for count, (value, _, _) in enumerate(offers, start=1):
+        tokens -= value
+        rate = tokens / costs.of(rows + count)
+        if rate > best_rate:
+            taken, best_rate = count, rate
+    kept_guesses = [0] * len(passes)
+    for _, i, k in offers[:taken]:
+        kept_guesses[i] = max(kept_guesses[i], k)
+    return [step if kept_guesses[i] == step.guesses else
+            dataclasses.replace(step, rows=step.rows[: len(step.rows) - step.guesses + kept_guesses[i]],
+                                guesses=kept_guesses[i])
             for i, step in enumerate(passes)]
