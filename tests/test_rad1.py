@@ -155,6 +155,22 @@ def test_token_log_drafts_across_requests_and_stays_bounded():
     assert log.propose([191, 192], 2) == [193, 194]
 
 
+@pytest.mark.parametrize("feedback, rate", [
+    ([(3, 3)] * 30, 1.0),  # every guess right
+    ([(3, 0)] * 30, 0.0),  # every first guess wrong
+    ([(4, 1)] * 30, 0.5),  # one right, then one wrong: the two after it were never checked
+    ([(2, 2), (4, 1)] * 30, 0.75),
+], ids=["all", "none", "half", "mixed"])
+def test_drafter_kept_counts_the_guesses_checked(feedback, rate):
+    drafter = Rad1Drafter(TokenLog())
+    assert drafter.kept() == 0.5  # before any draft
+    drafter.begin([1, 2, 3, 4] * 30)
+    assert drafter.propose([1, 2, 3, 4] * 30, 3)
+    for proposed, accepted in feedback:
+        drafter.feedback(proposed, accepted)
+    assert drafter.kept() == pytest.approx(rate, abs=0.05)  # recent drafts weigh more
+
+
 def test_drafter_lengthens_on_success_and_pauses_longer_after_misses():
     drafter = Rad1Drafter(TokenLog())
     history = [1, 2, 3, 4] * 30

@@ -23,8 +23,9 @@ class Drafter(Protocol):
         """Of the last proposal's `proposed` guesses, the first `accepted` were right."""
 
     def kept(self) -> float:
-        """The fraction of its recent guesses like the last proposal's that were right: what a driver sharing
-        a pass among generations (the server's Convoy) weighs a draft's rows by."""
+        """How often its recent guesses were right, counting a guess only where every guess before it in its
+        draft was right (so guess k of the next draft is right with about kept() ** k): what a driver sharing a
+        pass among generations (the server's Convoy) weighs a draft's rows by."""
 
     def end(self, history: Sequence[int]) -> None:
         """The generation is over; history is everything it saw and wrote."""

@@ -24,6 +24,7 @@ class Rad1Drafter:
         self.length = FIRST_LENGTH
         self._pause, self._paused = 0, 0
         self._last_source = ""
+        self._right, self._checked = 0.5, 1.0  # guesses right and guesses checked, recent drafts weighing most
 
     def begin(self, context: Sequence[int]) -> None:
         self.context.begin(context)
@@ -41,6 +42,8 @@ class Rad1Drafter:
         return []
 
     def feedback(self, proposed: int, accepted: int) -> None:
+        self._right = TRUST_DECAY * self._right + accepted
+        self._checked = TRUST_DECAY * self._checked + accepted + (accepted < proposed)  # the first wrong one
         self.trust[self._last_source] = TRUST_DECAY * self.trust[self._last_source] + (1 - TRUST_DECAY) * (
             accepted / proposed)
         if accepted == proposed:  # the next pass fills the next whole tile: drafts of 3, 15, 31
@@ -54,7 +57,7 @@ class Rad1Drafter:
             self._pause = 0
 
     def kept(self) -> float:
-        return self.trust[self._last_source] if self._last_source else 0.0
+        return self._right / self._checked
 
     def end(self, history: Sequence[int]) -> None:
         self.log.record(history)
