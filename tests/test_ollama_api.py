@@ -84,6 +84,19 @@ def test_malformed_requests_and_unknown_routes_get_ollamas_shape(client, path, k
     assert result.status_code == status and list(result.json) == ["error"] and isinstance(result.json["error"], str)
 
 
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_bodies_of_any_content_type_are_read(client, content_type):
+    """Ollama's clients do not all say their body is JSON, and Ollama reads it all the same."""
+    headers = {"Content-Type": content_type} if content_type else {}
+    result = client.simulate_post("/api/show", body=json.dumps({"model": "coder"}), headers=headers)
+    assert result.status_code == 200 and result.json["details"]["family"] == "qwen2"
+
+
+@pytest.mark.parametrize("path, method", [("/", "GET"), ("/", "HEAD"), ("/api/version", "HEAD"), ("/api/tags", "HEAD")])
+def test_heartbeat_and_head_requests(client, path, method):
+    assert client.simulate_request(method, path).status_code == 200
+
+
 def test_a_page_of_another_site_is_refused(client):
     result = client.simulate_post("/api/chat", json={"model": "coder", "messages": HI},
                                   headers={"Origin": "https://example.com"})

@@ -11,7 +11,7 @@ from kinetic.server.ollama.requests import listed_name, requested_model
 from kinetic.server.served import ServedModel
 
 OLLAMA_VERSION = "0.13.0"  # the Ollama release whose API this server answers
-FOREVER_NS = (2**63 - 1)  # Ollama's keep_alive of -1 ends this far ahead: its `ollama ps` shows "Forever"
+FOREVER_NS = 2**63 - 1  # Ollama's keep_alive of -1 ends this far ahead: its `ollama ps` shows "Forever"
 
 
 class Heartbeat:
