@@ -73,6 +73,28 @@ def is_error(answer, status: int) -> bool:
     return code == status and isinstance(body, dict) and set(body.get("error", {})) >= {"message", "type"}
 
 
+def is_ollama_error(answer, status: int) -> bool:
+    code, body = answer
+    return code == status and isinstance(body, dict) and isinstance(body.get("error"), str)
+
+
+def served_name(server: Server) -> str:
+    return server.request("GET", "/api/tags")[1]["models"][0]["name"]
+
+
+def check_ollama_bodies(server: Server) -> dict[str, bool]:
+    post = lambda body, path="/api/chat": server.request("POST", path, body)  # noqa: E731
+    chat = {"model": served_name(server), "messages": CHAT["messages"]}
+    return {
+        "Ollama: malformed JSON is a 400": is_ollama_error(post(b'{"model": '), 400),
+        "Ollama: wrong types are a 400": is_ollama_error(post({**chat, "options": {"temperature": "hot"}}), 400),
+        "Ollama: messages of the wrong shape are a 400": is_ollama_error(post({**chat, "messages": [5]}), 400),
+        "Ollama: an unknown model is a 404": is_ollama_error(post({"model": "no-such", "prompt": "x"},
+                                                                  "/api/generate"), 404),
+        "Ollama: a bad format is a 400": is_ollama_error(post({**chat, "format": 5}), 400),
+    }
+
+
 def check_bodies(server: Server) -> dict[str, bool]:
     post = lambda body, path="/v1/chat/completions": server.request("POST", path, body)  # noqa: E731
     return {
@@ -128,19 +150,29 @@ def predicted(server: Server) -> int:
 
 
 def check_disconnect_mid_stream(server: Server) -> dict[str, bool]:
-    """A streamed chat asking for 400 tokens; the client reads two events and leaves."""
+    """A streamed chat asking for 400 tokens, on the OpenAI route (server-sent events) and Ollama's (NDJSON);
+    the client reads two pieces and leaves."""
+    ollama = {"model": served_name(server), "messages": CHAT["messages"], "options": {"num_predict": 400}}
+    return {
+        "a client leaving mid-stream stops its generation": _leave_mid_stream(
+            server, "/v1/chat/completions", {**CHAT, "max_tokens": 400, "stream": True}, b"data: "),
+        "Ollama: a client leaving mid-stream stops its generation": _leave_mid_stream(
+            server, "/api/chat", ollama, b'"done":false'),
+    }
+
+
+def _leave_mid_stream(server: Server, path: str, chat: dict, piece: bytes) -> bool:
     before = predicted(server)
-    body = json.dumps({**CHAT, "max_tokens": 400, "stream": True}).encode()
-    request = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {server.host}\r\nContent-Type: application/json\r\n"
+    body = json.dumps(chat).encode()
+    request = (f"POST {path} HTTP/1.1\r\nHost: {server.host}\r\nContent-Type: application/json\r\n"
                f"Content-Length: {len(body)}\r\n\r\n").encode() + body
     with socket.create_connection((server.host, server.port), timeout=60) as sock:
         sock.sendall(request)
         got = b""
-        while got.count(b"data: ") < 3:
+        while got.count(piece) < 3:
             got += sock.recv(4096)
     answered = server.request("POST", "/v1/chat/completions", CHAT)[0] == 200  # waits for the model
-    spent = predicted(server) - before
-    return {"a client leaving mid-stream stops its generation": answered and spent < 100}
+    return answered and predicted(server) - before < 100
 
 
 def check_parallel(server: Server, connections: int, chats: int, answer_tokens: int) -> dict[str, bool]:
@@ -175,7 +207,7 @@ def check_stalled(server: Server) -> dict[str, bool]:
 
 def abuse(server: Server, quick: bool, long: bool) -> dict[str, bool]:
     reference = server.request("POST", "/v1/chat/completions", CHAT)
-    results = {**check_bodies(server), **check_wire(server)}
+    results = {**check_bodies(server), **check_ollama_bodies(server), **check_wire(server)}
     for _ in range(1 if quick else 5):
         for name, ok in check_disconnect_mid_stream(server).items():
             results[name] = results.get(name, True) and ok

@@ -83,7 +83,10 @@ def serve(
     model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
     model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
-    port: int = typer.Option(8080, "--port", help="port; 0 picks a free one"),
+    port: Optional[int] = typer.Option(None, "--port", show_default=False,
+                                       help="port; 0 picks a free one [default: 8080, or 11434 with --ollama]"),
+    ollama: bool = typer.Option(False, "--ollama", help="listen on Ollama's port, so apps made for Ollama work "
+                                                        "unchanged"),
     alias: Optional[str] = typer.Option(None, "--alias", help="model name the API reports [default: the file's name]",
                                         show_default=False),
     api_key: Optional[str] = typer.Option(None, "--api-key", show_default=False,
@@ -97,11 +100,11 @@ def serve(
     slots: bool = typer.Option(True, "--slots/--no-slots", help="serve /slots, as llama-server"),
     options: dict = None,
 ) -> None:
-    """Serve the OpenAI- and llama-server-compatible API at http://127.0.0.1:8080/v1 until Ctrl+C."""
-    from kinetic.cli.serve import serve_command
+    """Serve the OpenAI-, llama-server- and Ollama-compatible API at http://127.0.0.1:8080/v1 until Ctrl+C."""
+    from kinetic.cli.serve import listen_port, serve_command
 
-    serve_command(_one_model(model, model_option), host, port, alias, api_key, options, allowed_hosts, parallel,
-                  slots)
+    serve_command(_one_model(model, model_option), host, listen_port(port, ollama), alias, api_key, options,
+                  allowed_hosts, parallel, slots)
 
 
 @app.command()

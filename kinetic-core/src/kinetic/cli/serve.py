@@ -1,4 +1,5 @@
-"""`kinetic serve`: the OpenAI- and llama-server-compatible API on 127.0.0.1:8080, under waitress."""
+"""`kinetic serve`: the OpenAI-, llama-server- and Ollama-compatible API on 127.0.0.1:8080 (Ollama's port
+with --ollama), under waitress."""
 
 from __future__ import annotations
 
@@ -7,8 +8,18 @@ from typing import Any, Mapping, Optional
 
 from kinetic.cli.options import session_options
 from kinetic.server.app import make_app
+from kinetic.server.ollama import OLLAMA_PORT
 from kinetic.server.security import host_list
 from kinetic.server.serving import load_served_model, serve
+
+DEFAULT_PORT = 8080  # llama-server's
+
+
+def listen_port(port: Optional[int], ollama: bool) -> int:
+    """--port when given, else Ollama's port with --ollama, else llama-server's."""
+    if port is not None:
+        return port
+    return OLLAMA_PORT if ollama else DEFAULT_PORT
 
 
 def serve_command(model: Path, host: str, port: int, alias: Optional[str], api_key: Optional[str],

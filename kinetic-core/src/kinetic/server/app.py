@@ -1,4 +1,5 @@
-"""make_app(served) -> falcon.App: every route of the server, the guard in front, errors in the OpenAI shape."""
+"""make_app(served) -> falcon.App: every route of the server, the guard in front, errors in the OpenAI shape
+(Ollama's under /api/)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import falcon
 
 from kinetic.server import llamacpp, openai
 from kinetic.server.errors import add_handlers
+from kinetic.server.ollama import ollama_routes
 from kinetic.server.prefill import Prefill
 from kinetic.server.security import MAX_OPEN, Guard
 from kinetic.server.served import ServedModel
@@ -42,6 +44,7 @@ def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int =
         "/props": llamacpp.Props(served), **({"/slots": llamacpp.Slots(served)} if slots_route else {}),
         "/metrics": metrics, "/v1/metrics": metrics,
         **not_served_routes(served),
+        **ollama_routes(served),
     }
     for path, resource in routes.items():
         app.add_route(path, resource)

@@ -1,4 +1,5 @@
-"""Errors in the OpenAI shape: {"error": {"message", "type", "param", "code"}} with a matching status."""
+"""Errors in the OpenAI shape: {"error": {"message", "type", "param", "code"}} with a matching status; under
+/api/ (Ollama's routes) in Ollama's: {"error": "message"}."""
 
 from __future__ import annotations
 
@@ -36,14 +37,28 @@ def error_body(status: int, message: str, param: Optional[str] = None, code: Opt
     return {"error": {"message": message, "type": TYPES.get(status, "server_error"), "param": param, "code": code}}
 
 
-def _answer(resp: falcon.Response, status: int, body: dict[str, Any]) -> None:
+OLLAMA_PREFIX = "/api/"
+
+
+def ollama_error(status: int, message: str, param: Optional[str] = None, code: Optional[str] = None) -> dict[str, Any]:
+    """Ollama's error body, which names only the message."""
+    return {"error": message}
+
+
+def body_for(req: falcon.Request):
+    """The error body maker of the API req's path belongs to."""
+    return ollama_error if req.path.startswith(OLLAMA_PREFIX) else error_body
+
+
+def _answer(req: falcon.Request, resp: falcon.Response, status: int, message: str, param: Optional[str] = None,
+            code: Optional[str] = None) -> None:
     resp.status = status
-    resp.media = body
+    resp.media = body_for(req)(status, message, param, code)
     resp.content_type = falcon.MEDIA_JSON
 
 
 def handle_api_error(req, resp, error: ApiError, params) -> None:
-    _answer(resp, error.status, error_body(error.status, error.message, error.param, error.code))
+    _answer(req, resp, error.status, error.message, error.param, error.code)
 
 
 def handle_http_error(req, resp, error: falcon.HTTPError, params) -> None:
@@ -51,14 +66,14 @@ def handle_http_error(req, resp, error: falcon.HTTPError, params) -> None:
     status = error.status_code
     message = {404: f"no such endpoint: {req.method} {req.path}",
                405: f"{req.method} is not allowed on {req.path}"}.get(status) or error.description or error.title
-    _answer(resp, status, error_body(status, str(message)))
+    _answer(req, resp, status, str(message))
     if error.headers:
         resp.set_headers(error.headers)
 
 
 def handle_kinetic_error(req, resp, error: KineticError, params) -> None:
     """An engine refusal (a chat template that fails on these messages, a banned vocabulary): the request's fault."""
-    _answer(resp, 400, error_body(400, str(error)))
+    _answer(req, resp, 400, str(error))
 
 
 def handle_prompt_error(req, resp, error: PromptError, params) -> None:
@@ -73,7 +88,7 @@ def handle_prompt_error(req, resp, error: PromptError, params) -> None:
 def handle_unexpected(req, resp, error: Exception, params) -> None:
     """A bug: logged with its traceback, answered with a 500, and the server goes on."""
     log.exception("unexpected error on %s %s", req.method, req.path)
-    _answer(resp, 500, error_body(500, f"internal error: {type(error).__name__}: {error}"))
+    _answer(req, resp, 500, f"internal error: {type(error).__name__}: {error}")
 
 
 def add_handlers(app: falcon.App) -> None:

@@ -14,9 +14,14 @@ from kinetic.text import partial_end
 OPEN, CLOSE = "<think>", "</think>"
 
 
+def thinks(template_source: str) -> bool:
+    """Whether a model with this chat template thinks (its answers' reasoning is split off)."""
+    return OPEN in template_source
+
+
 def thinking_start(template_source: str, prompt_text: str, template_kwargs: Mapping[str, Any]) -> Optional[bool]:
     """None: no splitting; True: the answer starts inside the thinking; False: it may open with <think>."""
-    if OPEN not in template_source or template_kwargs.get("enable_thinking") is False:
+    if not thinks(template_source) or template_kwargs.get("enable_thinking") is False:
         return None
     return prompt_text.rfind(OPEN) > prompt_text.rfind(CLOSE)
 

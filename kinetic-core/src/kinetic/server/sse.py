@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import falcon
 
@@ -18,20 +18,25 @@ def event(payload: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
 
-def guarded(chunks: Iterator[dict[str, Any]], done: bool) -> Iterator[bytes]:
-    """The chunks as events; a failure after the 200 went out becomes an error event, then the end.
-    Closing this stream (the client left) closes the chunks, which stops the generation."""
+Encode = Callable[[dict[str, Any]], bytes]
+
+
+def guarded(chunks: Iterator[dict[str, Any]], done: Optional[bytes], encode: Encode = event,
+            failure: Callable[..., dict[str, Any]] = error_body) -> Iterator[bytes]:
+    """The chunks, each encoded (an event here, a JSON line for Ollama's NDJSON); a failure after the 200 went
+    out becomes an error chunk (failure's body), then the end, done. Closing this stream (the client left)
+    closes the chunks, which stops the generation."""
     try:
         with contextlib.closing(chunks):
             for chunk in chunks:
-                yield event(chunk)
+                yield encode(chunk)
     except KineticError as error:
-        yield event(error_body(400, str(error)))
+        yield encode(failure(400, str(error)))
     except Exception as error:  # the server goes on; the client learns what happened
         log.exception("unexpected error while streaming")
-        yield event(error_body(500, f"internal error: {type(error).__name__}: {error}"))
+        yield encode(failure(500, f"internal error: {type(error).__name__}: {error}"))
     if done:
-        yield DONE
+        yield done
 
 
 def stream(resp: falcon.Response, chunks: Callable[[], Iterable[dict[str, Any]]], done: bool = True) -> None:
@@ -39,8 +44,8 @@ def stream(resp: falcon.Response, chunks: Callable[[], Iterable[dict[str, Any]]]
     resp.content_type = "text/event-stream"
     resp.set_header("Cache-Control", "no-cache")
     resp.set_header("X-Accel-Buffering", "no")
-    resp.stream = guarded(_lazy(chunks), done)
+    resp.stream = guarded(lazy(chunks), DONE if done else None)
 
 
-def _lazy(make: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+def lazy(make: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
     yield from make()

@@ -11,15 +11,16 @@ RERANK_ROUTES = ("/v1/rerank", "/v1/reranking", "/rerank", "/reranking")
 
 class NotServed:
     """POST to an endpoint the server knows but the loaded text model cannot serve, as the reference docs
-    answer it; needs says what kind of model the endpoint is for."""
+    answer it; needs says what kind of model the endpoint is for, instead the routes to use."""
 
-    def __init__(self, served: ServedModel, needs: str):
+    def __init__(self, served: ServedModel, needs: str, instead: str = "/v1/chat/completions or /v1/completions"):
         self.served = served
         self.needs = needs
+        self.instead = instead
 
     def on_post(self, req, resp):
         raise bad_request(f"{self.served.name} is a text model and {req.path} needs {self.needs}; "
-                          "use /v1/chat/completions or /v1/completions")
+                          f"use {self.instead}")
 
 
 def not_served_routes(served: ServedModel) -> dict[str, NotServed]:
