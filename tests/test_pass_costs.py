@@ -34,7 +34,7 @@ def test_running_mean_and_the_line_through_the_nearest_sizes():
     assert table.of(5) == pytest.approx(0.052 + 4 * (0.130 - 0.052) / 8)
     assert table.of(13) == pytest.approx(0.052 + 12 * (0.130 - 0.052) / 8)  # past the largest: the same line
     assert table.of(0) == pytest.approx(0.052)  # below the smallest size: the smallest's
-    assert costs({4: 0.1}).of(5) is None
+    assert costs({4: 0.1}).of(5) is None and costs({4: 0.1}).of(4) is None  # one size gives no line
 
 
 FLAT = {1: 0.050, 4: 0.052, 8: 0.055, 16: 0.060}  # matrix units: rows nearly free
@@ -52,8 +52,9 @@ STEEP = {1: 0.050, 4: 0.087, 8: 0.130, 16: 0.220}  # vector units: each row adds
     (STEEP, [prompt_chunk(7), decode(1, 0.05)], [0, 0]),  # 1.05 tokens for 141 ms < 1 for 130 ms
     ({}, [decode(3, 0.1), decode(2, 0.1)], [3, 2]),  # no costs known yet: every guess runs
     ({4: 0.087}, [decode(3, 0.1)], [3]),
+    ({1: 0.050}, [decode(3, 0.1)], [3]),
 ], ids=["flat-alone", "steep-alone", "steep-weak-draft", "steep-strong-draft", "flat-two", "likeliest-first",
-        "certain", "beside-a-prompt", "no-costs", "one-cost"])
+        "certain", "beside-a-prompt", "no-costs", "one-cost", "its-own-size"])
 def test_guesses_run_where_they_raise_tokens_per_second(seconds, passes, runs):
     out = drafts_worth_running(passes, costs(seconds))
     assert [step.guesses for step in out] == runs

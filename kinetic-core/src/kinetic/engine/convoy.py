@@ -145,10 +145,9 @@ class Convoy:
         """One pass of every rider's rows; each gets the logits of its own rows that ask."""
         if not steps:
             return
-        steps = list(zip([ride for ride, _ in steps], drafts_worth_running([step for _, step in steps], self.costs)))
-        rows = joined([step for _, step in steps])
         try:
-            logits = self._timed_forward(rows)
+            steps = list(zip([ride for ride, _ in steps], drafts_worth_running([step for _, step in steps], self.costs)))
+            logits = self._timed_forward(joined([step for _, step in steps]))
         except Exception as error:  # e.g. out of device memory: every rider of this pass is told
             for ride, _ in steps:
                 ride.fail(error)

@@ -34,7 +34,7 @@ class PassCosts:
         """The seconds of a pass of `rows` rows, on the line through the nearest sizes seen (below the
         smallest, the smallest's); None before two sizes are known."""
         if len(self._sizes) < 2:
-            return self._seconds.get(rows)
+            return None
         at = min(max(bisect_left(self._sizes, rows), 1), len(self._sizes) - 1)
         below, above = self._sizes[at - 1], self._sizes[at]
         if rows <= below:
