@@ -137,31 +137,29 @@ class Convoy:
                     self._cond.wait()
                 riding += self._joining
                 self._joining.clear()
+            started, compiled = time.perf_counter(), self.runner.compile_seconds
             steps = [(ride, ride.advance()) for ride in riding]
-            self._run([(ride, step) for ride, step in steps if step is not None])
+            self._run([(ride, step) for ride, step in steps if step is not None], started, compiled)
             riding = [ride for ride, step in steps if step is not None and not ride.over.is_set()]
 
-    def _run(self, steps: list[tuple[Ride, Pass]]) -> None:
-        """One pass of every rider's rows; each gets the logits of its own rows that ask."""
+    def _run(self, steps: list[tuple[Ride, Pass]], started: float, compiled: float) -> None:
+        """One pass of every rider's rows; each gets the logits of its own rows that ask. Its cost, from
+        `started` (before the riders picked the tokens of the last pass and drafted), is recorded by size
+        unless kernels compiled meanwhile (the runner's compile_seconds was `compiled`)."""
         if not steps:
             return
         try:
             steps = list(zip([ride for ride, _ in steps], drafts_worth_running([step for _, step in steps], self.costs)))
-            logits = self._timed_forward(joined([step for _, step in steps]))
+            rows = joined([step for _, step in steps])
+            logits = self.runner.forward(rows)
         except Exception as error:  # e.g. out of device memory: every rider of this pass is told
             for ride, _ in steps:
                 ride.fail(error)
             return
+        if self.runner.compile_seconds == compiled:
+            self.costs.record(len(rows), time.perf_counter() - started)
         at = 0
         for ride, step in steps:
             asks = sum(row.logits for row in step.rows)
             ride.answer(logits[at:at + asks])
             at += asks
-
-    def _timed_forward(self, rows: list[Row]) -> np.ndarray:
-        """runner.forward(rows), its time recorded in self.costs unless kernels compiled meanwhile."""
-        compiled, start = self.runner.compile_seconds, time.perf_counter()
-        logits = self.runner.forward(rows)
-        if self.runner.compile_seconds == compiled:
-            self.costs.record(len(rows), time.perf_counter() - start)
-        return logits
