@@ -49,7 +49,7 @@ def tokens(served: ServedModel, job: Job) -> list[int]:
     return [piece.token for piece in served.run(job) if piece.token is not None]
 
 
-def side_by_side(convoy: ServedModel, asked: list[Job], apart: float = 0.2) -> tuple[list[list[int]], int]:
+def side_by_side(convoy: ServedModel, asked: list[Job], apart: float = 0.05) -> tuple[list[list[int]], int]:
     """The answers to jobs sent to convoy one after another, `apart` seconds apart, while the others run; and
     the most slots busy at once."""
     got: dict[int, list[int]] = {}
