@@ -19,9 +19,10 @@ GIB = 1 << 30
 
 
 def bench_command(model: Path, repetitions: int, threads: Optional[int], device: str, as_json: bool,
-                  compare: Optional[str], off: Collection[str] = ()) -> None:
+                  compare: Optional[str], off: Collection[str] = (), gpu_layers: Optional[int] = None) -> None:
     start = time.perf_counter()
-    options = SessionOptions(device=device, threads=threads, ctx_size=2048, off=off)  # room for edit256
+    options = SessionOptions(device=device, threads=threads, ctx_size=2048, off=off,  # room for edit256
+                             gpu_layers=gpu_layers)
     session = Session(model, options)
     load_seconds = time.perf_counter() - start
     n_threads = threads or _all_threads()
