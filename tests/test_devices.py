@@ -57,10 +57,10 @@ def use_devices(monkeypatch, *devices: Device) -> None:
     monkeypatch.setattr(devices_module, "plugins", lambda: registered)
 
 
-def choose(name: str) -> tuple[str, list[str]]:
+def choose(name: str, wants_gpu: bool = False) -> tuple[str, list[str]]:
     """(the chosen device's name, the lines announced)."""
     lines: list[str] = []
-    device, _ = open_runner(STACK, name, OPTIONS, lines.append)
+    device, _ = open_runner(STACK, name, OPTIONS, lines.append, wants_gpu)
     return device.name, lines
 
 
@@ -86,6 +86,27 @@ def test_auto_passes_over_a_device_whose_hardware_is_absent_silently(monkeypatch
     absent = fake_device("cuda", "CUDA", 20, reason="CuPy is not installed", present=False)
     use_devices(monkeypatch, CPU, absent)
     assert choose("auto") == ("cpu", [])
+
+
+@pytest.mark.parametrize("devices, line", [
+    ((CPU, fake_device("cuda", "CUDA", 20, reason="no NVIDIA driver", present=False)),
+     "kinetic: no usable GPU for --gpu-layers, running on the CPU; CUDA is not usable: no NVIDIA driver"),
+    ((CPU, CUDA_WITHOUT_CUPY), "kinetic: no usable GPU for --gpu-layers, running on the CPU; CUDA is not usable: "
+                               "CuPy is not installed"),
+    ((CPU,), "kinetic: no usable GPU for --gpu-layers, running on the CPU"),
+])
+def test_gpu_layers_without_a_usable_gpu_run_on_the_cpu_saying_so(monkeypatch, devices, line):
+    """-ngl 99 on a laptop without a GPU runs, as llama.cpp does, with one line even when no GPU is present."""
+    use_devices(monkeypatch, *devices)
+    assert choose("auto", wants_gpu=True) == ("cpu", [line])
+
+
+def test_gpu_layers_take_a_usable_gpu_and_never_override_a_named_device(monkeypatch):
+    use_devices(monkeypatch, CPU, fake_device("cuda", "CUDA", 20))
+    assert choose("auto", wants_gpu=True) == ("cuda", [])
+    use_devices(monkeypatch, CPU, CUDA_WITHOUT_CUPY)
+    with pytest.raises(KineticError, match=r"^CUDA is not usable: CuPy is not installed$"):
+        choose("cuda", wants_gpu=True)
 
 
 def test_auto_runs_on_the_next_device_a_model_the_first_refuses(monkeypatch):

@@ -62,6 +62,30 @@ def test_gpu_layers_covering_the_model_load_it_whole(two_layers, gpu_layers):
     assert session.runner.context_length == 64
 
 
+@pytest.mark.parametrize("given, layers", [(None, None), ("all", -1), ("AUTO", -1), ("0", 0), ("99", 99)])
+def test_gpu_layers_flag_values(given, layers):
+    from kinetic.cli.options import gpu_layers
+
+    assert gpu_layers(given) == layers
+
+
+def test_gpu_layers_zero_is_the_cpu(two_layers):
+    session = Session(two_layers, SessionOptions(ctx_size=64, gpu_layers=0), **QUIET)
+    assert session.device.name == "cpu"
+
+
+def test_llama_cpps_ngl_runs_on_a_computer_without_a_gpu(two_layers, tmp_path):
+    """A script written for a GPU machine (-ngl 99) still runs here, saying so; --device cuda still fails."""
+    template = tmp_path / "plain.jinja"
+    template.write_text("{% for message in messages %}{{ message.content }}{% endfor %}")
+    ran = kinetic("run", str(two_layers), "hi", "-ngl", "99", "-n", "2", "--temp", "0", "-c", "64",
+                  "--chat-template-file", str(template))
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr.splitlines()[0].startswith("kinetic: no usable GPU for --gpu-layers, running on the CPU; CUDA")
+    named = kinetic("run", str(two_layers), "hi", "-ngl", "99", "--device", "cuda", "-c", "64")
+    assert named.returncode == 1 and named.stderr.startswith("kinetic: CUDA is not usable: ")
+
+
 def test_gpu_layers_below_the_models_layers_are_refused(two_layers):
     with pytest.raises(KineticError) as refused:
         Session(two_layers, SessionOptions(device="cpu", gpu_layers=1), **QUIET)

@@ -1,84 +1,64 @@
-"""llama.cpp's flags on Kinetic's command line: renamed, accepted and ignored, refused with what to use, or
-refused as not available yet.
-
-The table is the reference docs' "llama.cpp flags" chapter. translate() rewrites argv before typer
-parses it, so every command takes the same spellings llama-cli and llama-server do.
+"""llama.cpp's flags on Kinetic's command line: renamed, accepted and not needed, or refused with the one line
+saying what to use (the table is llama_flag_table). translate() rewrites argv before typer parses it, so every
+command takes the spellings llama-cli and llama-server take, and no llama.cpp flag ends in "No such option".
 """
 
 from __future__ import annotations
 
-RENAMED = {
-    "-sys": "--system", "--system-prompt": "--system", "--temperature": "--temp", "-dev": "--device",
-    "-a": "--alias", "-rea": "--reasoning",
-}
+import re
+from collections import deque
+from typing import Mapping
 
-# Things Kinetic does by itself: accepted and not needed. Values: whether the flag takes an argument.
-ACCEPTED = {
-    "-fa": True, "--flash-attn": True, "--jinja": False, "--mmap": False, "-cb": False, "--cont-batching": False,
-    "-nocb": False, "--no-cont-batching": False, "--no-warmup": False, "--metrics": False,
-    "--no-webui": False, "--embedding": False, "--embeddings": False, "-no-cnv": False, "--no-conversation": False,
-    "-st": False, "--single-turn": False, "-b": True, "--batch-size": True, "-ub": True, "--ubatch-size": True,
-    "-tb": True, "--threads-batch": True, "--cache-reuse": True, "--numa": True, "--prio": True, "--poll": True,
-    "-to": True, "--timeout": True, "--threads-http": True,
-}
+from kinetic.cli.llama_flag_table import ACCEPTED, ACCEPTED_IF, REFUSED, REFUSED_IN, RENAMED
 
-_ONE_DEVICE = "Kinetic runs the model wholly on one device; choose it with --device"
-_NO_DRAFT = "speculative decoding is automatic and needs no draft model"
-_CHAT = "use kinetic chat <model>"
-_PULL = "download with kinetic pull <org>/<repo>[:<quant>], then run it by name"
-REFUSED = {
-    **dict.fromkeys(["-sm", "--split-mode", "-ts", "--tensor-split", "-mg", "--main-gpu", "-ot",
-                     "--override-tensor"], _ONE_DEVICE),
-    **dict.fromkeys(["-cnv", "--conversation", "-i", "--interactive", "--interactive-first"], _CHAT),
-    "--chat-template": "built-in template names are not supported; pass a Jinja file with --chat-template-file",
-    **dict.fromkeys(["-md", "--model-draft", "--draft", "--draft-max", "--draft-min", "-ngld"], _NO_DRAFT),
-    **dict.fromkeys(["-hf", "--hf-repo", "-mu", "--model-url"], _PULL),
-    **dict.fromkeys(["-f", "--file"], "pipe the prompt in: kinetic run <model> < prompt.txt"),
-    "--image": "send images to the server: kinetic serve <model> --mmproj <projector>",
-    **dict.fromkeys(["--control-vector", "--control-vector-scaled"],
-                    "control vectors are not supported yet; LoRA adapters are, with --lora"),
-    "--api-key-file": "pass the key itself with --api-key",
-    **dict.fromkeys(["--ssl-key-file", "--ssl-cert-file"], "the server speaks plain HTTP; put a TLS proxy in front"),
-}
-
-
-# Flags the reference docs give Kinetic in a later version, in llama.cpp's spelling and in Kinetic's own.
-_F16_CACHE = "Kinetic keeps keys and values in a float16 cache, llama.cpp's default"
-NOT_YET = {
-    **dict.fromkeys(["-ctk", "--cache-type-k", "-ctv", "--cache-type-v"], _F16_CACHE),
-}
+Options = Mapping[str, bool]  # a command's option spellings -> whether each takes a value
+A_FLAG = re.compile(r"--?[A-Za-z]")  # what no value of an accepted flag looks like (-1 is a value)
 
 
 class RefusedFlag(Exception):
     """A llama.cpp flag with no equivalent; str() is the one line to print."""
 
 
-def translate(argv: list[str]) -> list[str]:
-    """argv with llama.cpp spellings rewritten and accepted no-op flags removed."""
-    out: list[str] = []
-    args = iter(argv)
-    for arg in args:
-        flag, has_value, value = arg.partition("=")
-        if flag in REFUSED:
-            raise RefusedFlag(f"{flag} is a llama.cpp flag: {REFUSED[flag]}.")
-        if flag in NOT_YET:
-            raise RefusedFlag(f"{flag} is not available yet: {NOT_YET[flag]}.")
-        if flag in ACCEPTED:
-            if ACCEPTED[flag] and not has_value:
-                next(args, None)
-            continue
-        if flag in ("-ngl", "--n-gpu-layers", "--gpu-layers"):
-            out += gpu_layers(value if has_value else next(args, ""))
-            continue
-        out.append(RENAMED[flag] + has_value + value if flag in RENAMED else arg)
+def translate(argv: list[str], commands: Mapping[str, Options]) -> list[str]:
+    """argv (`COMMAND ARGS...`) with llama.cpp spellings rewritten and accepted flags removed; commands are each
+    command's own options. Raises RefusedFlag for a flag the command does not take."""
+    if "--version" in argv:
+        return ["--version"]  # llama-server --version: anywhere on the line, as llama.cpp takes it
+    if not argv or argv[0] not in commands:
+        return list(argv)
+    command, own = argv[0], commands[argv[0]]
+    out = [command]
+    args = deque(argv[1:])
+    while args:
+        arg = args.popleft()
+        out += _one(arg, args, command, own, commands) if arg.startswith("-") and arg != "-" else [arg]
     return out
 
 
-def gpu_layers(value: str) -> list[str]:
-    """-ngl 0 means the CPU; all (or 99 and up, as llama.cpp users write it) CUDA with every layer; any other
-    number CUDA with --gpu-layers N, which the Session refuses when N is below the model's layer count."""
-    if value.strip() == "0":
-        return ["--device", "cpu"]
-    if value in ("all", "auto") or (value.isdigit() and int(value) >= 99):
-        return ["--device", "cuda"]
-    return ["--device", "cuda", "--gpu-layers", value]
+def _one(arg: str, args: deque[str], command: str, own: Options, commands: Mapping[str, Options]) -> list[str]:
+    """The words one flag (and its value) becomes on `command`'s command line."""
+    flag, equals, value = arg.partition("=")
+    name = flag if flag in own else RENAMED.get(flag, flag)
+    if name in own:
+        given = [name + equals + value]
+        following = [args.popleft()] if own[name] and not equals and args else []  # whatever it looks like
+        return given + following
+    refusal = REFUSED_IN.get(command, {}).get(flag) or REFUSED_IN.get(command, {}).get(name)
+    if refusal:
+        raise RefusedFlag(f"{flag} is a llama.cpp flag kinetic {command} does not take: {refusal}.")
+    if flag in ACCEPTED_IF:
+        values, reason = ACCEPTED_IF[flag]
+        given_value = value if equals else (args.popleft() if args else "")
+        if given_value not in values:
+            raise RefusedFlag(f"{flag} {given_value} is not available: {reason}.")
+        return []
+    if flag in ACCEPTED:
+        if ACCEPTED[flag] and not equals and args and not A_FLAG.match(args[0]):
+            args.popleft()  # older llama.cpp builds took -fa alone: a flag after it is no value of it
+        return []
+    if flag in REFUSED:
+        raise RefusedFlag(f"{flag} is a llama.cpp flag: {REFUSED[flag]}.")
+    elsewhere = [other for other, options in commands.items() if name in options]
+    if elsewhere:
+        raise RefusedFlag(f"kinetic {command} does not take {flag}: it works with kinetic {', '.join(elsewhere)}.")
+    return [arg]  # not a llama.cpp flag: typer says it is no option

@@ -9,8 +9,9 @@ from typing import Optional
 import typer
 
 from kinetic import __version__
+from kinetic.cli.links import as_kinetic
 from kinetic.cli.llama_flags import RefusedFlag, translate
-from kinetic.cli.options import ANSWER, GENERATION, RUNTIME, speed_names, with_options
+from kinetic.cli.options import ANSWER, GENERATION, N_PREDICT, RUNTIME, gpu_layers, speed_names, with_options
 from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
 
@@ -78,7 +79,7 @@ def chat(
 
 
 @app.command()
-@with_options(RUNTIME)
+@with_options(GENERATION, [N_PREDICT], RUNTIME)
 def serve(
     model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
     model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
@@ -98,13 +99,20 @@ def serve(
                                            help="requests run at once, sharing passes [default: on the CPU as many "
                                                 "full-context ones as half the free memory holds, up to 4]"),
     slots: bool = typer.Option(True, "--slots/--no-slots", help="serve /slots, as llama-server"),
+    cors_origins: str = typer.Option("", "--cors-origins", metavar="ORIGINS", show_default=False,
+                                     help="web pages of other sites allowed to use the server, comma-separated "
+                                          "(https://app.example.com; localhost for this computer's) [default: none]"),
+    cors_credentials: bool = typer.Option(True, "--cors-credentials/--no-cors-credentials",
+                                          help="let the allowed pages send cookies and credentials"),
     options: dict = None,
 ) -> None:
-    """Serve the OpenAI-, llama-server- and Ollama-compatible API at http://127.0.0.1:8080/v1 until Ctrl+C."""
-    from kinetic.cli.serve import listen_port, serve_command
+    """Serve the OpenAI-, llama-server- and Ollama-compatible API at http://127.0.0.1:8080/v1 until Ctrl+C. The
+    sampling flags and -n are the defaults of requests that do not set them, as in llama-server."""
+    from kinetic.cli.serve import Listening, listen_port, serve_command
 
-    serve_command(_one_model(model, model_option), host, listen_port(port, ollama), alias, api_key, options,
-                  allowed_hosts, parallel, slots)
+    listening = Listening(host, listen_port(port, ollama), api_key, allowed_hosts, slots, cors_origins,
+                          cors_credentials)
+    serve_command(_one_model(model, model_option), alias, parallel, listening, options)
 
 
 @app.command()
@@ -115,6 +123,8 @@ def bench(
     threads: Optional[int] = typer.Option(None, "-t", "--threads", help="CPU threads [default: all]",
                                           show_default=False),
     device: str = typer.Option("auto", "--device", help="the device to measure, as run's --device takes it"),
+    layers: Optional[str] = typer.Option(None, "--gpu-layers", callback=gpu_layers, show_default=False,
+                                         help="as run's --gpu-layers (llama.cpp's -ngl) takes it"),
     as_json: bool = typer.Option(False, "--json", help="print the results as one JSON object"),
     compare: Optional[str] = typer.Option(None, "--compare", metavar="[LLAMA_BENCH]",
                                           help="also run llama.cpp's llama-bench (on PATH, or this path)"),
@@ -124,7 +134,17 @@ def bench(
     """Measure load time, prompt (pp512) and generation (tg128) speed and peak memory, as llama-bench does."""
     from kinetic.cli.bench import bench_command
 
-    bench_command(_one_model(model, model_option), repetitions, threads, device, as_json, compare, off)
+    bench_command(_one_model(model, model_option), repetitions, threads, device, as_json, compare, off, layers)
+
+
+@app.command()
+def link(folder: Path = typer.Argument(..., help="a folder on PATH, e.g. ~/.local/bin")) -> None:
+    """Make llama-server, llama-cli and llama-completion in FOLDER, links to kinetic that run as kinetic serve,
+    chat (run with -p) and run, for apps that start llama.cpp's binaries by name."""
+    from kinetic.cli.links import make_links
+
+    for made in make_links(folder):
+        print(f"{made} -> {made.resolve()}")
 
 
 @app.command()
@@ -144,10 +164,12 @@ def _one_model(positional: Optional[Path], option: Optional[Path]) -> Path:
     return positional or option
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    """Run the command line; errors become one line on stderr and the exit code."""
+def main(argv: Optional[list[str]] = None, program: Optional[str] = None) -> int:
+    """Run the command line; errors become one line on stderr and the exit code. program: the name it runs
+    under (sys.argv[0]), which makes a copy named llama-server run as `kinetic serve` (links.as_kinetic)."""
+    given = sys.argv[1:] if argv is None else argv
     try:
-        args = bare_compare(translate(sys.argv[1:] if argv is None else argv))
+        args = bare_compare(translate(as_kinetic(program or sys.argv[0], given), command_options()))
     except RefusedFlag as refused:
         print(f"kinetic: {refused}", file=sys.stderr)
         return 2
@@ -163,6 +185,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     except typer.Exit as done:
         return done.exit_code
     return 0
+
+
+def command_options() -> dict[str, dict[str, bool]]:
+    """Each command's option spellings, --help included, and whether each takes a value."""
+    group = typer.main.get_command(app)
+    options = {}
+    for name, command in group.commands.items():
+        params = command.get_params(typer.Context(command))
+        options[name] = {spelling: not param.is_flag and not param.count for param in params
+                         if param.param_type_name == "option" for spelling in param.opts + param.secondary_opts}
+    return options
 
 
 def bare_compare(args: list[str]) -> list[str]:

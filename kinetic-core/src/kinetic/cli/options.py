@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import typer
 
-from kinetic.engine.options import SessionOptions
+from kinetic.engine.options import ALL_LAYERS, SessionOptions
 from kinetic.sampling.names import SETTINGS
 
 _KW = inspect.Parameter.KEYWORD_ONLY
@@ -35,14 +35,36 @@ def speed_names(value: Optional[str]) -> frozenset[str]:
     return names
 
 
+def gpu_layers(value: Optional[str]) -> Optional[int]:
+    """--gpu-layers (llama.cpp's -ngl): all or auto, or a number; 0 is the CPU."""
+    if value is None:
+        return None
+    if value.strip().lower() in ("all", "auto"):
+        return ALL_LAYERS
+    if not value.strip().isdigit():
+        raise typer.BadParameter(f"{value!r} is not all, auto or a number of layers")
+    return int(value)
+
+
+def reasoning_choice(value: Optional[str]) -> Optional[str]:
+    """--reasoning (llama.cpp's -rea): on or off; auto (llama.cpp's default) leaves it to the template, as None."""
+    if value is None or value.lower() == "auto":
+        return None
+    if value.lower() not in ("on", "off"):
+        raise typer.BadParameter(f"{value!r} is not on, off or auto")
+    return value.lower()
+
+
 GENERATION = [  # named as the SamplingSettings field each sets
     _option(s.field, Optional[list[str]] if s.kind is list else Optional[s.kind], *s.flags, help=s.help)
     for s in SETTINGS if s.flags
 ]
+N_PREDICT = _option("n_predict", int, "-n", "--n-predict", default=-1, help="most tokens per answer; -1 or 0 for no limit")
 ANSWER = [
     _option("system", Optional[str], "--system", help="system prompt"),
-    _option("reasoning", Optional[str], "--reasoning", help="on or off: the model's reasoning (its template's enable_thinking)"),
-    _option("n_predict", int, "-n", "--n-predict", default=-1, help="most tokens per answer; -1 or 0 for no limit"),
+    _option("reasoning", Optional[str], "--reasoning", callback=reasoning_choice,
+            help="on, off or auto: the model's reasoning (its template's enable_thinking) [default: auto]"),
+    N_PREDICT,
     _option("grammar", Optional[str], "--grammar", help="GBNF grammar the answer follows (llama.cpp's dialect)"),
     _option("grammar_file", Optional[Path], "--grammar-file", help="file holding a GBNF grammar"),
     _option("json_schema", Optional[str], "-j", "--json-schema", help="JSON Schema the answer validates against"),
@@ -53,9 +75,9 @@ RUNTIME = [
             help="most tokens per conversation; 0 uses all the model supports [default: 32768 or the model's]"),
     _option("threads", Optional[int], "-t", "--threads", help="CPU threads [default: all]"),
     _option("device", str, "--device", default="auto", help="where the model runs: auto, none (the CPU) or a device name: see kinetic doctor"),
-    _option("gpu_layers", Optional[int], "--gpu-layers",
-            help="layers on the GPU: all, or a number no less than the model's layers (a layer split is not "
-                 "available yet) [default: all]"),
+    _option("gpu_layers", Optional[str], "--gpu-layers", callback=gpu_layers,
+            help="layers on the GPU (llama.cpp's -ngl): all, a number no less than the model's layers (a layer "
+                 "split is not available yet), or 0 for the CPU; without a usable GPU, the CPU [default: all]"),
     _option("chat_template_file", Optional[Path], "--chat-template-file",
             help="Jinja chat template to use instead of the model's own"),
     _option("off", Optional[str], "--off", callback=speed_names,

@@ -22,11 +22,13 @@ INDEXED = re.compile(r"(?P<name>.+?)(?P<index>\d+)")  # cuda0, vulkan0: llama.cp
 
 
 def open_runner(stack: Stack, name: str, options: UploadOptions,
-                announce: Callable[[str], None]) -> tuple[Device, Runner]:
+                announce: Callable[[str], None], wants_gpu: bool = False) -> tuple[Device, Runner]:
     """The device --device names and the stack uploaded to it; an unusable or refusing named device is an
-    error. For auto, the first device by priority that runs the stack. Says why the context shrank, if it did."""
+    error. For auto, the first device by priority that runs the stack; with wants_gpu (--gpu-layers, -ngl N),
+    landing on the CPU is always said, as llama.cpp says it ignores -ngl without a usable GPU. Says why the
+    context shrank, if it did."""
     if name == AUTO:
-        device, runner = _first_that_runs(stack, options, announce)
+        device, runner = _first_that_runs(stack, options, announce, wants_gpu)
     else:
         device = device_named(name, plugins().devices)
         reason = device.probe()
@@ -59,15 +61,20 @@ def by_priority(registered: Registry[Device]) -> list[Device]:
     return sorted(registered, key=lambda device: (-device.priority, device.name))
 
 
-def _first_that_runs(stack: Stack, options: UploadOptions, announce: Callable[[str], None]) -> tuple[Device, Runner]:
+def _first_that_runs(stack: Stack, options: UploadOptions, announce: Callable[[str], None],
+                     wants_gpu: bool) -> tuple[Device, Runner]:
     passed_over: list[tuple[Device, str]] = []
     for device in by_priority(plugins().devices):
         runner = _runner_or_reason(device, stack, options)
         if isinstance(runner, str):
             passed_over.append((device, runner))
             continue
-        reasons = [_not_usable(skipped, reason) for skipped, reason in passed_over if skipped.present()]
-        if reasons:
+        insisted = wants_gpu and device.name == "cpu"
+        reasons = [_not_usable(skipped, reason) for skipped, reason in passed_over if insisted or skipped.present()]
+        if insisted:
+            announce("kinetic: no usable GPU for --gpu-layers, running on the CPU"
+                     + "".join(f"; {reason}" for reason in reasons))
+        elif reasons:
             announce(f"kinetic: running on {device.title}; " + "; ".join(reasons))
         return device, runner
     reasons = "; ".join(_not_usable(device, reason) for device, reason in passed_over)

@@ -11,12 +11,15 @@ from typing import Collection, Mapping, Optional
 from kinetic.errors import KineticError
 
 
+ALL_LAYERS = -1  # --gpu-layers all (or auto), llama.cpp's -ngl all
+
+
 @dataclass(frozen=True)
 class SessionOptions:
     device: str = "auto"  # a registered device's name, or auto
     threads: Optional[int] = None  # CPU threads; None for all
     ctx_size: Optional[int] = None  # -c: None for the default, 0 for all the model supports
-    gpu_layers: Optional[int] = None  # --gpu-layers: None for all; fewer than the model has is refused
+    gpu_layers: Optional[int] = None  # --gpu-layers: None not given, ALL_LAYERS, 0 the CPU, N at most N layers
     chat_template_file: Optional[Path] = None  # a Jinja template used instead of the model's own
     off: Collection[str] = frozenset()  # the names of the speed technologies not to attach
     state_dir: Optional[Path] = None  # where Warm Start keeps states on disk; None for its default

@@ -47,10 +47,10 @@ def _stderr(line: str) -> None:
 
 
 def check_gpu_layers(requested: Optional[int], model: ModelFile) -> None:
-    """--gpu-layers N: the whole model runs on one device, so N must cover every layer; until layers can be
-    split between devices, fewer is refused rather than ignored."""
+    """--gpu-layers N: the whole model runs on one device, so N must cover every layer (or be 0, the CPU);
+    until layers can be split between devices, fewer is refused rather than ignored."""
     layers = int(model.arch_value("block_count", 0))
-    if requested is not None and requested < layers:
+    if requested is not None and 0 < requested < layers:
         raise KineticError(f"--gpu-layers {requested}: Kinetic runs all {layers} layers of this model on one "
                            "device until layers can be split; use --gpu-layers all, or --device cpu")
 
@@ -89,7 +89,9 @@ class Session:
         self.context_length = context_for(options.ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
         upload = UploadOptions(threads=options.threads, context_length=self.context_length,
                                context_given=options.ctx_size is not None)
-        self.device, self.runner = open_runner(stack, options.device, upload, announce)
+        device = "cpu" if options.gpu_layers == 0 else options.device  # -ngl 0: no layer on a GPU
+        wants_gpu = options.gpu_layers not in (None, 0)
+        self.device, self.runner = open_runner(stack, device, upload, announce, wants_gpu)
         self.context_length = self.runner.context_length  # less where the device shrank it to fit
         self.speed_host = SpeedHost(self.path, self.runner, options.state_dir)
         self.speed_on, provided = attach_speed(self.speed_host, options.off)

@@ -8,6 +8,7 @@ from typing import Collection, Optional
 import falcon
 
 from kinetic.server import llamacpp, openai
+from kinetic.server.cors import Cors
 from kinetic.server.errors import add_handlers
 from kinetic.server.ollama import ollama_routes
 from kinetic.server.prefill import Prefill
@@ -20,11 +21,12 @@ JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/compl
 
 
 def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int = MAX_OPEN,
-             allowed_hosts: Collection[str] = (), slots_route: bool = True) -> falcon.App:
+             allowed_hosts: Collection[str] = (), slots_route: bool = True, cors: Cors = Cors()) -> falcon.App:
     """api_key: required on every route but /health; max_open: requests served at once, more get a 503;
     allowed_hosts: without api_key, the Host names answered besides loopback ones (--host, --allowed-hosts);
-    slots_route: off, /slots is not served (--no-slots, as llama-server)."""
-    app = falcon.App(middleware=[Guard(api_key, JSON_ROUTES, max_open, allowed_hosts)], cors_enable=False)
+    slots_route: off, /slots is not served (--no-slots, as llama-server); cors: the browser origins let in."""
+    guard = Guard(api_key, JSON_ROUTES, max_open, allowed_hosts, cors)
+    app = falcon.App(middleware=[guard, cors], cors_enable=False)
     app.req_options.strip_url_path_trailing_slash = True
     add_handlers(app)
     health = llamacpp.Health(served)

@@ -8,6 +8,7 @@ from typing import Any, Iterator, Optional
 from kinetic import __version__
 from kinetic.errors import ChatTemplateError
 from kinetic.sampling.settings import resolve_settings
+from kinetic.server.defaults import props_params
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, read_json
 from kinetic.server.infill import extra_chunks, fim_tokens, infill_prompt
@@ -15,7 +16,7 @@ from kinetic.server.jobs import chat_job, job, prompt_tokens, refuse_tools, refu
 from kinetic.server.llama_answer import Asked, final, partial, slot_report
 from kinetic.server.logprobs import MAX_TOP
 from kinetic.server.openai import cancelled_by
-from kinetic.server.served import Piece, ServedModel, Run, settings_report
+from kinetic.server.served import Piece, ServedModel, Run
 from kinetic.server.sse import stream
 
 
@@ -143,7 +144,8 @@ class Props:
         session = self.served.session
         template = chat_template_source(session)
         chat = template is not None
-        params = settings_report(resolve_settings(session.model.metadata))
+        defaults = self.served.defaults
+        params = props_params(resolve_settings(session.model.metadata, defaults.sampling), defaults.n_predict)
         resp.media = {
             "default_generation_settings": {"n_ctx": self.served.context_length, "model": self.served.name,
                                             "params": {**params, **self._chat_format(chat)}},

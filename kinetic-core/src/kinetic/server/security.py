@@ -6,13 +6,16 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import threading
-from typing import Callable, Collection, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Collection, Iterator, Optional
 from urllib.parse import urlsplit
 
 import falcon
 from falcon.util.uri import parse_host
 
 from kinetic.server.errors import ApiError
+
+if TYPE_CHECKING:
+    from kinetic.server.cors import Cors
 
 MAX_OPEN = 64  # requests served at once; more get a 503
 OPEN_ROUTES = frozenset({"/health", "/v1/health"})  # answered without the API key
@@ -58,11 +61,13 @@ def local_origin(origin: str, server_host: str) -> bool:
 
 class Guard:
     """Falcon middleware; json_routes are the routes that take only application/json bodies; allowed_hosts the
-    Host names answered, besides loopback ones, when there is no API key."""
+    Host names answered, besides loopback ones, when there is no API key; cors the web pages of other sites let
+    through (--cors-origins)."""
 
     def __init__(self, api_key: Optional[str], json_routes: frozenset[str], max_open: int = MAX_OPEN,
-                 allowed_hosts: Collection[str] = ()):
+                 allowed_hosts: Collection[str] = (), cors: Optional[Cors] = None):
         self.api_key = api_key
+        self.cors = cors
         self.json_routes = json_routes
         self.max_open = max_open
         self.allowed_hosts = frozenset(host_name(host) for host in allowed_hosts)
@@ -78,10 +83,13 @@ class Guard:
         if self.api_key is None:
             self._check_host(req.get_header("Host"))
         origin = req.get_header("Origin")
-        if origin is not None and not local_origin(origin, req.host):
+        listed = origin is not None and self.cors is not None and self.cors.allows(origin, req.host)
+        if origin is not None and not (listed or local_origin(origin, req.host)):
             raise ApiError(403, "requests from web pages of other sites are refused: the model is this "
-                                "computer's; call the server from an app, a script or a backend")
-        if self.api_key is not None and req.path not in OPEN_ROUTES and not self._authorized(req):
+                                "computer's; call the server from an app, a script or a backend, or let the "
+                                "site in with --cors-origins ORIGIN")
+        preflight = listed and req.method == "OPTIONS"  # a browser sends no API key before its request
+        if self.api_key is not None and req.path not in OPEN_ROUTES and not preflight and not self._authorized(req):
             raise ApiError(401, "invalid or missing API key: send Authorization: Bearer KEY or X-Api-Key: KEY")
         if req.method == "POST" and req.path in self.json_routes and not _is_json(req.content_type):
             raise ApiError(415, f"the body must be sent as application/json, not {req.content_type or 'without a type'}")

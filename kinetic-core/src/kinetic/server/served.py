@@ -18,6 +18,7 @@ from kinetic.engine.generate import Generation, check_prompt
 from kinetic.engine.session import Session
 from kinetic.sampling.settings import SamplingSettings
 from kinetic.server.line_limits import LineLimits
+from kinetic.server.defaults import ServerDefaults
 from kinetic.server.logprobs import TokenLogprobs, token_logprobs
 from kinetic.server.metrics import Metrics
 from kinetic.server.stops import StopScanner
@@ -76,9 +77,11 @@ class Usage:
 class ServedModel:
     """The model the server answers with: parallel slots, whose requests share passes (Convoy)."""
 
-    def __init__(self, session: Session, name: Optional[str] = None, parallel: int = 1):
+    def __init__(self, session: Session, name: Optional[str] = None, parallel: int = 1,
+                 defaults: ServerDefaults = ServerDefaults()):
         self.session = session
         self.name = name or session.name
+        self.defaults = defaults
         self.created = int(time.time())
         self.metrics = Metrics()
         self.pool = SlotPool([ServedSlot(i, session.new_sequence(), drafter_for(session, i)) for i in range(parallel)])
@@ -115,7 +118,7 @@ class ServedModel:
         """The run of job, once a slot is free. The engine checks the prompt when the run starts; it is checked
         here too, as the request arrives, so that a refused stream gets its 400 instead of a 200 and an error."""
         check_prompt(job.prompt, self.session.tokenizer.n_vocab, self.context_length)
-        return Run(self, job, cancelled)
+        return Run(self, dataclasses.replace(job, max_tokens=self.defaults.max_tokens(job.max_tokens)), cancelled)
 
     def generate(self, slot: ServedSlot, job: Job, settings: SamplingSettings,
                  on_pick: Optional[Callable[[np.ndarray, int], None]] = None) -> Generation:
@@ -213,7 +216,7 @@ class Run:
 
     def _generate(self, slot: ServedSlot) -> Iterator[Piece]:
         served, job = self.served, self.job
-        self.settings = settings = served.session.settings(job.overrides)
+        self.settings = settings = served.session.settings({**served.defaults.sampling, **job.overrides})
         picked: list[TokenLogprobs] = []
         on_pick = None if job.top_logprobs is None else (
             lambda logits, token: picked.append(token_logprobs(logits, token, job.top_logprobs)))

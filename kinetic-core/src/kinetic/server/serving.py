@@ -13,6 +13,7 @@ from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
 from kinetic.server.fields import MAX_BODY
+from kinetic.server.defaults import ServerDefaults
 from kinetic.server.parallel import slots_for
 from kinetic.server.security import MAX_OPEN, is_loopback
 from kinetic.server.served import ServedModel
@@ -33,14 +34,15 @@ WAITRESS = {
 
 
 def load_served_model(model: Path, options: SessionOptions, alias: Optional[str] = None,
-                      parallel: Optional[int] = None) -> ServedModel:
-    """parallel: --parallel (None: the default for the device, parallel.slots_for)."""
+                      parallel: Optional[int] = None, defaults: ServerDefaults = ServerDefaults()) -> ServedModel:
+    """parallel: --parallel (None: the default for the device, parallel.slots_for); defaults: serve's sampling
+    flags and -n."""
     session = Session(Path(model), options)
     slots = slots_for(session, parallel)
     if parallel is not None and parallel > slots:
         print(f"kinetic: warning: --parallel {parallel} with Convoy off: requests take turns on one slot",
               file=sys.stderr, flush=True)
-    served = ServedModel(session, alias, slots)
+    served = ServedModel(session, alias, slots, defaults)
     served.warm_up()
     return served
 
