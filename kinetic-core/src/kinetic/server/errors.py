@@ -1,4 +1,5 @@
-"""Errors in the OpenAI shape: {"error": {"message", "type", "param", "code"}} with a matching status."""
+"""Errors in the OpenAI shape: {"error": {"message", "type", "param", "code"}} with a matching status; on the
+Anthropic routes in Anthropic's: {"type": "error", "error": {"type", "message"}}."""
 
 from __future__ import annotations
 
@@ -36,14 +37,36 @@ def error_body(status: int, message: str, param: Optional[str] = None, code: Opt
     return {"error": {"message": message, "type": TYPES.get(status, "server_error"), "param": param, "code": code}}
 
 
-def _answer(resp: falcon.Response, status: int, body: dict[str, Any]) -> None:
+def anthropic_error_body(status: int, message: str, param: Optional[str] = None,
+                         code: Optional[str] = None) -> dict[str, Any]:
+    """Anthropic's shape, which names no field apart from the message."""
+    return {"type": "error", "error": {"type": ANTHROPIC_TYPES.get(status, "api_error"), "message": message}}
+
+
+# Anthropic's error types by HTTP status (docs.anthropic.com, "Errors")
+ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                   404: "not_found_error", 405: "invalid_request_error", 413: "request_too_large",
+                   415: "invalid_request_error", 429: "rate_limit_error", 503: "overloaded_error"}
+# Routes, by the start of their path, whose errors take another API's shape than OpenAI's
+SHAPES = {"/v1/messages": anthropic_error_body}
+
+
+def shaped_error(path: str, status: int, message: str, param: Optional[str] = None,
+                 code: Optional[str] = None) -> dict[str, Any]:
+    """The error body in the shape of the API path belongs to."""
+    shape = next((shape for start, shape in SHAPES.items() if path.startswith(start)), error_body)
+    return shape(status, message, param, code)
+
+
+def _answer(req: falcon.Request, resp: falcon.Response, status: int, message: str, param: Optional[str] = None,
+            code: Optional[str] = None) -> None:
     resp.status = status
-    resp.media = body
+    resp.media = shaped_error(req.path, status, message, param, code)
     resp.content_type = falcon.MEDIA_JSON
 
 
 def handle_api_error(req, resp, error: ApiError, params) -> None:
-    _answer(resp, error.status, error_body(error.status, error.message, error.param, error.code))
+    _answer(req, resp, error.status, error.message, error.param, error.code)
 
 
 def handle_http_error(req, resp, error: falcon.HTTPError, params) -> None:
@@ -51,14 +74,14 @@ def handle_http_error(req, resp, error: falcon.HTTPError, params) -> None:
     status = error.status_code
     message = {404: f"no such endpoint: {req.method} {req.path}",
                405: f"{req.method} is not allowed on {req.path}"}.get(status) or error.description or error.title
-    _answer(resp, status, error_body(status, str(message)))
+    _answer(req, resp, status, str(message))
     if error.headers:
         resp.set_headers(error.headers)
 
 
 def handle_kinetic_error(req, resp, error: KineticError, params) -> None:
     """An engine refusal (a chat template that fails on these messages, a banned vocabulary): the request's fault."""
-    _answer(resp, 400, error_body(400, str(error)))
+    _answer(req, resp, 400, str(error))
 
 
 def handle_prompt_error(req, resp, error: PromptError, params) -> None:
@@ -73,7 +96,7 @@ def handle_prompt_error(req, resp, error: PromptError, params) -> None:
 def handle_unexpected(req, resp, error: Exception, params) -> None:
     """A bug: logged with its traceback, answered with a 500, and the server goes on."""
     log.exception("unexpected error on %s %s", req.method, req.path)
-    _answer(resp, 500, error_body(500, f"internal error: {type(error).__name__}: {error}"))
+    _answer(req, resp, 500, f"internal error: {type(error).__name__}: {error}")
 
 
 def add_handlers(app: falcon.App) -> None:
