@@ -141,14 +141,16 @@ def test_stop_sequences_and_max_tokens_name_why_the_answer_stopped(client):
             {"type": "text", "text": "18 C"}]}, {"type": "text", "text": "And tomorrow?"}]}],
       "tools": [{**WEATHER, "input_schema": SCHEMA}],
       "tool_choice": {"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True},
-      "stop_sequences": ["END"], "top_k": 5, "metadata": {"user_id": "u1"}, "thinking": {"type": "disabled"}},
+      "stop_sequences": ["END"], "top_k": 5, "metadata": {"user_id": "u1"}, "thinking": {"type": "disabled"},
+      "output_config": {"effort": "low", "format": {"type": "json_schema", "schema": SCHEMA}}},
      {"messages": [*ASK, {"role": "assistant", "content": "Let me look.", "reasoning_content": "A call.",
                           "tool_calls": [{"id": "toolu_1", "type": "function", "function": {
                               "name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
                    {"role": "tool", "tool_call_id": "toolu_1", "content": "18 C"},
                    {"role": "user", "content": "And tomorrow?"}],
       "tools": [CHAT_TOOL], "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
-      "parallel_tool_calls": False, "stop": ["END"], "top_k": 5, "chat_template_kwargs": {"enable_thinking": False}}),
+      "parallel_tool_calls": False, "stop": ["END"], "top_k": 5, "chat_template_kwargs": {"enable_thinking": False},
+      "response_format": {"type": "json_schema", "json_schema": {"name": "output", "schema": SCHEMA}}}),
 ])
 def test_anthropic_requests_are_chat_bodies(body, chat_fields):
     assert anthropic_chat(body) == {"stream": False, "stop": [], **chat_fields}
@@ -169,6 +171,7 @@ def test_anthropic_requests_are_chat_bodies(body, chat_fields):
     ({"messages": HI, "max_tokens": 5, "thinking": {"type": "enabled", "budget_tokens": 5}},
      "budget_tokens must be a number of tokens below max_tokens"),
     ({"messages": HI, "max_tokens": 5, "temperature": "warm"}, "temperature must be a number"),
+    ({"messages": HI, "max_tokens": 5, "output_config": {"format": {"type": "yaml"}}}, "output_config.format must be"),
     ({"messages": HI, "max_tokens": 5, "stop_sequences": [1]}, "stop_sequences must be a string"),
 ])
 def test_messages_refusals_come_in_anthropics_shape(client, body, says):

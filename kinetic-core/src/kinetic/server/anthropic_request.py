@@ -12,7 +12,8 @@ from kinetic.server.fields import Fields, json_type
 from kinetic.server.jobs import MAX_STOPS
 
 SAMPLERS = ("temperature", "top_p", "top_k")  # the same names in both APIs
-THINKING = {"enabled": True, "disabled": False, "adaptive": None}  # -> enable_thinking (None: the template's)
+# thinking's type -> enable_thinking; None leaves it to the template (adaptive, between_tools: the model decides)
+THINKING = {"enabled": True, "disabled": False, "adaptive": None, "between_tools": None}
 
 
 def chat_body(body: dict[str, Any]) -> dict[str, Any]:
@@ -29,6 +30,7 @@ def chat_body(body: dict[str, Any]) -> dict[str, Any]:
             raise bad_request(f"tools must be a list of tools, not {json_type(tools)}")
         chat["tools"] = [chat_tool(tool, i) for i, tool in enumerate(tools)]
         chat.update(tool_choice(fields.mapping("tool_choice")))
+    chat.update(output_format(fields.mapping("output_config")))
     kwargs = {**fields.mapping("chat_template_kwargs"), **thinking(fields.mapping("thinking"), body.get("max_tokens"))}
     return {**chat, "chat_template_kwargs": kwargs} if kwargs else chat
 
@@ -175,10 +177,21 @@ def thinking(given: dict[str, Any], limit: Any) -> dict[str, Any]:
         return {}
     kind = given.get("type")
     if kind not in THINKING:
-        raise bad_request(f"thinking type must be enabled, disabled or adaptive, not {kind!r}")
+        raise bad_request(f"thinking type must be one of {', '.join(THINKING)}, not {kind!r}")
     if kind == "enabled":
         budget = Fields(given).integer("budget_tokens", None, 1)
         if budget is None or (isinstance(limit, int) and budget >= limit):
             raise bad_request("thinking.budget_tokens must be a number of tokens below max_tokens")
     switch: Optional[bool] = THINKING[kind]
     return {} if switch is None else {"enable_thinking": switch}
+
+
+def output_format(config: dict[str, Any]) -> dict[str, Any]:
+    """output_config.format ({"type": "json_schema", "schema"}) as the chat route's response_format (structured
+    output); output_config.effort, a Claude model's, has no counterpart and is accepted."""
+    given = config.get("format")
+    if given is None:
+        return {}
+    if not isinstance(given, dict) or given.get("type") != "json_schema" or not isinstance(given.get("schema"), dict):
+        raise bad_request('output_config.format must be {"type": "json_schema", "schema": {...}}')
+    return {"response_format": {"type": "json_schema", "json_schema": {"name": "output", "schema": given["schema"]}}}
