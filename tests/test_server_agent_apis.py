@@ -158,7 +158,8 @@ def test_anthropic_requests_are_chat_bodies(body, chat_fields):
 
 @pytest.mark.parametrize("body, says", [
     ({"messages": HI}, "max_tokens is required"),
-    ({"messages": HI, "max_tokens": 0}, "max_tokens must be between 1"),
+    ({"messages": HI, "max_tokens": 0}, "max_tokens 0 (warming the prompt cache without an answer) is not served"),
+    ({"messages": HI, "max_tokens": -1}, "max_tokens must be between 0"),
     ({"messages": [], "max_tokens": 5}, "messages must be a non-empty list"),
     ({"messages": [{"role": "system", "content": "x"}], "max_tokens": 5}, "system goes in the system field"),
     ({"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}], "max_tokens": 5},
@@ -202,6 +203,7 @@ def test_responses_greedy_answer_is_the_chat_routes(client, messages):
     cut = expected["finish_reason"] == "length"
     assert response["status"] == ("incomplete" if cut else "completed")
     assert response["incomplete_details"] == ({"reason": "max_output_tokens"} if cut else None)
+    assert response["completed_at"] >= response["created_at"]
     counted = client.simulate_post("/v1/responses/input_tokens", json=body).json
     assert response["usage"]["input_tokens"] == counted["input_tokens"]
     events = events_of(client.simulate_post("/v1/responses", json={**body, "stream": True}))

@@ -37,9 +37,12 @@ def chat_body(body: dict[str, Any]) -> dict[str, Any]:
 
 def max_tokens(fields: Fields) -> int:
     """Required, as Anthropic's API requires it; it bounds thinking and answer together."""
-    value = fields.integer("max_tokens", None, 1)
+    value = fields.integer("max_tokens", None, 0)
     if value is None:
         raise bad_request("max_tokens is required: the most tokens the answer may have", "max_tokens")
+    if value == 0:
+        raise bad_request("max_tokens 0 (warming the prompt cache without an answer) is not served here; send "
+                          "the conversation as a chat completion's body to POST /v1/prefill", "max_tokens")
     return value
 
 

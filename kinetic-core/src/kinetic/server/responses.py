@@ -67,7 +67,7 @@ def finished(head: dict[str, Any], run: Run, output: list[dict[str, Any]]) -> di
     """The response once the answer ended: incomplete when it ran out of max_output_tokens."""
     used = run.usage
     cut = run.finish_reason == "length"
-    return {**head, "status": "incomplete" if cut else "completed",
+    return {**head, "status": "incomplete" if cut else "completed", "completed_at": int(time.time()),
             "incomplete_details": {"reason": "max_output_tokens"} if cut else None, "output": output,
             "usage": {"input_tokens": used.prompt_tokens, "input_tokens_details": {"cached_tokens": used.cached_tokens},
                       "output_tokens": used.completion_tokens,
