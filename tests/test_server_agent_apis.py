@@ -11,7 +11,11 @@ from falcon import testing
 
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
+from kinetic.errors import KineticError
 from kinetic.server import ServedModel, make_app
+from kinetic.server.errors import anthropic_error_body
+from kinetic.server.responses import stream_error
+from kinetic.server.sse import guarded
 from kinetic.server.anthropic_request import chat_body as anthropic_chat
 from kinetic.server.responses_request import chat_body as responses_chat
 from test_server_reasoning import THINKING_TEMPLATE
@@ -288,6 +292,20 @@ def test_responses_refusals_are_openai_400s_naming_the_field(client, body, param
     assert result.status_code == 400, result.text
     error = result.json["error"]
     assert (error["type"], error["param"]) == ("invalid_request_error", param) and says in error["message"]
+
+
+@pytest.mark.parametrize("failure, payload", [
+    (anthropic_error_body, {"type": "error", "error": {"type": "invalid_request_error", "message": "it failed"}}),
+    (stream_error, {"type": "error", "error": {"message": "it failed", "type": "invalid_request_error",
+                                               "param": None, "code": None}}),
+])
+def test_a_failure_mid_stream_ends_it_with_an_error_event_in_the_apis_shape(failure, payload):
+    def failing():
+        yield {"type": "message_start"}
+        raise KineticError("it failed")
+
+    sent = b"".join(guarded(failing(), done=False, named=True, failure=failure)).decode()
+    assert sent.split("\n\n")[1] == "event: error\ndata: " + json.dumps(payload, separators=(",", ":"))
 
 
 @pytest.fixture(scope="module")

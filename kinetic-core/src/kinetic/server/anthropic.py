@@ -32,8 +32,7 @@ class Messages:
         head = {"id": "msg_" + secrets.token_hex(12), "type": "message", "role": "assistant",
                 "model": self.served.name}
         if chat["stream"]:
-            stream(resp, lambda: events(run, head), done=False, named=True,
-                   failure=lambda status, message: anthropic_error_body(status, message))
+            stream(resp, lambda: events(run, head), done=False, named=True, failure=anthropic_error_body)
             return
         parts = whole_answer(run.job, "".join(piece.text for piece in run))
         resp.media = {**head, "content": [block(part) for part in parts.parts], **stop_of(run, parts),

@@ -39,8 +39,7 @@ class Responses:
                 "model": self.served.name, **{name: body.get(name, default) for name, default in ECHOED.items()},
                 "previous_response_id": None, "store": False, "error": None}
         if chat["stream"]:
-            stream(resp, lambda: Events(run, head).all(), done=False, named=True,
-                   failure=lambda status, message: {"type": "error", **error_body(status, message)})
+            stream(resp, lambda: Events(run, head).all(), done=False, named=True, failure=stream_error)
             return
         parts = whole_answer(run.job, "".join(piece.text for piece in run))
         resp.media = finished(head, run, [item(part, "completed") for part in parts.parts])
@@ -61,6 +60,11 @@ def routes(served: ServedModel) -> dict[str, Any]:
     answer, count = Responses(served), InputTokens(served)
     return {"/v1/responses": answer, "/responses": answer,
             "/v1/responses/input_tokens": count, "/responses/input_tokens": count}
+
+
+def stream_error(status: int, message: str) -> dict[str, Any]:
+    """A failure after the stream began: an `error` event, whose "error" the openai client raises."""
+    return {"type": "error", **error_body(status, message)}
 
 
 def finished(head: dict[str, Any], run: Run, output: list[dict[str, Any]]) -> dict[str, Any]:
