@@ -7,7 +7,7 @@ from typing import Collection, Optional
 
 import falcon
 
-from kinetic.server import llamacpp, openai
+from kinetic.server import anthropic, llamacpp, openai, responses
 from kinetic.server.cors import Cors
 from kinetic.server.errors import add_handlers
 from kinetic.server.ollama import ollama_routes
@@ -17,7 +17,9 @@ from kinetic.server.served import ServedModel
 from kinetic.server.unserved import not_served_routes
 
 # Bodies of these must be application/json (the OpenAI routes); llama-server's routes take any type.
-JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/prefill"})
+JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/prefill",
+                         "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/responses",
+                         "/v1/responses/input_tokens", "/responses/input_tokens"})
 
 
 def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int = MAX_OPEN,
@@ -40,6 +42,8 @@ def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int =
         "/v1/chat/completions": chat, "/chat/completions": chat,
         "/v1/completions": openai.Completions(served, chat=False),
         "/v1/prefill": Prefill(served),
+        "/v1/messages": anthropic.Messages(served), "/v1/messages/count_tokens": anthropic.CountTokens(served),
+        **responses.routes(served),
         "/completion": llama_completion, "/completions": llama_completion,
         "/infill": llamacpp.Infill(served), "/apply-template": llamacpp.ApplyTemplate(served),
         "/tokenize": llamacpp.Tokenize(served), "/detokenize": llamacpp.Detokenize(served),

@@ -1,5 +1,6 @@
 """Errors in the OpenAI shape: {"error": {"message", "type", "param", "code"}} with a matching status; under
-/api/ (Ollama's routes) in Ollama's: {"error": "message"}."""
+/api/ (Ollama's routes) in Ollama's: {"error": "message"}; on the Anthropic routes in Anthropic's:
+{"type": "error", "error": {"type", "message"}}."""
 
 from __future__ import annotations
 
@@ -37,23 +38,36 @@ def error_body(status: int, message: str, param: Optional[str] = None, code: Opt
     return {"error": {"message": message, "type": TYPES.get(status, "server_error"), "param": param, "code": code}}
 
 
-OLLAMA_PREFIX = "/api/"
-
-
 def ollama_error(status: int, message: str, param: Optional[str] = None, code: Optional[str] = None) -> dict[str, Any]:
     """Ollama's error body, which names only the message."""
     return {"error": message}
 
 
-def body_for(req: falcon.Request):
-    """The error body maker of the API req's path belongs to."""
-    return ollama_error if req.path.startswith(OLLAMA_PREFIX) else error_body
+def anthropic_error_body(status: int, message: str, param: Optional[str] = None,
+                         code: Optional[str] = None) -> dict[str, Any]:
+    """Anthropic's shape, which names no field apart from the message."""
+    return {"type": "error", "error": {"type": ANTHROPIC_TYPES.get(status, "api_error"), "message": message}}
+
+
+# Anthropic's error types by HTTP status (docs.anthropic.com, "Errors")
+ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                   404: "not_found_error", 405: "invalid_request_error", 413: "request_too_large",
+                   415: "invalid_request_error", 429: "rate_limit_error", 503: "overloaded_error"}
+# Routes, by the start of their path, whose errors take another API's shape than OpenAI's
+SHAPES = {"/v1/messages": anthropic_error_body, "/api/": ollama_error}
+
+
+def shaped_error(path: str, status: int, message: str, param: Optional[str] = None,
+                 code: Optional[str] = None) -> dict[str, Any]:
+    """The error body in the shape of the API path belongs to."""
+    shape = next((shape for start, shape in SHAPES.items() if path.startswith(start)), error_body)
+    return shape(status, message, param, code)
 
 
 def _answer(req: falcon.Request, resp: falcon.Response, status: int, message: str, param: Optional[str] = None,
             code: Optional[str] = None) -> None:
     resp.status = status
-    resp.media = body_for(req)(status, message, param, code)
+    resp.media = shaped_error(req.path, status, message, param, code)
     resp.content_type = falcon.MEDIA_JSON
 
 

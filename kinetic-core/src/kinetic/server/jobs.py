@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from kinetic.server.constraints import request_grammar
 from kinetic.server.errors import bad_request
@@ -14,6 +14,7 @@ from kinetic.server.reasoning import thinking_start
 from kinetic.server.sampling import sampling_overrides
 from kinetic.server.served import ServedModel, Job
 from kinetic.server.tool_calls import calls_grammar, offered_tools
+from kinetic.tools import ToolRequest
 
 MAX_STOPS = 16
 
@@ -96,12 +97,27 @@ def chat_messages(fields: Fields) -> list[dict[str, Any]]:
     return prepared
 
 
-def chat_job(served: ServedModel, fields: Fields) -> Job:
-    refuse_unsupported(fields)
+class RenderedChat(NamedTuple):
+    """A chat request's prompt, the tools it offers and the template's keyword arguments."""
+
+    prompt: list[int]
+    offered: Optional[ToolRequest]
+    kwargs: dict[str, Any]
+
+
+def render_chat(served: ServedModel, fields: Fields) -> RenderedChat:
+    """The chat body's messages and tools through the template: chat_job's first step, and all that the
+    token-counting routes (/v1/messages/count_tokens, /v1/responses/input_tokens) need."""
     messages = chat_messages(fields)
     offered = offered_tools(fields)
     kwargs = fields.mapping("chat_template_kwargs")
-    prompt = served.session.chat_prompt(messages, offered.tools if offered else None, **kwargs)
+    return RenderedChat(served.session.chat_prompt(messages, offered.tools if offered else None, **kwargs),
+                        offered, kwargs)
+
+
+def chat_job(served: ServedModel, fields: Fields) -> Job:
+    refuse_unsupported(fields)
+    prompt, offered, kwargs = render_chat(served, fields)
     text = served.session.tokenizer.decode(prompt)
     thinking = thinking_start(served.session.template.source, text, kwargs)
     tool_use = {} if offered is None else {"grammar": calls_grammar(served, offered, fields, thinking),

@@ -175,7 +175,8 @@ def settings_report(settings) -> dict[str, Any]:
 
 @dataclass
 class Run:
-    """One request on the served model: iterate for Pieces; finish_reason and usage are set when it ends."""
+    """One request on the served model: iterate for Pieces; usage counts the prompt (and its cached tokens) from
+    the first Piece on, finish_reason and the rest are set when it ends."""
 
     served: ServedModel
     job: Job
@@ -224,6 +225,7 @@ class Run:
         def make() -> Generation:  # on the convoy's thread
             generation = served.generate(slot, job, settings, on_pick)
             served.start_task(slot, job, len(generation.context), settings)
+            self.usage = Usage(len(job.prompt), 0, len(generation.context))
             return generation
 
         ride = served.convoy.join(make)
