@@ -17,6 +17,8 @@ import pytest
 
 from kinetic.testing import llama_cpp, real_models
 
+pytest_plugins = ["live_server"]  # the live `kinetic serve` fixtures
+
 
 @pytest.fixture(scope="session")
 def qwen_gguf() -> Path:

@@ -1,4 +1,5 @@
-"""`kinetic serve` as a user starts it, for the tests that use it through real client libraries."""
+"""`kinetic serve` as a user starts it, for the tests that use it through real client libraries; conftest.py
+loads this module as a pytest plugin, so its fixtures serve every test module (one server per module)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,21 @@ def serving(gguf: Path, states: Path, alias: str = "coder") -> Iterator[tuple[su
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.fixture(scope="module")
+def live_server(qwen_gguf, tmp_path_factory) -> Iterator[tuple[subprocess.Popen, str]]:
+    """(process, base URL) of `kinetic serve` on the real Qwen, one per test module."""
+    with serving(qwen_gguf, tmp_path_factory.mktemp("live-states")) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def base_url(live_server) -> str:
+    return live_server[1]
+
+
+@pytest.fixture(scope="module")
+def openai_client(base_url):
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=120)

@@ -9,8 +9,6 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from live_server import serving
-
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "description": "The city's name"}},
           "required": ["city"]}
 WEATHER = {"name": "get_weather", "description": "The weather in a city now."}
@@ -22,18 +20,6 @@ GREEDY = {"extra_body": {"temperature": 0}}  # today's anthropic client leaves t
 class City(BaseModel):
     name: str
     country: str
-
-
-@pytest.fixture(scope="module")
-def base_url(qwen_gguf, tmp_path_factory):
-    with serving(qwen_gguf, tmp_path_factory.mktemp("agent-states")) as (_, url):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def openai_client(base_url):
-    openai = pytest.importorskip("openai")
-    return openai.OpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,6 @@ import sys
 
 import pytest
 
-from live_server import serving
-
 ollama = pytest.importorskip("ollama")
 
 WEATHER = {"type": "function", "function": {
@@ -23,20 +21,8 @@ GREEDY = {"temperature": 0, "num_predict": 12}
 
 
 @pytest.fixture(scope="module")
-def base_url(qwen_gguf, tmp_path_factory):
-    with serving(qwen_gguf, tmp_path_factory.mktemp("ollama-states")) as (_, url):
-        yield url
-
-
-@pytest.fixture(scope="module")
 def client(base_url):
     return ollama.Client(host=base_url.removesuffix("/v1"), timeout=120)
-
-
-@pytest.fixture(scope="module")
-def openai_client(base_url):
-    openai = pytest.importorskip("openai")
-    return openai.OpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=120)
 
 
 def test_chat_is_the_openai_routes_greedy_answer(client, openai_client):

@@ -10,29 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from live_server import serving
-
 PROMPT = "Name one river."
 ABUSE = Path(__file__).resolve().parent.parent / "scripts" / "server_abuse.py"  # run as a user runs it
 
 
-@pytest.fixture(scope="module")
-def server(qwen_gguf, tmp_path_factory):
-    """(process, base URL) of `kinetic serve` with its own Warm Start folder; the last test stops it with Ctrl+C."""
-    with serving(qwen_gguf, tmp_path_factory.mktemp("live-states")) as started:
-        yield started
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    openai = pytest.importorskip("openai")
-    return openai.OpenAI(base_url=server[1], api_key="local", max_retries=0, timeout=120)
-
-
-def test_models_and_a_greedy_chat_equal_to_kinetic_run(client, qwen_gguf):
-    [model] = client.models.list().data
+def test_models_and_a_greedy_chat_equal_to_kinetic_run(openai_client, qwen_gguf):
+    [model] = openai_client.models.list().data
     assert model.id == "coder" and model.model_extra["context_length"] == 1024
-    chat = client.chat.completions.create(model="coder", messages=[{"role": "user", "content": PROMPT}],
+    chat = openai_client.chat.completions.create(model="coder", messages=[{"role": "user", "content": PROMPT}],
                                           max_tokens=6, temperature=0)
     run = subprocess.run([sys.executable, "-m", "kinetic", "run", str(qwen_gguf), PROMPT, "--temp", "0", "-n", "6",
                           "--device", "cpu"], capture_output=True, text=True)
@@ -42,8 +27,8 @@ def test_models_and_a_greedy_chat_equal_to_kinetic_run(client, qwen_gguf):
     assert chat.usage.prompt_tokens_details.cached_tokens == 0
 
 
-def test_streamed_chat_with_logprobs_and_usage(client):
-    stream = client.chat.completions.create(model="coder", messages=[{"role": "user", "content": PROMPT}],
+def test_streamed_chat_with_logprobs_and_usage(openai_client):
+    stream = openai_client.chat.completions.create(model="coder", messages=[{"role": "user", "content": PROMPT}],
                                             max_tokens=6, temperature=0, stream=True, logprobs=True,
                                             top_logprobs=2, stream_options={"include_usage": True})
     chunks = list(stream)
@@ -51,25 +36,25 @@ def test_streamed_chat_with_logprobs_and_usage(client):
     scored = [t for c in chunks if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.content]
     assert len(scored) == 6 and all(len(t.top_logprobs) == 2 and t.logprob <= 0 for t in scored)
     assert chunks[-1].usage.completion_tokens == 6 and chunks[-1].usage.prompt_tokens_details.cached_tokens > 0
-    plain = client.chat.completions.create(model="coder", messages=[{"role": "user", "content": PROMPT}],
+    plain = openai_client.chat.completions.create(model="coder", messages=[{"role": "user", "content": PROMPT}],
                                            max_tokens=6, temperature=0)
     assert text == plain.choices[0].message.content
 
 
-def test_completions_plain_and_streamed(client):
-    plain = client.completions.create(model="coder", prompt="def add(a, b):", max_tokens=5, temperature=0,
+def test_completions_plain_and_streamed(openai_client):
+    plain = openai_client.completions.create(model="coder", prompt="def add(a, b):", max_tokens=5, temperature=0,
                                       logprobs=1)
-    streamed = client.completions.create(model="coder", prompt="def add(a, b):", max_tokens=5, temperature=0,
+    streamed = openai_client.completions.create(model="coder", prompt="def add(a, b):", max_tokens=5, temperature=0,
                                          stream=True)
     assert "".join(c.choices[0].text for c in streamed) == plain.choices[0].text
     assert "".join(plain.choices[0].logprobs.tokens) == plain.choices[0].text
     with pytest.raises(Exception) as refused:
-        client.completions.create(model="coder", prompt="x", max_tokens=0)
+        openai_client.completions.create(model="coder", prompt="x", max_tokens=0)
     assert getattr(refused.value, "status_code", None) == 400
 
 
-def test_abuse_then_still_answers_then_ctrl_c_stops_it(server):
-    proc, url = server
+def test_abuse_then_still_answers_then_ctrl_c_stops_it(live_server):
+    proc, url = live_server
     assert subprocess.run([sys.executable, str(ABUSE), "--quick", "--url", url.removesuffix("/v1")]).returncode == 0
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0

@@ -8,8 +8,6 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from live_server import serving
-
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city now.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "The city's name"}},
@@ -21,18 +19,6 @@ class City(BaseModel):
     name: str
     country: str
     population: int
-
-
-@pytest.fixture(scope="module")
-def base_url(qwen_gguf, tmp_path_factory):
-    with serving(qwen_gguf, tmp_path_factory.mktemp("tool-states")) as (_, url):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def client(base_url):
-    openai = pytest.importorskip("openai")
-    return openai.OpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +34,8 @@ def city_of(arguments: str) -> str:
     return city
 
 
-def test_openai_tools_answer_with_a_call(client):
-    chat = client.chat.completions.create(model="coder", messages=ASK, tools=[WEATHER], temperature=0, max_tokens=60)
+def test_openai_tools_answer_with_a_call(openai_client):
+    chat = openai_client.chat.completions.create(model="coder", messages=ASK, tools=[WEATHER], temperature=0, max_tokens=60)
     choice = chat.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.content is None
     [call] = choice.message.tool_calls
@@ -57,8 +43,8 @@ def test_openai_tools_answer_with_a_call(client):
     city_of(call.function.arguments)
 
 
-def test_openai_streamed_tool_call_comes_in_deltas(client):
-    stream = client.chat.completions.create(model="coder", messages=ASK, tools=[WEATHER], temperature=0,
+def test_openai_streamed_tool_call_comes_in_deltas(openai_client):
+    stream = openai_client.chat.completions.create(model="coder", messages=ASK, tools=[WEATHER], temperature=0,
                                             max_tokens=60, stream=True, tool_choice="required")
     calls: dict[int, dict] = {}
     content, reasons = "", []
@@ -75,14 +61,14 @@ def test_openai_streamed_tool_call_comes_in_deltas(client):
     city_of(call["arguments"])
 
 
-def test_openai_strict_json_schema_and_parse_with_pydantic(client):
+def test_openai_strict_json_schema_and_parse_with_pydantic(openai_client):
     ask = [{"role": "user", "content": "Describe the city of Lyon."}]
     schema = {**City.model_json_schema(), "additionalProperties": False}  # as strict mode asks schemas to be
-    strict = client.chat.completions.create(
+    strict = openai_client.chat.completions.create(
         model="coder", messages=ask, temperature=0, max_tokens=80,
         response_format={"type": "json_schema", "json_schema": {"name": "city", "strict": True, "schema": schema}})
     City.model_validate_json(strict.choices[0].message.content)
-    parsed = client.beta.chat.completions.parse(model="coder", messages=ask, temperature=0, max_tokens=80,
+    parsed = openai_client.beta.chat.completions.parse(model="coder", messages=ask, temperature=0, max_tokens=80,
                                                 response_format=City)
     assert isinstance(parsed.choices[0].message.parsed, City)
 

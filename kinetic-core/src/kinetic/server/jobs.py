@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Optional
 
 from kinetic.server.constraints import request_grammar
+from kinetic.server.content_parts import CHAT, joined_text
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, json_type
 from kinetic.server.infill import suffix_prompt
@@ -65,23 +66,6 @@ def chat_logprobs(fields: Fields) -> Optional[int]:
     return top if fields.boolean("logprobs") else None
 
 
-def text_content(content: Any, where: str) -> Optional[str]:
-    """A message's content: a string, null, or a list of text parts joined."""
-    if content is None or isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise bad_request(f"{where}.content must be a string or a list of parts, not {json_type(content)}", "messages")
-    texts = []
-    for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "image_url":
-            raise bad_request("this model reads only text; image_url parts need a vision model", "messages")
-        if kind != "text" or not isinstance(part.get("text"), str):
-            raise bad_request(f"{where}.content parts must be {{\"type\": \"text\", \"text\": \"...\"}}", "messages")
-        texts.append(part["text"])
-    return "".join(texts)
-
-
 def chat_messages(fields: Fields) -> list[dict[str, Any]]:
     messages = fields.body.get("messages")
     if not isinstance(messages, list):
@@ -93,7 +77,8 @@ def chat_messages(fields: Fields) -> list[dict[str, Any]]:
         where = f"messages[{i}]"
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise bad_request(f"{where} must be an object with a role", "messages")
-        prepared.append({**message, "content": text_content(message.get("content"), where)})
+        prepared.append({**message, "content": None if message.get("content") is None
+                         else joined_text(message["content"], f"{where}.content", CHAT)})
     return prepared
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from kinetic.server.content_parts import RESPONSES, joined_text
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, json_type
 
@@ -60,7 +61,7 @@ def add_item(messages: list[dict[str, Any]], item: dict[str, Any], where: str) -
         role = item.get("role")
         if role not in ("user", "system", "developer", "assistant"):
             raise bad_request(f"{where}.role must be user, system, developer or assistant", "input")
-        messages.append({"role": role, "content": item_text(item.get("content"), f"{where}.content")})
+        messages.append({"role": role, "content": joined_text(item.get("content"), f"{where}.content", RESPONSES)})
     elif kind == "function_call":
         call = {"id": item.get("call_id"), "type": "function",
                 "function": {"name": item.get("name"), "arguments": item.get("arguments")}}
@@ -71,10 +72,10 @@ def add_item(messages: list[dict[str, Any]], item: dict[str, Any], where: str) -
         if not isinstance(item.get("call_id"), str):
             raise bad_request(f"{where}: a function_call_output needs the call_id it answers", "input")
         messages.append({"role": "tool", "tool_call_id": item["call_id"],
-                         "content": item_text(item.get("output"), f"{where}.output")})
+                         "content": joined_text(item.get("output"), f"{where}.output", RESPONSES)})
     elif kind == "reasoning":
         texts = item.get("content") or item.get("summary") or []
-        assistant(messages)["reasoning_content"] = item_text(texts, f"{where}.content")
+        assistant(messages)["reasoning_content"] = joined_text(texts, f"{where}.content", RESPONSES)
     elif kind == "item_reference":
         raise bad_request(f"{where}: item_reference needs items stored by the server, which keeps none", "input")
     else:
@@ -86,23 +87,6 @@ def assistant(messages: list[dict[str, Any]]) -> dict[str, Any]:
     if not messages or messages[-1]["role"] != "assistant":
         messages.append({"role": "assistant", "content": ""})
     return messages[-1]
-
-
-def item_text(content: Any, where: str) -> str:
-    """A string, or content parts of text (input_text, output_text, reasoning and summary text) joined."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise bad_request(f"{where} must be a string or a list of content parts", "input")
-    texts = []
-    for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind in ("input_image", "input_file", "input_audio"):
-            raise bad_request(f"{where}: this model reads only text; {kind} parts need a vision model", "input")
-        if not isinstance(kind, str) or not isinstance(part.get("text", part.get("refusal")), str):
-            raise bad_request(f'{where} parts must be {{"type": "input_text", "text": "..."}}', "input")
-        texts.append(part.get("text", part.get("refusal")))
-    return "".join(texts)
 
 
 def function_tools(tools: Any) -> list[dict[str, Any]]:

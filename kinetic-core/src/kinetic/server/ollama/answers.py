@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
@@ -114,38 +115,48 @@ def answer(req, resp, reply: Reply, job: Job, stream: bool) -> None:
     resp.stream = guarded(lazy(lambda: streamed(reply, run)), None, json_line, ollama_error)
 
 
-class Chat:
+class Answering(ABC):
+    """A POST route that answers with a model: an empty request only loads it, as Ollama's does."""
+
+    chat: bool
+
+    def __init__(self, served: ServedModel):
+        self.served = served
+
+    def on_post(self, req, resp):
+        started = time.perf_counter_ns()
+        fields = Fields(read_json(req))
+        name = requested_model(self.served, fields)
+        reply = Reply(self.served, name, chat=self.chat, started=started)
+        job = self.job(name, fields)
+        if job is None:
+            resp.media = reply.loaded()
+            return
+        answer(req, resp, reply, job, fields.boolean("stream", True))
+
+    @abstractmethod
+    def job(self, name: str, fields: Fields) -> Optional[Job]:
+        """The request's job, or None when it has nothing to answer."""
+
+
+class Chat(Answering):
     """POST /api/chat."""
 
-    def __init__(self, served: ServedModel):
-        self.served = served
+    chat = True
 
-    def on_post(self, req, resp):
-        started = time.perf_counter_ns()
-        fields = Fields(read_json(req))
-        name = requested_model(self.served, fields)
-        reply = Reply(self.served, name, chat=True, started=started)
+    def job(self, name: str, fields: Fields) -> Optional[Job]:
         body = chat_body(self.served, name, fields)
-        if not body["messages"]:
-            resp.media = reply.loaded()
-            return
-        answer(req, resp, reply, chat_job(self.served, Fields(body)), fields.boolean("stream", True))
+        return chat_job(self.served, Fields(body)) if body["messages"] else None
 
 
-class Generate:
+class Generate(Answering):
     """POST /api/generate."""
 
-    def __init__(self, served: ServedModel):
-        self.served = served
+    chat = False
 
-    def on_post(self, req, resp):
-        started = time.perf_counter_ns()
-        fields = Fields(read_json(req))
-        name = requested_model(self.served, fields)
-        reply = Reply(self.served, name, chat=False, started=started)
+    def job(self, name: str, fields: Fields) -> Optional[Job]:
         body = generate_body(self.served, name, fields)
         if not fields.string("prompt"):
-            resp.media = reply.loaded()
-            return
+            return None
         make = chat_job if "messages" in body else completion_job
-        answer(req, resp, reply, make(self.served, Fields(body)), fields.boolean("stream", True))
+        return make(self.served, Fields(body))
