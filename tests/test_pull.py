@@ -13,6 +13,7 @@ import pytest
 from hub_server import COMMIT, FakeHub, Repo
 
 import kinetic.hub.budget
+import kinetic.hub.download
 import kinetic.system
 from kinetic.cli.main import main
 from kinetic.contracts.device import Device
@@ -60,6 +61,7 @@ def pulled(tmp_path: Path, name: str = "org/repo") -> set[str]:
 
 LAYOUTS = [
     (["m-Q4_K_M.gguf", "m-Q8_0.gguf"], "q4_k_m", ["m-Q4_K_M.gguf"]),
+    (["m-Q4_K_M.gguf", "m-UD-Q4_K_XL.gguf"], "UD-Q4_K_XL", ["m-UD-Q4_K_XL.gguf"]),
     (["m.Q4_K_M.gguf", "m.Q5_K_M.gguf", "m.F16.gguf"], "Q5_K_M", ["m.Q5_K_M.gguf"]),
     (["m-Q4_K_M-00001-of-00002.gguf", "m-Q4_K_M-00002-of-00002.gguf", "m-Q8_0.gguf"], "Q4_K_M",
      ["m-Q4_K_M-00001-of-00002.gguf", "m-Q4_K_M-00002-of-00002.gguf"]),
@@ -120,14 +122,32 @@ def test_the_vision_projector_comes_unless_no_mmproj(hub, capsys, tmp_path, flag
     assert pulled(tmp_path) == {"m-Q4_K_M.gguf"} | ({projector} if projector else set())
 
 
-def test_an_interrupted_download_resumes_with_a_range_request(hub, capsys, tmp_path):
+class Interrupted:
+    """A file that takes `limit` bytes, then stops the download as Ctrl+C would."""
+
+    def __init__(self, stream, limit: int):
+        self.stream, self.limit = stream, limit
+
+    def write(self, chunk: bytes) -> None:
+        self.stream.write(chunk[: self.limit])
+        raise KeyboardInterrupt
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+def test_an_interrupted_download_resumes_with_a_range_request(hub, capsys, tmp_path, monkeypatch):
     hub.repos["org/repo"] = repo("m-Q4_K_M.gguf")
-    partial = tmp_path / "models/org/repo/m-Q4_K_M.gguf.part"
-    partial.parent.mkdir(parents=True)
-    partial.write_bytes(content("m-Q4_K_M.gguf")[:1234])  # what a run stopped after 1234 bytes left
+    http_get = kinetic.hub.download.http_get
+    with monkeypatch.context() as patched:
+        patched.setattr(kinetic.hub.download, "http_get",
+                        lambda url, stream, **given: http_get(url, Interrupted(stream, 1234), **given))
+        _, _, err = pull(capsys, "org/repo:Q4_K_M")
+    assert err == "kinetic: interrupted; repeat kinetic pull to resume the download\n"
+    assert pulled(tmp_path) == {"m-Q4_K_M.gguf.part"}
     code, out, err = pull(capsys, "org/repo:Q4_K_M")
     assert (code, err) == (0, "")
-    assert [request.range for request in hub.downloads()] == ["bytes=1234-"]
+    assert [request.range for request in hub.downloads()] == [None, "bytes=1234-"]
     final = tmp_path / "models/org/repo/m-Q4_K_M.gguf"
     assert hashlib.sha256(final.read_bytes()).digest() == hashlib.sha256(content("m-Q4_K_M.gguf")).digest()
     assert pulled(tmp_path) == {"m-Q4_K_M.gguf"}
@@ -142,12 +162,16 @@ def test_files_in_place_with_the_right_hash_are_not_fetched_again(hub, capsys, t
     assert "           m-Q4_K_M.gguf: already here, SHA256 checked" in out.splitlines()
 
 
-def test_a_corrupt_download_is_refused_and_deleted(hub, capsys, tmp_path):
-    hub.repos["org/repo"] = repo("m-Q4_K_M.gguf", served={"m-Q4_K_M.gguf": content("something else")})
-    code, out, err = pull(capsys, "org/repo:Q4_K_M")
+@pytest.mark.parametrize("name, args, checked", [
+    ("m-Q4_K_M.gguf", ["org/repo:Q4_K_M"], "SHA256"),
+    ("README.md", ["org/repo", "--file", "README.md"], "git hash"),
+])
+def test_a_corrupt_download_is_refused_and_deleted(hub, capsys, tmp_path, name, args, checked):
+    hub.repos["org/repo"] = repo("m-Q4_K_M.gguf", "README.md", served={name: content("something else")})
+    code, out, err = pull(capsys, *args)
     assert code == 1
-    assert err == ("kinetic: m-Q4_K_M.gguf: the download does not match the SHA256 the hub publishes and was "
-                   "deleted; repeat kinetic pull\n")
+    assert err == (f"kinetic: {name}: the download does not match the {checked} the hub publishes and was "
+                   f"deleted; repeat kinetic pull\n")
     assert pulled(tmp_path) == set()
 
 
@@ -188,6 +212,7 @@ def test_file_takes_one_file_checked_against_its_git_hash(hub, capsys, tmp_path)
                        "check the name"),
     (["org/repo:Q3_K_S"], "kinetic: org/repo has no Q3_K_S file; it has F16, Q4_K_M, Q8_0: "
                           "kinetic pull org/repo:<quant>"),
+    (["org/repo:Q4_K"], "kinetic: org/repo has no Q4_K file; it has F16, Q4_K_M, Q8_0: kinetic pull org/repo:<quant>"),
     (["org/repo", "--file", "m.gguf"], "kinetic: org/repo has no file m.gguf; its GGUF files: m-Q4_K_M.gguf, "
                                        "m-Q8_0.gguf, m-F16.gguf"),
 ])

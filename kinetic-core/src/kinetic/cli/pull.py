@@ -43,20 +43,20 @@ def pull_command(spec: str, file: Optional[str], no_mmproj: bool, folder: Option
         print(row("quant", why))
     print("\n".join(file_lines(wanted, target)), flush=True)
     download(hub, repo, commit, wanted, target)
-    print(f"Run it with: kinetic run {run_name(repo, model, target)}" if model else f"Saved as {target / file}")
+    print(f"Run it with: kinetic run {run_name(repo, model, quant, target)}" if model
+          else f"Saved as {target / file}")
 
 
 def download(hub: Hub, repo: str, commit: str, wanted: list[RemoteFile], target: Path) -> None:
     """Each file into target, once the disk is found to hold them, with a line as each is checked."""
-    from kinetic.hub.download import bytes_to_fetch, fetch
+    from kinetic.hub.download import bytes_to_fetch, fetch, hash_name
 
     check_disk(target, sum(bytes_to_fetch(target, remote) for remote in wanted))
     try:
         for remote in wanted:
             fetched = fetch(hub, repo, commit, remote, target)
-            checked = "SHA256" if remote.sha256 else "git hash"
-            print(row("", f"{remote.name}: {'downloaded' if fetched else 'already here'}, {checked} checked"),
-                  flush=True)
+            print(row("", f"{remote.name}: {'downloaded' if fetched else 'already here'}, {hash_name(remote)} "
+                          f"checked"), flush=True)
     except KeyboardInterrupt:
         print("kinetic: interrupted; repeat kinetic pull to resume the download", file=sys.stderr)
         raise
@@ -72,7 +72,7 @@ def parse(spec: str) -> tuple[str, Optional[str]]:
 
 def selection(repo: str, files: list[RemoteFile], quant: Optional[str], file: Optional[str],
               no_mmproj: bool) -> tuple[Optional[Model], Optional[str], list[RemoteFile]]:
-    """(the model to pull, the line saying why it, the files to download: its parts and the projector);
+    """(the model to pull, the line saying why, the files to download: its parts and the projector);
     --file takes every part of the split model it belongs to, and gives (None, None, [it]) for a file that is
     no GGUF model's."""
     if file:
@@ -114,10 +114,10 @@ def check_disk(target: Path, needed: int) -> None:
                        f"would leave less than 2 GiB; free some space or pull into another --dir")
 
 
-def run_name(repo: str, model: Model, target: Path) -> str:
-    """org/repo:QUANT; org/repo where the name shows no quantization and the folder holds this model alone;
-    else the file's path."""
-    if model.quant:
-        return f"{repo}:{model.quant}"
+def run_name(repo: str, model: Model, quant: Optional[str], target: Path) -> str:
+    """org/repo:QUANT (as named, else as the file name shows it); without one, org/repo where the folder holds
+    this model alone, else the file's path."""
+    if quant or model.quant:
+        return f"{repo}:{(quant or model.quant).upper()}"
     held = [path for path in target.rglob("*.gguf") if not is_projector(path.name) and not is_later_part(path.name)]
     return repo if len(held) == 1 else str(target / model.parts[0].name)

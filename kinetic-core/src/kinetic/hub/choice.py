@@ -8,7 +8,7 @@ from typing import Optional
 
 from kinetic.errors import HubError
 from kinetic.hub import budget
-from kinetic.hub.files import Model
+from kinetic.hub.files import Model, shows_quant
 
 GIB = 1 << 30
 AUTOMATIC = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0")  # smallest first
@@ -35,11 +35,11 @@ def choose(found: list[Model], quant: Optional[str], repo: str) -> Choice:
         raise HubError(f"{repo} holds no GGUF model; pick a repository with .gguf files (their names often end "
                        f"in -GGUF)")
     if quant:
-        named = [model for model in found if model.quant == quant.upper()]
+        named = [model for model in found if shows_quant(model, quant)]
         if not named:
             raise HubError(f"{repo} has no {quant.upper()} file; it has {quants_text(found)}: "
                            f"kinetic pull {repo}:<quant>")
-        return Choice(named[-1], f"{named[-1].quant}, as named")
+        return Choice(named[-1], f"{quant.upper()}, as named")
     if len(found) == 1:
         return Choice(found[0], f"{found[0].quant or found[0].parts[0].name}, the repository's only model")
     return automatic(found, budget.memory_budget(), repo)

@@ -39,12 +39,17 @@ def bytes_to_fetch(folder: Path, file: RemoteFile) -> int:
     return file.size - (partial.stat().st_size if partial.is_file() else 0)
 
 
+def hash_name(file: RemoteFile) -> str:
+    """The hash file is checked against: the SHA256 the hub publishes for an LFS file, else its git blob hash."""
+    return "SHA256" if file.sha256 else "git hash"
+
+
 def matches(path: Path, file: RemoteFile) -> bool:
-    """Whether path holds file's bytes: its SHA256 where the hub publishes one (LFS), else its git blob hash."""
+    """Whether path holds file's bytes, by hash_name(file)."""
     if file.sha256:
         digest = hashlib.sha256()
     else:
-        digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+        digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size, usedforsecurity=False)
     with path.open("rb") as stream:
         while chunk := stream.read(CHUNK):
             digest.update(chunk)
@@ -65,7 +70,7 @@ def fetch(hub: Hub, repo: str, commit: str, file: RemoteFile, folder: Path) -> b
                      expected_size=file.size, displayed_filename=file.name)
         if not matches(partial, file):
             partial.unlink()
-            raise HubError(f"{file.name}: the download does not match the SHA256 the hub publishes and was "
-                           f"deleted; repeat kinetic pull")
+            raise HubError(f"{file.name}: the download does not match the {hash_name(file)} the hub publishes and "
+                           f"was deleted; repeat kinetic pull")
         os.replace(partial, final)
     return True
