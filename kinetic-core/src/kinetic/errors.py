@@ -35,6 +35,11 @@ class ChatTemplateError(KineticError):
     """A chat template that cannot be read, does not compile, fails or runs away while rendering."""
 
 
+class HubError(KineticError):
+    """A download from Hugging Face (kinetic pull) that cannot go on: a repository, file or quantization not
+    there, no access, no connection, too little disk, a file whose hash does not match."""
+
+
 def file_error(path, error: OSError) -> ModelFileError:
     """The one line for a model file that cannot be opened at all."""
     if isinstance(error, FileNotFoundError):

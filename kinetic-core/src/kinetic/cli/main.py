@@ -148,6 +148,25 @@ def link(folder: Path = typer.Argument(..., help="a folder on PATH, e.g. ~/.loca
 
 
 @app.command()
+def pull(
+    repository: str = typer.Argument(..., metavar="ORG/REPO[:QUANT]", show_default=False,
+                                     help="a Hugging Face repository, and the quantization to take from it"),
+    file: Optional[str] = typer.Option(None, "--file", metavar="NAME", show_default=False,
+                                       help="one file of the repository, by its name there (a split model's "
+                                            "parts all come)"),
+    no_mmproj: bool = typer.Option(False, "--no-mmproj", help="leave the repository's vision projector out"),
+    folder: Optional[Path] = typer.Option(None, "--dir", show_default=False,
+                                          help="where models go, as <dir>/<org>/<repo>/ [default: Kinetic's "
+                                               "models folder]"),
+) -> None:
+    """Download a GGUF model from Hugging Face (HF_TOKEN, HF_ENDPOINT) and print the name to run it by; without
+    :QUANT, the largest of Q4_K_M, Q5_K_M, Q6_K and Q8_0 that fits. The only command that uses the network."""
+    from kinetic.cli.pull import pull_command
+
+    pull_command(repository, file, no_mmproj, folder)
+
+
+@app.command()
 def doctor() -> None:
     """Check the CPU, memory, GPUs, plugins and disk, and say what to fix."""
     from kinetic.cli.doctor import doctor_lines

@@ -110,6 +110,10 @@ def always_present() -> bool:
     return True
 
 
+def unknown_free_memory() -> Optional[int]:
+    return None
+
+
 @dataclass(frozen=True)
 class Device:
     """A place stacks run, registered by a plugin (register_devices). The engine calls present() and probe()
@@ -124,3 +128,5 @@ class Device:
     # whether its hardware is here at all (a driver found): --device auto passes over an absent device
     # silently, and names the reason of one present but unusable
     present: Callable[[], bool] = always_present
+    # bytes free on the device now, for choosing what fits (kinetic pull); None where it cannot say
+    free_memory: Callable[[], Optional[int]] = unknown_free_memory

@@ -43,5 +43,12 @@ def gpu_name() -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
+def free_memory() -> int:
+    """Bytes free on the first GPU now (call only when probe() finds it usable)."""
+    import cupy
+
+    return cupy.cuda.runtime.memGetInfo()[0]
+
+
 def _one_line(error: Exception) -> str:
     return " ".join(str(error).split())

@@ -13,7 +13,7 @@ from kinetic.contracts.blocks import Attention, Rope, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, UploadRefused, linear_batches, state_blob, state_tokens
 from kinetic.errors import KineticError
 from kinetic_cuda import ops
-from kinetic_cuda.gpu import gpu_name
+from kinetic_cuda.gpu import free_memory, gpu_name
 from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, products, rope_table
 from kinetic_cuda.module import compile_seconds, kernel
 from kinetic_cuda.support import TITLE, matrices
@@ -192,7 +192,7 @@ def _context_that_fits(stack: Stack, shape: Shape, widths: list[int], options: U
     contexts = [wanted]
     if not options.context_given:
         contexts += [c for c in range(wanted // 1024 * 1024, MIN_CONTEXT - 1, -1024) if c < wanted]
-    weights, free = upload_bytes(matrices(stack)), cupy.cuda.runtime.memGetInfo()[0]
+    weights, free = upload_bytes(matrices(stack)), free_memory()
     for context in contexts:
         needed = weights + _scratch_bytes(shape, widths, context)
         if needed <= free:
