@@ -142,8 +142,8 @@ def test_an_interrupted_download_resumes_with_a_range_request(hub, capsys, tmp_p
     with monkeypatch.context() as patched:
         patched.setattr(kinetic.hub.download, "http_get",
                         lambda url, stream, **given: http_get(url, Interrupted(stream, 1234), **given))
-        _, _, err = pull(capsys, "org/repo:Q4_K_M")
-    assert err == "kinetic: interrupted; repeat kinetic pull to resume the download\n"
+        code, _, err = pull(capsys, "org/repo:Q4_K_M")
+    assert (code, err) == (130, "kinetic: interrupted; repeat kinetic pull to resume the download\n")
     assert pulled(tmp_path) == {"m-Q4_K_M.gguf.part"}
     code, out, err = pull(capsys, "org/repo:Q4_K_M")
     assert (code, err) == (0, "")

@@ -193,7 +193,7 @@ def main(argv: Optional[list[str]] = None, program: Optional[str] = None) -> int
         print(f"kinetic: {refused}", file=sys.stderr)
         return 2
     try:
-        app(args=args, prog_name="kinetic", standalone_mode=False)
+        code = app(args=args, prog_name="kinetic", standalone_mode=False)
     except UsageError as error:
         return _usage_error(error)
     except KineticError as error:
@@ -203,7 +203,7 @@ def main(argv: Optional[list[str]] = None, program: Optional[str] = None) -> int
         return 130
     except typer.Exit as done:
         return done.exit_code
-    return 0
+    return code if isinstance(code, int) else 0  # typer turns Ctrl+C into 130 returned, not raised
 
 
 def command_options() -> dict[str, dict[str, bool]]:
