@@ -14,7 +14,7 @@ from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.plugins import plugins
 from kinetic_cpu.kernels.matmul import Matrix, activations
-from kinetic_cpu.shortlist import Q8_0, Shortlist, split_q8_0, signed_block_sums
+from kinetic_cpu.shortlist import RETRY, Q8_0, Payoff, Shortlist, split_q8_0, signed_block_sums
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -102,6 +102,21 @@ def test_a_layer_it_cannot_bound_is_computed_whole():
     assert Shortlist.of(Matrix(np.zeros((8, 36), np.uint8), 2)) is None  # Q4_0: not a layer it copies
 
 
+def test_the_payoff_takes_the_faster_way_and_tries_the_other_again():
+    payoff = Payoff()
+    ways = []
+    for token in range(2 * RETRY):
+        way = payoff.shortlist()
+        ways.append(way)
+        payoff.record(way, 1.0 if way else 2.0)  # the shortlist costs half
+    assert ways[:2] == [False, True] and ways.count(False) == 3 and not ways[RETRY - 1] and not ways[-1]
+    slower = Payoff()
+    for token in range(2 * RETRY):
+        way = slower.shortlist()
+        slower.record(way, 3.0 if way else 2.0)
+    assert slower.seconds == {True: 3.0, False: 2.0} and slower.tokens == 2 * RETRY
+
+
 def passes(session: Session, tokens: list[int], best: int, size: int = 128):
     """The logits [size, n_vocab] of every row of tokens, fed size rows a pass, each asking for its best."""
     seq = session.runner.new_sequence()
@@ -111,8 +126,9 @@ def passes(session: Session, tokens: list[int], best: int, size: int = 128):
         yield session.runner.forward(rows)
 
 
-def test_on_real_models_every_pick_and_its_score_is_the_full_layers(real_gguf):
+def test_on_real_models_every_pick_and_its_score_is_the_full_layers(real_gguf, monkeypatch):
     """512 positions of real text, each row's best logit shortlisted against the whole layer."""
+    monkeypatch.setattr(Payoff, "shortlist", lambda self: True)  # whether or not it pays on this machine
     session = Session(real_gguf, SessionOptions(device="cpu", ctx_size=512, off=("warm-start",)),
                       announce=lambda line: None)
     assert session.best_rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from typing import Optional, Sequence
 
 import numpy as np
@@ -13,7 +14,7 @@ from kinetic.errors import KineticError
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.matmul import Matrix, activations
-from kinetic_cpu.shortlist import Q8_0, Shortlist
+from kinetic_cpu.shortlist import Q8_0, Payoff, Shortlist
 from kinetic_cpu.spread import Spans, Spreader
 
 
@@ -88,6 +89,7 @@ class CpuRunner:
         self._norms: dict[str, np.ndarray] = {}
         self._matrices: dict[str, Matrix] = {}
         self._spreader = Spreader()
+        self._payoff = Payoff()  # whether Shortlist pays on this machine
 
     def new_sequence(self) -> CpuSequence:
         return CpuSequence(self.stack, self.context_length)
@@ -226,11 +228,16 @@ class CpuRunner:
         short = [i for i, k in enumerate(best) if 0 < k <= SHORTLIST_BEST] if self.shortlists else []
         if not short or self._shortlist is None:
             return self._linear(self.stack.output, x)
-        out = np.empty((len(x), self.stack.n_vocab), np.float32)
-        full = [i for i, k in enumerate(best) if k <= 0]
-        if full:
-            out[full] = self._linear(self.stack.output, x[full])
-        part = np.ascontiguousarray(x[short])
-        out[short] = self._shortlist.logits(part, activations("q8_0", part), [best[i] for i in short])
+        started, shortlisted = time.perf_counter(), self._payoff.shortlist()
+        if not shortlisted:
+            out = self._linear(self.stack.output, x)
+        else:
+            out = np.empty((len(x), self.stack.n_vocab), np.float32)
+            full = [i for i, k in enumerate(best) if not 0 < k <= SHORTLIST_BEST]
+            if full:
+                out[full] = self._linear(self.stack.output, x[full])
+            part = np.ascontiguousarray(x[short])
+            out[short] = self._shortlist.logits(part, activations("q8_0", part), [best[i] for i in short])
+        self._payoff.record(shortlisted, (time.perf_counter() - started) / len(x))
         return out
 

@@ -21,6 +21,30 @@ from kinetic_cpu.kernels.matmul import Matrix
 Q4_1, Q8_0 = 3, 8  # GGUF type ids
 Q8_0_BYTES, Q4_1_BYTES = 34, 20  # per block of 32: float16 d (Q4_1: d, then m), then the quants
 UNIT = 2.0**-24  # float32's unit roundoff
+RETRY = 64  # tokens between tries of the way that was slower
+WEIGHT = 0.1  # of a new time in the running mean
+
+
+class Payoff:
+    """Which way a token's best logits cost less here: through the Shortlist or the whole layer. Both give the
+    same picks, so the choice changes no answer; it follows running means of seconds per token, starting with
+    one of each, and tries the slower way again every RETRY tokens (text and load change the cost)."""
+
+    def __init__(self):
+        self.seconds: dict[bool, Optional[float]] = {True: None, False: None}
+        self.tokens = 0
+
+    def shortlist(self) -> bool:
+        """Whether the next token goes through the Shortlist."""
+        self.tokens += 1
+        short, whole = self.seconds[True], self.seconds[False]
+        if short is None or whole is None:
+            return whole is not None
+        return (short < whole) != (self.tokens % RETRY == 0)
+
+    def record(self, shortlisted: bool, seconds: float) -> None:
+        mean = self.seconds[shortlisted]
+        self.seconds[shortlisted] = seconds if mean is None else mean + WEIGHT * (seconds - mean)
 
 
 class Shortlist:
@@ -72,7 +96,7 @@ class Shortlist:
     def _exact(self, acts: tuple, rows: list[np.ndarray]) -> list[np.ndarray]:
         """Token t's exact scores of rows[t], by the layer's own kernel on those rows of the layer."""
         union, where = np.unique(np.concatenate(rows), return_inverse=True)
-        part = Matrix(self.layer.weight[union], Q8_0)
+        part = Matrix(np.take(self.layer.weight, union, axis=0), Q8_0)  # take: thrice as fast as [union]
         scores = part.product(acts, len(rows), numba.get_num_threads() if len(union) > 4096 else 1)
         ends = np.cumsum([len(r) for r in rows])
         return [scores[t, where[end - len(r) : end]] for t, (r, end) in enumerate(zip(rows, ends))]
