@@ -14,6 +14,7 @@ import numba
 import numpy as np
 import pytest
 
+from kinetic.contracts.device import cache_rotations
 from kinetic_cpu import ops
 from kinetic_cpu.cache import quantize_q8_0
 from kinetic_cpu.kernels import attention
@@ -116,3 +117,28 @@ def test_softmax_sums_its_exps_in_order(heads, n):
             total += value
         assert totals[g] == total
     assert (scores[:, n:] == 5.0).all()
+
+
+def sylvester(n: int) -> np.ndarray:
+    """llama.cpp's rotation matrix (ggml_gen_hadamard): H_2s = [[H_s, H_s], [H_s, -H_s]], over sqrt(n)."""
+    h = np.ones((1, 1))
+    while len(h) < n:
+        h = np.block([[h, h], [h, -h]])
+    return h / np.sqrt(n)
+
+
+@pytest.mark.parametrize("n", [64, 128, 256])
+def test_rotation_is_llama_cpps_walsh_hadamard_matrix(n):
+    x = np.random.default_rng(n).standard_normal((3, 2 * n)).astype(np.float32)
+    turned = ops.rotated(x, n)
+    want = (x.reshape(3, 2, n).astype(np.float64) @ sylvester(n)).reshape(3, 2 * n)
+    assert np.abs(turned - want).max() < 1e-6
+    assert np.abs(ops.rotated(turned, n) - x).max() < 1e-5  # its own inverse
+    assert np.array_equal(ops.rotated(x[1:2], n), turned[1:2])  # a row on its own gives the same bits
+
+
+@pytest.mark.parametrize("head_dim, caches, turns", [
+    (64, ("q8_0", "q8_0"), (64, 64)), (128, ("q8_0", "f16"), (128, 0)), (256, ("f16", "q8_0"), (0, 64)),
+    (256, ("q8_0", "q8_0"), (256, 64)), (96, ("q8_0", "q8_0"), (0, 0)), (64, ("f16", "f16"), (0, 0))])
+def test_quantized_caches_turn_as_llama_cpps(head_dim, caches, turns):
+    assert cache_rotations(head_dim, caches) == turns

@@ -100,6 +100,21 @@ class Runner(Protocol):
 CACHE_TYPES = ("f16", "q8_0")
 
 
+def cache_rotations(head_dim: int, cache_types: tuple[str, str]) -> tuple[int, int]:
+    """The orders of the Walsh-Hadamard rotations a quantized cache's heads take, as llama.cpp 11434 does
+    (llama_kv_cache: attn_rot_k, attn_rot_v), for keys and values; 0 for none. Queries and keys turn by one
+    orthonormal matrix (so their dot products stay), the largest power of 2 from 64 that divides the head;
+    values by one of order 64, and attention's output turns back by it. Spreading a head's outliers over its
+    blocks keeps q8_0's error small on models with large keys (Qwen 2.5's)."""
+    if head_dim % 64:
+        return 0, 0
+    keys = 64
+    while head_dim % (2 * keys) == 0:
+        keys *= 2
+    key_type, value_type = cache_types
+    return (keys if key_type == "q8_0" else 0), (64 if value_type == "q8_0" else 0)
+
+
 @dataclass(frozen=True)
 class UploadOptions:
     threads: Optional[int] = None  # CPU threads; None for all

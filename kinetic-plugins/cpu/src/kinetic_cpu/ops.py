@@ -33,6 +33,29 @@ def to_half(x):  # x: C-contiguous float32, any shape
 
 
 @numba.njit(**_JIT)
+def rotated(x, n):  # x: [rows, d] float32, d a multiple of n, a power of 2 -> [rows, d] float32
+    """Each n values of a row times the orthonormal Walsh-Hadamard matrix of order n (Sylvester's, over sqrt(n)),
+    which is its own inverse: butterflies in float64 in one fixed order, then one rounding to float32."""
+    out = np.empty_like(x)
+    chunk = np.empty(n)
+    scale = 1.0 / math.sqrt(n)
+    for i in range(x.shape[0]):
+        for start in range(0, x.shape[1], n):
+            for j in range(n):
+                chunk[j] = x[i, start + j]
+            half = 1
+            while half < n:
+                for base in range(0, n, 2 * half):
+                    for j in range(base, base + half):
+                        a, b = chunk[j], chunk[j + half]
+                        chunk[j], chunk[j + half] = a + b, a - b
+                half *= 2
+            for j in range(n):
+                out[i, start + j] = np.float32(chunk[j] * scale)
+    return out
+
+
+@numba.njit(**_JIT)
 def rms_norm(x, weight, eps):  # x: [n, d] float32, weight: [d] float32 -> [n, d] float32
     """x / sqrt(mean(x^2) + eps) * weight, each row on its own, the sum of squares in float64."""
     n, d = x.shape

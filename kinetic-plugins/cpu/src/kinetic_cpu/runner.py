@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
-from kinetic.contracts.device import Row, UploadOptions, check_cache_types, linear_batches
+from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence
 from kinetic_cpu.kernels.matmul import Matrix, activations
@@ -124,9 +124,16 @@ class CpuRunner:
         cos, sin = ops.rope_angles(positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors)
         for part in (q, k):
             ops.rope(part, cos, sin, a.rope.neox)
+        turn_keys, turn_values = cache_rotations(a.head_dim, self.cache_types)
+        if turn_keys:
+            q, k = (ops.rotated(x.reshape(-1, a.head_dim), turn_keys).reshape(x.shape) for x in (q, k))
+        if turn_values:
+            v = ops.rotated(v.reshape(-1, a.head_dim), turn_values).reshape(v.shape)
         # q meets the keys at float16 precision, as ggml's F16 dot product takes it (with q8_0 keys too: the
         # products stay exact in float64, kernels/attention.py)
         attended = self._attend_each(a, layer, spans, positions, ops.to_half(q), k, v)
+        if turn_values:
+            attended = ops.rotated(attended.reshape(-1, a.head_dim), turn_values).reshape(attended.shape)
         out = self._linear(a.o, attended)
         return self._norm(a.post_norm, out) if a.post_norm is not None else out
 
