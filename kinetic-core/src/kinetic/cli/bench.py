@@ -43,7 +43,7 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
         "peak_rss_bytes": peak_rss_bytes(),
     }
     gpu = session.device.name != "cpu"
-    llama = run_llama_bench(compare, model, n_threads, repetitions, gpu) if compare is not None else None
+    llama = run_llama_bench(compare, model, n_threads, repetitions, gpu, cache_types) if compare is not None else None
     if as_json:
         print(json.dumps({**report, "llama_cpp": llama} if llama else report, indent=2))
     else:
