@@ -111,9 +111,10 @@ def attend(q, k_cache, v_cache, positions, scale, window, one_thread=False):
     thread alone with one_thread (the runner spreads sequences over threads), else on numba's threads when
     large enough.
 
-    q: [n, n_head, hd], k_cache: [n_head_kv, blocks, hd, KEY_BLOCK] (kernels/attention.py: a block's
-    positions side by side, dimension by dimension), v_cache: [ctx, n_head_kv, hd], all float32 holding
-    float16 values;
+    q: [n, n_head, hd] float32 holding float16 values, k_cache: [n_head_kv, blocks, width, KEY_BLOCK]
+    (kernels/attention.py: a block's positions side by side, dimension by dimension), v_cache: [ctx, n_head_kv,
+    width], each float32 holding float16 values (width hd) or int8 holding q8_0 blocks (width hd / 32 * 34,
+    cache.py);
     positions: [n] int64; window: 0 for none. -> [n, n_head * hd] float32. Each score sums over the head
     dimension in order, softmax and the weighted sum go in position order, all in float64, whatever the
     thread count (kernels/attention.py). A job is one row and one KV head with its query heads, so each
