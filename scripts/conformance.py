@@ -3,6 +3,7 @@
 
     python scripts/conformance.py MODEL... --llama DIR [--device cpu] [-n 64] [--near-tie 0.1]
     python scripts/conformance.py --random DIR --llama DIR --device cuda
+    python scripts/conformance.py MODEL --llama DIR -ctk q8_0 -ctv q8_0
 
 Runs llama-server (from DIR) and Kinetic on each MODEL for fixed raw prompts (token ids from llama.cpp's
 tokenizer, so only the model is compared), n greedy tokens each. A divergence is forgiven when it falls
@@ -17,6 +18,9 @@ with flash attention on and off (first-step log-probabilities of its top 5 diffe
 average between Kinetic and llama.cpp, by 0.08 to 0.31 between llama.cpp's two attention kernels).
 With --device cuda, llama-server puts every layer on the GPU (LLAMA_ARG_N_GPU_LAYERS), and the cuBLAS folder
 that scripts/build_llamacpp_cuda.sh recorded goes on LD_LIBRARY_PATH.
+-ctk and -ctv give both engines those KV cache types (llama-server then runs with -fa on, which its quantized
+caches need); a q8_0 cache rounds differently in the two (llama.cpp also rounds the queries to q8_0), so
+expect them to part sooner.
 """
 
 from __future__ import annotations
@@ -137,6 +141,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("-n", type=int, default=64, help="greedy tokens per prompt")
     parser.add_argument("--near-tie", type=float, default=NEAR_TIE_NATS, help="nats (default 0.1)")
+    parser.add_argument("-ctk", "--cache-type-k", default="f16", choices=("f16", "q8_0"))
+    parser.add_argument("-ctv", "--cache-type-v", default="f16", choices=("f16", "q8_0"))
     args = parser.parse_args(argv)
 
     import make_greedy_golden
@@ -166,8 +172,11 @@ def conforms(model: Path, args) -> bool:
             answers.append({"prompt_ids": ids, **llama.greedy(port, ids)})
         return answers
 
-    reference = llama.run_server(args.llama, model, llama_greedy)
-    _, runner = open_runner(load_stack(model), args.device, UploadOptions(context_length=1024), print)
+    caches = (args.cache_type_k, args.cache_type_v)
+    flags = ("-ctk", caches[0], "-ctv", caches[1], "-fa", "on") if caches != ("f16", "f16") else ()
+    reference = llama.run_server(args.llama, model, llama_greedy, flags)
+    _, runner = open_runner(load_stack(model), args.device, UploadOptions(context_length=1024, cache_types=caches),
+                            print)
     failures = 0
     for text, theirs in zip(PROMPTS, reference):
         result = agreement(kinetic_greedy(runner, theirs["prompt_ids"], args.n), theirs["tokens"], theirs["margins"],

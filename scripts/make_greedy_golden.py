@@ -78,12 +78,12 @@ def greedy(port: int, prompt_ids: list[int]) -> dict:
     }
 
 
-def run_server(tools: Path, model: Path, work):
-    """work(port) with llama-server serving model."""
+def run_server(tools: Path, model: Path, work, flags: tuple[str, ...] = ()):
+    """work(port) with llama-server serving model, with these flags added."""
     port = free_port()
     server = subprocess.Popen(
         [str(tools / "llama-server"), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "1024",
-         "-np", "1", "-t", str(os.cpu_count() or 2), "--no-webui"],
+         "-np", "1", "-t", str(os.cpu_count() or 2), "--no-webui", *flags],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:

@@ -22,17 +22,28 @@ def greedy_answer(qwen_gguf) -> subprocess.CompletedProcess:
     return kinetic("run", str(qwen_gguf), PROMPT, "--temp", "0", "-n", "12", "--device", "cpu")
 
 
-def test_run_greedy_answer_is_the_engines(greedy_answer, qwen_gguf):
+def engines_greedy_answer(qwen_gguf, cache_types: tuple[str, str] = ("f16", "f16")) -> str:
     from kinetic.engine.options import SessionOptions
     from kinetic.engine.session import Session
     from kinetic.sampling.settings import SamplingSettings
 
-    assert greedy_answer.returncode == 0, greedy_answer.stderr
-    assert STATUS.match(greedy_answer.stderr.strip().splitlines()[-1])
-    session = Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=1024))
+    session = Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=1024, cache_types=cache_types))
     tokens = session.chat_prompt([{"role": "user", "content": PROMPT}])
     answer = list(session.generate(session.new_sequence(), tokens, SamplingSettings(temp=0), 12))
-    assert greedy_answer.stdout == session.tokenizer.decode(answer, special=False) + "\n"
+    return session.tokenizer.decode(answer, special=False) + "\n"
+
+
+def test_run_greedy_answer_is_the_engines(greedy_answer, qwen_gguf):
+    assert greedy_answer.returncode == 0, greedy_answer.stderr
+    assert STATUS.match(greedy_answer.stderr.strip().splitlines()[-1])
+    assert greedy_answer.stdout == engines_greedy_answer(qwen_gguf)
+
+
+def test_run_takes_llama_cpps_cache_types(qwen_gguf):
+    ran = kinetic("run", str(qwen_gguf), PROMPT, "--temp", "0", "-n", "12", "--device", "cpu", "-ctk", "q8_0",
+                  "--cache-type-v", "q8_0")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == engines_greedy_answer(qwen_gguf, ("q8_0", "q8_0"))
 
 
 def test_run_reads_the_prompt_from_stdin_and_takes_llama_flags(greedy_answer, qwen_gguf):

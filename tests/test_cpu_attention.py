@@ -4,7 +4,8 @@ Scores sum q[g, j] * k[j, t] over j in order (float16 values: each product exact
 w[g, t] * v[t, j] over t in order, multiplying then adding. numpy's elementwise operations round each step
 as those loops do, so the references below are the definition, and the kernels must match them exactly, for
 every head count a call can take (and the unrolled bodies for 1 .. IN_FLIGHT), head sizes with and without
-a vector tail, and position counts and offsets that end mid-vector.
+a vector tail, and position counts and offsets that end mid-vector. With a q8_0 cache the kernels read its
+int8 blocks: the same sums over the values d * q the blocks stand for (exact in float64).
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ import numba
 import numpy as np
 import pytest
 
+from kinetic.contracts.device import cache_rotations
 from kinetic_cpu import ops
+from kinetic_cpu.cache import quantize_q8_0
 from kinetic_cpu.kernels import attention
 
 # A kernel call takes 1 .. IN_FLIGHT heads (16 with AVX-512, 4 without); ops groups larger counts.
 HEADS = sorted(h for h in {1, 2, 3, 5, attention.IN_FLIGHT - 1, attention.IN_FLIGHT} if h <= attention.IN_FLIGHT)
 SHAPES = [(64, 37, 0), (24, 9, 5), (256, 70, 3), (8, 1, 0), (16, 30, 21)]  # (head size, positions, first)
+Q8_SHAPES = [(64, 37, 0), (32, 9, 5), (256, 70, 3), (32, 1, 0), (96, 30, 21)]  # q8_0: whole blocks of 32
+CASES = [("f16", *shape) for shape in SHAPES] + [("q8_0", *shape) for shape in Q8_SHAPES]
 
 
 @numba.njit
@@ -35,40 +40,52 @@ def halves(rng, shape) -> np.ndarray:
     return ops.to_half(rng.standard_normal(shape).astype(np.float32))
 
 
-def blocked(keys) -> np.ndarray:  # keys: [hd, positions] -> [blocks, hd, KEY_BLOCK], as the key cache holds them
+def cached(rng, shape, cache_type) -> tuple[np.ndarray, np.ndarray]:
+    """Random rows ([..., hd]) as a cache of this type keeps them, and the float64 values they stand for."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    if cache_type == "f16":
+        return ops.to_half(x), ops.to_half(x).astype(np.float64)
+    stored = quantize_q8_0(x)
+    blocks = stored.reshape(stored.shape[:-1] + (-1, 34))
+    scales = np.ascontiguousarray(blocks[..., :2]).view(np.float16).astype(np.float64)
+    return stored, (scales * blocks[..., 2:]).reshape(shape)
+
+
+def blocked(keys) -> np.ndarray:  # keys: [width, positions] -> [blocks, width, KEY_BLOCK], as the key cache holds them
     hd, n = keys.shape
-    out = np.full((-(-n // attention.KEY_BLOCK), hd, attention.KEY_BLOCK), np.nan, np.float32)  # never read
+    never_read = np.nan if keys.dtype == np.float32 else 127
+    out = np.full((-(-n // attention.KEY_BLOCK), hd, attention.KEY_BLOCK), never_read, keys.dtype)
     for p in range(n):
         out[p // attention.KEY_BLOCK, :, p % attention.KEY_BLOCK] = keys[:, p]
     return out
 
 
 @pytest.mark.parametrize("heads", HEADS)
-@pytest.mark.parametrize("hd, n, first", SHAPES)
-def test_scores_are_the_ordered_sums(heads, hd, n, first):
+@pytest.mark.parametrize("cache_type, hd, n, first", CASES)
+def test_scores_are_the_ordered_sums(heads, cache_type, hd, n, first):
     rng = np.random.default_rng(heads * 1000 + hd)
-    q, keys = halves(rng, (heads, hd)).astype(np.float64), halves(rng, (hd, first + n + 3))
+    q = halves(rng, (heads, hd)).astype(np.float64)
+    keys, exact = cached(rng, (first + n + 3, hd), cache_type)
     want = np.zeros((heads, n))
     for j in range(hd):
-        want = want + q[:, j, None] * keys[j, first : first + n].astype(np.float64)
+        want = want + q[:, j, None] * exact[first : first + n, j]
     out = np.full((heads, n + 2), 7.0)
-    kernel_scores(q, blocked(keys), first, n, out)
+    kernel_scores(q, blocked(np.ascontiguousarray(keys.T)), first, n, out)
     assert np.array_equal(out[:, :n], want)
     assert (out[:, n:] == 7.0).all()  # nothing written past n
 
 
 @pytest.mark.parametrize("heads", HEADS)
-@pytest.mark.parametrize("hd, n, first", SHAPES)
-def test_weighted_sums_are_the_ordered_sums(heads, hd, n, first):
+@pytest.mark.parametrize("cache_type, hd, n, first", CASES)
+def test_weighted_sums_are_the_ordered_sums(heads, cache_type, hd, n, first):
     rng = np.random.default_rng(heads * 1000 + hd + 1)
     w = rng.random((heads, n + 3))
-    cache = halves(rng, (first + n, 3, hd))  # [positions, KV heads, hd]: a position's rows are apart
-    values = cache[first:, 1]
+    cache, exact = cached(rng, (first + n, 3, hd), cache_type)  # [positions, KV heads, hd]: a position's rows apart
     want = np.zeros((heads, hd))
     for t in range(n):
-        want = want + w[:, t, None] * values[t].astype(np.float64)
+        want = want + w[:, t, None] * exact[first + t, 1]
     out = np.full((heads, hd), 7.0)
-    kernel_weighted(w, n, values, out)
+    kernel_weighted(w, n, cache[first:, 1], out)
     assert np.array_equal(out, want)
 
 
@@ -100,3 +117,28 @@ def test_softmax_sums_its_exps_in_order(heads, n):
             total += value
         assert totals[g] == total
     assert (scores[:, n:] == 5.0).all()
+
+
+def sylvester(n: int) -> np.ndarray:
+    """llama.cpp's rotation matrix (ggml_gen_hadamard): H_2s = [[H_s, H_s], [H_s, -H_s]], over sqrt(n)."""
+    h = np.ones((1, 1))
+    while len(h) < n:
+        h = np.block([[h, h], [h, -h]])
+    return h / np.sqrt(n)
+
+
+@pytest.mark.parametrize("n", [64, 128, 256])
+def test_rotation_is_llama_cpps_walsh_hadamard_matrix(n):
+    x = np.random.default_rng(n).standard_normal((3, 2 * n)).astype(np.float32)
+    turned = ops.rotated(x, n)
+    want = (x.reshape(3, 2, n).astype(np.float64) @ sylvester(n)).reshape(3, 2 * n)
+    assert np.abs(turned - want).max() < 1e-6
+    assert np.abs(ops.rotated(turned, n) - x).max() < 1e-5  # its own inverse
+    assert np.array_equal(ops.rotated(x[1:2], n), turned[1:2])  # a row on its own gives the same bits
+
+
+@pytest.mark.parametrize("head_dim, caches, turns", [
+    (64, ("q8_0", "q8_0"), (64, 64)), (128, ("q8_0", "f16"), (128, 0)), (256, ("f16", "q8_0"), (0, 64)),
+    (256, ("q8_0", "q8_0"), (256, 64)), (96, ("q8_0", "q8_0"), (0, 0)), (64, ("f16", "f16"), (0, 0))])
+def test_quantized_caches_turn_as_llama_cpps(head_dim, caches, turns):
+    assert cache_rotations(head_dim, caches) == turns

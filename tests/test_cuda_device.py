@@ -1,5 +1,5 @@
-"""The CUDA device: a batch gives each token's logits bit for bit as one-at-a-time decoding does, and it
-agrees with the numpy reference executor, for every family; every weight type's product is exact across
+"""The CUDA device: a batch gives each token's logits bit for bit as one-at-a-time decoding does, with either
+KV cache type, and it agrees with the numpy reference executor, for every family; every weight type's product is exact across
 batches and close to the float product. The GPU tests skip where CUDA is not usable (CI has no GPU),
 with the probe's reason; they run on an NVIDIA machine."""
 
@@ -85,9 +85,13 @@ def tolerance(path: Path) -> float:
     return TOLERANCE[path.stem.split("-")[1]]
 
 
+F16, Q8_0 = ("f16", "f16"), ("q8_0", "q8_0")
+CACHES = [F16, Q8_0, ("q8_0", "f16")]  # (-ctk, -ctv)
+
+
 @lru_cache(maxsize=None)
-def runner_for(path: Path):
-    return plugins().devices["cuda"].upload(load_stack(path), UploadOptions(context_length=1024))
+def runner_for(path: Path, caches: tuple[str, str] = F16):
+    return plugins().devices["cuda"].upload(load_stack(path), UploadOptions(context_length=1024, cache_types=caches))
 
 
 def tokens_for(path: Path, n: int) -> list[int]:
@@ -173,8 +177,9 @@ def test_upload_refuses_a_weight_type_without_kernel(tmp_path):
 
 
 @gpu
-def test_batches_equal_one_at_a_time(random_model):
-    runner = runner_for(random_model)
+@pytest.mark.parametrize("caches", CACHES, ids="-".join)
+def test_batches_equal_one_at_a_time(random_model, caches):
+    runner = runner_for(random_model, caches)
     tokens = tokens_for(random_model, 70)
     single = in_batches(runner, tokens, 1)
     for size in (2, 7, 64, 70):
@@ -182,16 +187,18 @@ def test_batches_equal_one_at_a_time(random_model):
 
 
 @gpu
-def test_a_512_token_batch_equals_one_at_a_time(random_model):
-    runner = runner_for(random_model)
+@pytest.mark.parametrize("caches", [F16, Q8_0], ids="-".join)
+def test_a_512_token_batch_equals_one_at_a_time(random_model, caches):
+    runner = runner_for(random_model, caches)
     tokens = tokens_for(random_model, 512)
     assert np.array_equal(in_batches(runner, tokens, 512), in_batches(runner, tokens, 1))
 
 
 @gpu
-def test_sequences_sharing_a_pass_and_truncation(random_model):
+@pytest.mark.parametrize("caches", [F16, Q8_0], ids="-".join)
+def test_sequences_sharing_a_pass_and_truncation(random_model, caches):
     """Two sequences' rows in one pass give what each gives alone; a truncated sequence replays exactly."""
-    runner = runner_for(random_model)
+    runner = runner_for(random_model, caches)
     a_tokens, b_tokens = tokens_for(random_model, 9), tokens_for(random_model, 14)[5:]
     alone = in_batches(runner, a_tokens, 9), in_batches(runner, b_tokens, 9)
     a, b = runner.new_sequence(), runner.new_sequence()
@@ -204,9 +211,11 @@ def test_sequences_sharing_a_pass_and_truncation(random_model):
 
 
 @gpu
-def test_a_saved_sequence_resumes_exactly(random_model):
-    """seq.save() and runner.load(blob, into) give back the cache bit for bit: decoding goes on as before."""
-    runner = runner_for(random_model)
+@pytest.mark.parametrize("caches", CACHES, ids="-".join)
+def test_a_saved_sequence_resumes_exactly(random_model, caches):
+    """seq.save() and runner.load(blob, into) give back the cache bit for bit: decoding goes on as before; a
+    state of other cache types does not load."""
+    runner = runner_for(random_model, caches)
     tokens = tokens_for(random_model, 20)
     seq = runner.new_sequence()
     in_batches(runner, tokens[:12], 12, seq=seq)
@@ -219,6 +228,32 @@ def test_a_saved_sequence_resumes_exactly(random_model):
     assert np.array_equal(in_batches(runner, tokens[12:], 8, seq=other), expected)
     with pytest.raises(KineticError, match="does not fit"):
         runner.load(blob[:-2])
+    other_types = runner_for(random_model, next(c for c in CACHES if c != caches))
+    with pytest.raises(KineticError, match="not a saved CUDA sequence state"):
+        other_types.load(blob)
+
+
+@gpu
+@pytest.mark.parametrize("order", [64, 128, 256])
+def test_q8_0_caches_quantize_and_turn_as_the_cpu_does(order):
+    """store_q8 writes the CPU cache's q8_0 bytes, and the rotation gives kinetic_cpu's ops.rotated bits."""
+    import cupy
+    from kinetic_cpu import ops as cpu_ops
+    from kinetic_cpu.cache import quantize_q8_0
+    from kinetic_cuda import cache as cuda_cache, ops as cuda_ops
+
+    x = (np.random.default_rng(order).standard_normal((5, 2 * order)) * 3).astype(np.float32)
+    x[:, 7] = 90.0  # an outlier, as Qwen's keys have
+    turned = cupy.asarray(x)
+    cuda_ops.rotate(turned, 5, order)
+    assert np.array_equal(turned.get(), cpu_ops.rotated(x, order))
+    cache = cuda_cache.new_cache("q8_0", 8, 2 * order)
+    cuda_ops.store_q8(cupy.asarray(x), cupy.asarray(np.array([6, 0, 3, 1, 2], np.int32)), 5, cache)
+    quants, scales = (cupy.asnumpy(part) for part in cuda_cache._parts(cache, "q8_0", 8, 2 * order))
+    blocks = quantize_q8_0(x).reshape(5, -1, 34)
+    for row, position in enumerate([6, 0, 3, 1, 2]):
+        assert np.array_equal(quants.reshape(8, -1)[position].view(np.int8), blocks[row, :, 2:].reshape(-1))
+        assert np.array_equal(scales.reshape(8, -1)[position], blocks[row, :, :2].reshape(-1).view(np.uint8))
 
 
 @gpu
@@ -240,7 +275,8 @@ def test_the_context_shrinks_to_fit_unless_given(tmp_path, monkeypatch):
 
 @gpu
 @pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "top_k": 40, "seed": 7}], ids=["greedy", "seeded"])
-def test_rad1_and_warm_start_change_no_token(tmp_path, settings):
+@pytest.mark.parametrize("caches", [F16, Q8_0], ids="-".join)
+def test_rad1_and_warm_start_change_no_token(tmp_path, settings, caches):
     """On the GPU, RAD-1's verified drafts and Warm Start's restored states (from memory, then from disk
     after a restart) give the plain answer token for token."""
     path = write_random_model(tmp_path / "m.gguf", "qwen2", Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512), "Q8_0",
@@ -252,7 +288,7 @@ def test_rad1_and_warm_start_change_no_token(tmp_path, settings):
         return list(generation), len(generation.context)
 
     def session(off: tuple[str, ...]) -> Session:
-        options = SessionOptions(device="cuda", ctx_size=512, off=off, state_dir=tmp_path / "warm")
+        options = SessionOptions(device="cuda", ctx_size=512, off=off, state_dir=tmp_path / "warm", cache_types=caches)
         return Session(path, options, announce=lambda line: None)
 
     plain, _ = answer(session(("rad1", "warm-start")), 298)

@@ -181,6 +181,7 @@ ABACUS_PLUGIN = """
             cpu = CPU.upload(stack, options)
             self.context_length = cpu.context_length if options.context_given else cpu.context_length // 2
             self.new_sequence, self.forward, self.load = cpu.new_sequence, cpu.forward, cpu.load
+            self.cache_types = cpu.cache_types
             self.cpu = cpu
 
         @property

@@ -76,10 +76,7 @@ def test_the_docs_table_row(flags, meaning, command):
 
 
 def _check_renamed(command: str, flag: str, name: str, kind: str, words: list[str]) -> None:
-    if name in ("--cache-type-k", "--cache-type-v") and name not in COMMANDS[command]:
-        assert kind == "refused" and "-ctk f16 is accepted" in words[0]  # the f16 cache is today's only one
-        assert outcome(command, flag, "f16") == ("kept", [])
-    elif name in COMMANDS[command]:
+    if name in COMMANDS[command]:
         assert (kind, words) == ("kept", [name if flag not in COMMANDS[command] else flag, "1"])
     elif name in REFUSED_IN.get(command, {}):  # what the command does per request instead, e.g. serve's --system
         assert kind == "refused" and words[0].endswith(f": {REFUSED_IN[command][name]}.")
@@ -119,7 +116,8 @@ def test_the_help_lists_are_read_whole():
     (["run", "m.gguf", "-ngl", "0"], ["--gpu-layers", "0"]),
     (["serve", "m.gguf", "--n-gpu-layers", "99", "-np", "2"], ["--gpu-layers", "99", "-np", "2"]),
     (["run", "m.gguf", "-p", "-ts is a flag", "--top-n-sigma", "1"], ["-p", "-ts is a flag", "--top-nsigma", "1"]),
-    (["serve", "m.gguf", "-ctk", "f16", "--cache-type-v=f16", "-lm", "mmap"], []),
+    (["serve", "m.gguf", "-ctk", "q8_0", "--cache-type-v=f16", "-lm", "mmap"], ["--cache-type-k", "q8_0",
+                                                                                "--cache-type-v=f16"]),
     (["bench", "m.gguf", "-r", "2", "-ngl", "all"], ["-r", "2", "--gpu-layers", "all"]),
     (["serve", "m.gguf", "-fa", "--port", "80", "--prio", "-1", "-c", "64"], ["--port", "80", "-c", "64"]),
 ])
@@ -128,8 +126,6 @@ def test_translate(argv, expected):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["serve", "m.gguf", "-ctk", "q4_0"], "-ctk q4_0 is not available: Kinetic keeps keys and values in a float16 "
-                                          "cache, llama.cpp's default; -ctk f16 is accepted."),
     (["run", "m.gguf", "--port", "80"], "kinetic run does not take --port: it works with kinetic serve."),
     (["chat", "m.gguf", "-np", "2"], "kinetic chat does not take -np: it works with kinetic serve."),
     (["serve", "m.gguf", "--grammar", "root ::= \"x\""],
@@ -180,3 +176,13 @@ def test_bench_compare_takes_an_optional_path(argv, expected):
     from kinetic.cli.main import bare_compare
 
     assert bare_compare(argv) == expected
+
+
+@pytest.mark.parametrize("command", ["run", "chat", "serve", "bench"])
+@pytest.mark.parametrize("flag, value", [("-ctk", "q4_0"), ("-ctv", "bf16"), ("--cache-type-k", "f32"),
+                                         ("--cache-type-v", "iq4_nl")])
+def test_other_cache_types_are_refused_with_one_line(command, flag, value, capsys):
+    assert main([command, "missing.gguf", flag, value]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("kinetic") and err.count("\n") == 1
+    assert f"'{value}' is not a KV cache type Kinetic keeps; use f16 or q8_0" in err

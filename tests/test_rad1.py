@@ -1,5 +1,6 @@
 """RAD-1: drafted decoding gives, token for token, what plain decoding gives: greedy and seeded sampling
-under several sampler settings, for every family on random-weight files and on both real models; guesses
+under several sampler settings, for every family on random-weight files and on both real models (with either
+KV cache type); guesses
 that are rolled back leave no trace in the KV cache. Also the drafter's sources and policy."""
 
 from __future__ import annotations
@@ -90,11 +91,13 @@ def test_drafted_equals_plain_random(random_session, settings):
     assert answer(random_session, prompt, settings, 40) == (plain, plain_held)
 
 
-@pytest.fixture(scope="module", params=["qwen", "gemma"])
+@pytest.fixture(scope="module", params=[("qwen", "f16"), ("gemma", "f16"), ("qwen", "q8_0"), ("gemma", "q8_0")],
+                ids="-".join)
 def real_sessions(request) -> tuple[Session, Session]:
-    path = request.getfixturevalue(f"{request.param}_gguf")
-    make = lambda off: Session(path, SessionOptions(device="cpu", ctx_size=1024, off=off),  # noqa: E731
-                               announce=lambda line: None)
+    key, cache = request.param  # the KV cache type, of keys and values
+    path = request.getfixturevalue(f"{key}_gguf")
+    make = lambda off: Session(path, SessionOptions(device="cpu", ctx_size=1024, off=off,  # noqa: E731
+                                                    cache_types=(cache, cache)), announce=lambda line: None)
     return make(()), make(("rad1",))
 
 

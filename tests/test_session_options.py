@@ -44,9 +44,11 @@ def test_from_env_reads_the_documented_variables():
 
 def test_flags_make_the_same_options():
     flags = {"device": "cpu", "threads": 3, "ctx_size": 0, "gpu_layers": 24, "chat_template_file": None,
-             "off": frozenset({"rad1"}), "no_prompt_cache": True, "cache_dir": Path("states")}
+             "off": frozenset({"rad1"}), "no_prompt_cache": True, "cache_dir": Path("states"), "cache_type_k": "q8_0",
+             "cache_type_v": "f16"}
     assert session_options(flags) == SessionOptions(device="cpu", threads=3, ctx_size=0, gpu_layers=24,
-                                                    off={"rad1", "warm-start"}, state_dir=Path("states"))
+                                                    off={"rad1", "warm-start"}, state_dir=Path("states"),
+                                                    cache_types=("q8_0", "f16"))
 
 
 def test_a_session_keeps_its_options(two_layers):
@@ -99,3 +101,12 @@ def test_a_layer_split_on_the_command_line_fails_with_one_line(two_layers, flags
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == ("kinetic: --gpu-layers 1: Kinetic runs all 2 layers of this model on one device "
                              "until layers can be split; use --gpu-layers all, or --device cpu\n")
+
+
+def test_cache_types_reach_the_device(two_layers):
+    """-ctv q8_0 reaches the CPU, which refuses heads of 16 values for it in one line; a session keeps its types."""
+    refused = kinetic("run", str(two_layers), "Hi", "--device", "cpu", "-ctv", "q8_0")
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert "a q8_0 KV cache holds heads of a multiple of 32 values, and this model's have 16" in refused.stderr
+    session = Session(two_layers, SessionOptions(device="cpu", ctx_size=64, off=("rad1", "warm-start")), **QUIET)
+    assert session.runner.cache_types == ("f16", "f16")

@@ -1,6 +1,7 @@
 """Warm Start: a prompt resumed from an earlier request's state answers exactly as a cold start does,
 greedy and seeded, across a restart (a new session on the same folder) and with corrupt, truncated and
-foreign state files present; the CPU's saved state round-trips bit for bit; the stores stay bounded."""
+foreign state files present, with either KV cache type; the CPU's saved state round-trips bit for bit and
+never loads into a cache of other types; the stores stay bounded."""
 
 from __future__ import annotations
 
@@ -19,17 +20,18 @@ from kinetic_speed.warm_start.disk import SUFFIX, DiskStates
 
 PROMPT = [1, *range(260, 290), *range(270, 280)]
 SETTINGS = [{"temp": 0}, {"temp": 0.9, "top_k": 30, "seed": 4}]
+CACHES = [("f16", "f16"), ("q8_0", "q8_0"), ("q8_0", "f16")]  # (-ctk, -ctv)
 
 
 @pytest.fixture(scope="module", params=["llama", "gemma3"])
 def model(request, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("warm") / f"{request.param}.gguf"
-    return write_random_model(path, request.param, Dims(n_embd=64, n_head=4, n_head_kv=2, n_ff=128), "Q8_0", seed=3)
+    return write_random_model(path, request.param, Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=128), "Q8_0", seed=3)
 
 
-def session(model: Path, folder: Path, warm: bool = True) -> Session:
+def session(model: Path, folder: Path, warm: bool = True, caches: tuple[str, str] = ("f16", "f16")) -> Session:
     off = () if warm else ("warm-start",)
-    options = SessionOptions(device="cpu", ctx_size=256, off=off, state_dir=folder)
+    options = SessionOptions(device="cpu", ctx_size=256, off=off, state_dir=folder, cache_types=caches)
     return Session(model, options, announce=lambda line: None)
 
 
@@ -39,15 +41,24 @@ def answer(s: Session, prompt: list[int], settings: dict) -> tuple[list[int], in
     return list(generation), len(generation.context)
 
 
+@pytest.mark.parametrize("caches", CACHES, ids="-".join)
 @pytest.mark.parametrize("settings", SETTINGS, ids=["greedy", "seeded"])
-def test_warm_answers_equal_cold_ones_across_a_restart(model, tmp_path, settings):
-    cold, _ = answer(session(model, tmp_path, warm=False), PROMPT + [298], settings)
-    first = session(model, tmp_path)
+def test_warm_answers_equal_cold_ones_across_a_restart(model, tmp_path, settings, caches):
+    cold, _ = answer(session(model, tmp_path, warm=False, caches=caches), PROMPT + [298], settings)
+    first = session(model, tmp_path, caches=caches)
     assert answer(first, PROMPT + [297], settings)[1] == 0
     assert answer(first, PROMPT + [298], settings) == (cold, len(PROMPT))  # from memory
     first.prompt_states.flush()
-    restarted = session(model, tmp_path)
+    restarted = session(model, tmp_path, caches=caches)
     assert answer(restarted, PROMPT + [298], settings) == (cold, len(PROMPT))  # from disk
+
+
+def test_a_state_of_other_cache_types_is_not_used(model, tmp_path):
+    first = session(model, tmp_path)
+    answer(first, PROMPT + [297], {"temp": 0})
+    first.prompt_states.flush()
+    for caches in CACHES[1:]:
+        assert answer(session(model, tmp_path, caches=caches), PROMPT + [298], {"temp": 0})[1] == 0
 
 
 def test_bad_state_files_are_ignored(model, tmp_path):
@@ -71,13 +82,14 @@ def test_a_state_of_another_model_is_not_used(model, tmp_path):
     first = session(model, tmp_path)
     answer(first, PROMPT + [297], {"temp": 0})
     first.prompt_states.flush()
-    other = write_random_model(tmp_path / "other.gguf", "llama", Dims(n_embd=64, n_head=4, n_head_kv=2, n_ff=128),
+    other = write_random_model(tmp_path / "other.gguf", "llama", Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=128),
                                "Q8_0", seed=99)
     assert answer(session(other, tmp_path), PROMPT + [298], {"temp": 0})[1] == 0
 
 
-def test_cpu_state_round_trips_bit_for_bit(model, tmp_path):
-    runner = session(model, tmp_path, warm=False).runner
+@pytest.mark.parametrize("caches", CACHES, ids="-".join)
+def test_cpu_state_round_trips_bit_for_bit(model, tmp_path, caches):
+    runner = session(model, tmp_path, warm=False, caches=caches).runner
     seq = runner.new_sequence()
     runner.forward([Row(seq, t, p, parent=p - 1) for p, t in enumerate(PROMPT)])
     blob = seq.save()
@@ -89,6 +101,11 @@ def test_cpu_state_round_trips_bit_for_bit(model, tmp_path):
         runner.load(blob[:-2])
     with pytest.raises(KineticError):
         runner.load(b"not a state")
+    for others in CACHES:  # a state of other cache types, even of the same size, is not this cache's
+        if others != caches:
+            other_runner = session(model, tmp_path, warm=False, caches=others).runner
+            with pytest.raises(KineticError):
+                runner.load(other_runner.new_sequence().save())
 
 
 def test_stores_stay_bounded(tmp_path):

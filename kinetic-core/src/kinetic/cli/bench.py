@@ -21,10 +21,11 @@ NEEDS_REQUESTS = {"warm-start": "Warm Start", "zero-wait": "Zero Wait", "convoy"
 
 
 def bench_command(model: Path, repetitions: int, threads: Optional[int], device: str, as_json: bool,
-                  compare: Optional[str], off: Collection[str] = (), gpu_layers: Optional[int] = None) -> None:
+                  compare: Optional[str], off: Collection[str] = (), gpu_layers: Optional[int] = None,
+                  cache_types: tuple[str, str] = ("f16", "f16")) -> None:
     start = time.perf_counter()
     options = SessionOptions(device=device, threads=threads, ctx_size=2048, off=off,  # room for edit256
-                             gpu_layers=gpu_layers)
+                             gpu_layers=gpu_layers, cache_types=cache_types)
     session = Session(model, options)
     load_seconds = time.perf_counter() - start
     n_threads = threads or _all_threads()
@@ -42,7 +43,7 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
         "peak_rss_bytes": peak_rss_bytes(),
     }
     gpu = session.device.name != "cpu"
-    llama = run_llama_bench(compare, model, n_threads, repetitions, gpu) if compare is not None else None
+    llama = run_llama_bench(compare, model, n_threads, repetitions, gpu, cache_types) if compare is not None else None
     if as_json:
         print(json.dumps({**report, "llama_cpp": llama} if llama else report, indent=2))
     else:

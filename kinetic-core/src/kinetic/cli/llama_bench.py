@@ -28,12 +28,13 @@ def find_llama_bench(given: str) -> Path:
     raise KineticError("llama-bench not found on PATH or in the usual folders; give its path: --compare PATH")
 
 
-def run_llama_bench(given: str, model: Path, threads: int, repetitions: int, gpu: bool = False) -> dict:
+def run_llama_bench(given: str, model: Path, threads: int, repetitions: int, gpu: bool = False,
+                    cache_types: tuple[str, str] = ("f16", "f16")) -> dict:
     """llama-bench's best pp512 and tg128, flash attention on, with its build: on the CPU (-ngl 0), or with
-    every layer on the GPU (-ngl 99)."""
+    every layer on the GPU (-ngl 99); with Kinetic's KV cache types (-ctk, -ctv)."""
     binary = find_llama_bench(given)
     command = [str(binary), "-m", str(model), "-p", "512", "-n", "128", "-r", str(repetitions), "-t", str(threads),
-               "-ngl", "99" if gpu else "0", "-fa", "1", "-o", "json"]
+               "-ngl", "99" if gpu else "0", "-fa", "1", "-ctk", cache_types[0], "-ctv", cache_types[1], "-o", "json"]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise KineticError(f"llama-bench failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")

@@ -15,7 +15,7 @@ def _flags(*spellings: str) -> list[str]:
 RENAMED = {
     "-sys": "--system", "--system-prompt": "--system", "--temperature": "--temp", "-dev": "--device",
     "-np": "--parallel", "-a": "--alias", "-rea": "--reasoning", "-ngl": "--gpu-layers",
-    "--n-gpu-layers": "--gpu-layers",
+    "--n-gpu-layers": "--gpu-layers", "-ctk": "--cache-type-k", "-ctv": "--cache-type-v",
     # beyond the table: llama.cpp's other spellings of Kinetic's options
     "-h": "--help", "--usage": "--help", "--predict": "--n-predict", "--typical-p": "--typical",
     "--top-n-sigma": "--top-nsigma", "-jf": "--json-schema-file", "--no-cache-prompt": "--no-prompt-cache",
@@ -51,9 +51,7 @@ ACCEPTED = {
 }
 
 # Accepted with these values only (they ask for what Kinetic does); other values are refused with the line.
-_F16_CACHE = "Kinetic keeps keys and values in a float16 cache, llama.cpp's default; -ctk f16 is accepted"
 ACCEPTED_IF = {
-    **dict.fromkeys(["-ctk", "--cache-type-k", "-ctv", "--cache-type-v"], (("f16",), _F16_CACHE)),
     **dict.fromkeys(["-lm", "--load-mode"], (("auto", "mmap"), "Kinetic memory-maps the model file (mmap)")),
     "--reasoning-format": (("auto", "deepseek"), "Kinetic returns the thinking in reasoning_content, the "
                                                  "deepseek format"),

@@ -11,7 +11,8 @@ import typer
 from kinetic import __version__
 from kinetic.cli.links import as_kinetic
 from kinetic.cli.llama_flags import RefusedFlag, translate
-from kinetic.cli.options import ANSWER, GENERATION, N_PREDICT, RUNTIME, gpu_layers, speed_names, with_options
+from kinetic.cli.options import (ANSWER, CACHE, GENERATION, N_PREDICT, RUNTIME, cache_types, gpu_layers, speed_names,
+                                 with_options)
 from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
 
@@ -116,6 +117,7 @@ def serve(
 
 
 @app.command()
+@with_options(CACHE)
 def bench(
     model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
     model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
@@ -130,11 +132,13 @@ def bench(
                                           help="also run llama.cpp's llama-bench (on PATH, or this path)"),
     off: Optional[str] = typer.Option(None, "--off", callback=speed_names, show_default=False,
                                       help="speed technologies off, comma-separated: --off rad1 runs edit256 plainly"),
+    options: dict = None,
 ) -> None:
     """Measure load time, prompt (pp512) and generation (tg128) speed and peak memory, as llama-bench does."""
     from kinetic.cli.bench import bench_command
 
-    bench_command(_one_model(model, model_option), repetitions, threads, device, as_json, compare, off, layers)
+    bench_command(_one_model(model, model_option), repetitions, threads, device, as_json, compare, off, layers,
+                  cache_types(options))
 
 
 @app.command()

@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import typer
 
+from kinetic.contracts.device import CACHE_TYPES
 from kinetic.engine.options import ALL_LAYERS, SessionOptions
 from kinetic.sampling.names import SETTINGS
 
@@ -55,6 +56,13 @@ def reasoning_choice(value: Optional[str]) -> Optional[str]:
     return value.lower()
 
 
+def cache_type(value: str) -> str:
+    """--cache-type-k and --cache-type-v (llama.cpp's -ctk, -ctv): one of CACHE_TYPES."""
+    if value not in CACHE_TYPES:
+        raise typer.BadParameter(f"{value!r} is not a KV cache type Kinetic keeps; use f16 or q8_0")
+    return value
+
+
 GENERATION = [  # named as the SamplingSettings field each sets
     _option(s.field, Optional[list[str]] if s.kind is list else Optional[s.kind], *s.flags, help=s.help)
     for s in SETTINGS if s.flags
@@ -70,9 +78,15 @@ ANSWER = [
     _option("json_schema", Optional[str], "-j", "--json-schema", help="JSON Schema the answer validates against"),
     _option("json_schema_file", Optional[Path], "--json-schema-file", help="file holding a JSON Schema"),
 ]
+CACHE = [
+    _option(f"cache_type_{part[0]}", str, f"--cache-type-{part[0]}", default="f16", callback=cache_type,
+            help=f"KV cache type of the {part}: f16, or q8_0 for about half the memory [default: f16]")
+    for part in ("keys", "values")
+]
 RUNTIME = [
     _option("ctx_size", Optional[int], "-c", "--ctx-size",
             help="most tokens per conversation; 0 uses all the model supports [default: 32768 or the model's]"),
+    *CACHE,
     _option("threads", Optional[int], "-t", "--threads", help="CPU threads [default: all]"),
     _option("device", str, "--device", default="auto", help="where the model runs: auto, none (the CPU) or a device name: see kinetic doctor"),
     _option("gpu_layers", Optional[str], "--gpu-layers", callback=gpu_layers,
@@ -94,7 +108,12 @@ def session_options(options: Mapping[str, Any]) -> SessionOptions:
     off = options["off"] | ({"warm-start"} if options["no_prompt_cache"] else frozenset())
     return SessionOptions(device=options["device"], threads=options["threads"], ctx_size=options["ctx_size"],
                           gpu_layers=options["gpu_layers"], chat_template_file=options["chat_template_file"],
-                          off=off, state_dir=options["cache_dir"])
+                          off=off, state_dir=options["cache_dir"], cache_types=cache_types(options))
+
+
+def cache_types(options: Mapping[str, Any]) -> tuple[str, str]:
+    """The CACHE group's flags: (the keys' type, the values')."""
+    return options["cache_type_k"], options["cache_type_v"]
 
 
 def with_options(*groups: list[inspect.Parameter]) -> Callable:

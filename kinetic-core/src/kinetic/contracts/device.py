@@ -63,6 +63,11 @@ def state_blob(magic: bytes, n_tokens: int, payload: Sequence[bytes]) -> bytes:
     return b"".join([magic, np.int64(n_tokens).tobytes(), *payload])
 
 
+def state_magic(device_magic: bytes, cache_types: tuple[str, str]) -> bytes:
+    """A device's state magic for these cache types, so that a state never loads into a cache of other types."""
+    return device_magic + ",".join(cache_types).encode() + b";"
+
+
 def state_tokens(blob: bytes, magic: bytes, device: str) -> tuple[int, int]:
     """(n_tokens, where the payload starts) of a state_blob; a KineticError naming device if blob is not one."""
     head = len(magic) + 8
@@ -74,6 +79,7 @@ def state_tokens(blob: bytes, magic: bytes, device: str) -> tuple[int, int]:
 class Runner(Protocol):
     device_name: str  # as status lines print it: "the CPU", "NVIDIA H200"
     context_length: int  # tokens per sequence: UploadOptions' own, or less where the device shrank it to fit
+    cache_types: tuple[str, str]  # the keys' and the values' cache types, as UploadOptions asked
     context_note: Optional[str]  # why it shrank, as "context 8k <note>; -c to change" says it: "to fit the GPU"
     compile_seconds: float  # time this process has spent compiling the device's kernels (none for cached ones);
     # the engine reports it on its own and leaves it out of the prompt and generation speeds
@@ -93,11 +99,32 @@ class Runner(Protocol):
         KineticError if the blob is not a state of this model on this device."""
 
 
+# the KV cache types every device keeps, by llama.cpp's names: float16, and ggml's q8_0 (blocks of 32 values
+# along a head as a float16 scale and 32 int8, about half the memory)
+CACHE_TYPES = ("f16", "q8_0")
+
+
+def cache_rotations(head_dim: int, cache_types: tuple[str, str]) -> tuple[int, int]:
+    """The orders of the Walsh-Hadamard rotations a quantized cache's heads take, as llama.cpp 11434 does
+    (llama_kv_cache: attn_rot_k, attn_rot_v), for keys and values; 0 for none. Queries and keys turn by one
+    orthonormal matrix (so their dot products stay), the largest power of 2 from 64 that divides the head;
+    values by one of order 64, and attention's output turns back by it. Spreading a head's outliers over its
+    blocks keeps q8_0's error small on models with large keys (Qwen 2.5's)."""
+    if head_dim % 64:
+        return 0, 0
+    keys = 64
+    while head_dim % (2 * keys) == 0:
+        keys *= 2
+    key_type, value_type = cache_types
+    return (keys if key_type == "q8_0" else 0), (64 if value_type == "q8_0" else 0)
+
+
 @dataclass(frozen=True)
 class UploadOptions:
     threads: Optional[int] = None  # CPU threads; None for all
     context_length: Optional[int] = None  # tokens per sequence; None for the device's default
     context_given: bool = False  # the user chose it (-c): a device may not shrink it to fit its memory
+    cache_types: tuple[str, str] = ("f16", "f16")  # the keys' and the values' (-ctk, -ctv), each of CACHE_TYPES
 
 
 class UploadRefused(KineticError):
@@ -108,6 +135,16 @@ class UploadRefused(KineticError):
     def __init__(self, title: str, reason: str):
         super().__init__(f"{title} cannot run this model: {reason}")
         self.reason = reason  # one line: "CUDA has no kernel for Q2_K weights (blk.1.ffn_up.weight)"
+
+
+def check_cache_types(stack: Stack, cache_types: tuple[str, str], title: str) -> None:
+    """UploadRefused naming the device (title) where a q8_0 cache cannot hold a head: one not whole blocks of 32."""
+    from kinetic.contracts.blocks import Attention
+
+    odd = [b.head_dim for b in stack.blocks if isinstance(b, Attention) and b.head_dim % 32]
+    if "q8_0" in cache_types and odd:
+        raise UploadRefused(title, f"a q8_0 KV cache holds heads of a multiple of 32 values, and this model's "
+                                   f"have {odd[0]}; use -ctk f16 -ctv f16")
 
 
 def always_present() -> bool:

@@ -23,6 +23,7 @@ class SessionOptions:
     chat_template_file: Optional[Path] = None  # a Jinja template used instead of the model's own
     off: Collection[str] = frozenset()  # the names of the speed technologies not to attach
     state_dir: Optional[Path] = None  # where Warm Start keeps states on disk; None for its default
+    cache_types: tuple[str, str] = ("f16", "f16")  # -ctk, -ctv: the KV cache's keys' and values' types
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "off", frozenset(self.off))  # any collection of names, e.g. off=("rad1",)

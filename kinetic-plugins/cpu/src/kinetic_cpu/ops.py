@@ -33,6 +33,29 @@ def to_half(x):  # x: C-contiguous float32, any shape
 
 
 @numba.njit(**_JIT)
+def rotated(x, n):  # x: [rows, d] float32, d a multiple of n, a power of 2 -> [rows, d] float32
+    """Each n values of a row times the orthonormal Walsh-Hadamard matrix of order n (Sylvester's, over sqrt(n)),
+    which is its own inverse: butterflies in float64 in one fixed order, then one rounding to float32."""
+    out = np.empty_like(x)
+    chunk = np.empty(n)
+    scale = 1.0 / math.sqrt(n)
+    for i in range(x.shape[0]):
+        for start in range(0, x.shape[1], n):
+            for j in range(n):
+                chunk[j] = x[i, start + j]
+            half = 1
+            while half < n:
+                for base in range(0, n, 2 * half):
+                    for j in range(base, base + half):
+                        a, b = chunk[j], chunk[j + half]
+                        chunk[j], chunk[j + half] = a + b, a - b
+                half *= 2
+            for j in range(n):
+                out[i, start + j] = np.float32(chunk[j] * scale)
+    return out
+
+
+@numba.njit(**_JIT)
 def rms_norm(x, weight, eps):  # x: [n, d] float32, weight: [d] float32 -> [n, d] float32
     """x / sqrt(mean(x^2) + eps) * weight, each row on its own, the sum of squares in float64."""
     n, d = x.shape
@@ -88,9 +111,10 @@ def attend(q, k_cache, v_cache, positions, scale, window, one_thread=False):
     thread alone with one_thread (the runner spreads sequences over threads), else on numba's threads when
     large enough.
 
-    q: [n, n_head, hd], k_cache: [n_head_kv, blocks, hd, KEY_BLOCK] (kernels/attention.py: a block's
-    positions side by side, dimension by dimension), v_cache: [ctx, n_head_kv, hd], all float32 holding
-    float16 values;
+    q: [n, n_head, hd] float32 holding float16 values, k_cache: [n_head_kv, blocks, width, KEY_BLOCK]
+    (kernels/attention.py: a block's positions side by side, dimension by dimension), v_cache: [ctx, n_head_kv,
+    width], each float32 holding float16 values (width hd) or int8 holding q8_0 blocks (width hd / 32 * 34,
+    cache.py);
     positions: [n] int64; window: 0 for none. -> [n, n_head * hd] float32. Each score sums over the head
     dimension in order, softmax and the weighted sum go in position order, all in float64, whatever the
     thread count (kernels/attention.py). A job is one row and one KV head with its query heads, so each

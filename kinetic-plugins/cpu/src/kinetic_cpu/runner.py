@@ -9,64 +9,17 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
-from kinetic.contracts.device import Row, UploadOptions, linear_batches, state_blob, state_tokens
-from kinetic.errors import KineticError
+from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
-from kinetic_cpu.kernels.attention import KEY_BLOCK
+from kinetic_cpu.cache import CpuSequence
 from kinetic_cpu.kernels.matmul import Matrix, activations
 from kinetic_cpu.shortlist import Q8_0, Payoff, Shortlist
 from kinetic_cpu.spread import Spans, Spreader
 
 
-STATE_MAGIC = b"KCPU-KV1"
 # Shortlist serves a token that reads its one best logit (greedy picks, draft checks). For top-k sampling
 # the rows whose bound reaches the k-th score cost more than the layer they skip on the CPUs measured.
 SHORTLIST_BEST = 1
-
-
-class CpuSequence:
-    """One conversation's keys [n_head_kv, blocks, head_dim, KEY_BLOCK] (position p in block p // KEY_BLOCK,
-    column p % KEY_BLOCK: kernels/attention.py) and values [context, n_head_kv, head_dim], float32 per
-    attention block, holding float16-rounded values, as llama.cpp's default float16 cache does (float32
-    storage spares a conversion per read)."""
-
-    def __init__(self, stack: Stack, context_length: int):
-        attentions = [b for b in stack.blocks if isinstance(b, Attention)]
-        blocks = -(-context_length // KEY_BLOCK)
-        self.keys = [np.zeros((a.n_head_kv, blocks, a.head_dim, KEY_BLOCK), np.float32) for a in attentions]
-        self.values = [np.zeros((context_length, a.n_head_kv, a.head_dim), np.float32) for a in attentions]
-        self.context_length = context_length
-        self.n_tokens = 0
-
-    def truncate(self, n: int) -> None:
-        self.n_tokens = min(self.n_tokens, max(0, n))
-
-    def save(self) -> bytes:
-        """n_tokens, then each layer's keys [n_head_kv, head_dim, n] and values [n, n_head_kv, head_dim] as
-        float16: exact, they are float16-rounded."""
-        n = self.n_tokens
-        parts = []
-        for keys, values in zip(self.keys, self.values):
-            by_position = keys.transpose(0, 2, 1, 3).reshape(keys.shape[0], keys.shape[2], -1)[:, :, :n]
-            parts += [by_position.astype(np.float16).tobytes(), values[:n].astype(np.float16).tobytes()]
-        return state_blob(STATE_MAGIC, n, parts)
-
-    def restore(self, blob: bytes) -> None:
-        """The state save() gave; a KineticError if blob is not one of this model's."""
-        n, head = state_tokens(blob, STATE_MAGIC, "CPU")
-        per_token = 4 * sum(values[0].size for values in self.values)  # keys and values, 2 bytes each
-        if not 0 <= n <= self.context_length or len(blob) != head + n * per_token:
-            raise KineticError("the saved state does not fit this model and context")
-        at = head
-        for keys, values in zip(self.keys, self.values):
-            count = n * values[0].size
-            by_position = np.frombuffer(blob, np.float16, count, at).reshape(keys.shape[0], keys.shape[2], n)
-            for p in range(0, n, KEY_BLOCK):  # position block by block
-                width = min(KEY_BLOCK, n - p)
-                keys[:, p // KEY_BLOCK, :, :width] = by_position[:, :, p : p + width]
-            values[:n] = np.frombuffer(blob, np.float16, count, at + 2 * count).reshape((n,) + values.shape[1:])
-            at += 4 * count
-        self.n_tokens = n
 
 
 class CpuRunner:
@@ -84,15 +37,17 @@ class CpuRunner:
         return compile_clock.CLOCK.seconds
 
     def __init__(self, stack: Stack, options: UploadOptions):
+        check_cache_types(stack, options.cache_types, self.device_name)
         self.stack = stack
         self.context_length = options.context_length or stack.context_length
+        self.cache_types = options.cache_types
         self._norms: dict[str, np.ndarray] = {}
         self._matrices: dict[str, Matrix] = {}
         self._spreader = Spreader()
         self._payoff = Payoff()  # whether Shortlist pays on this machine
 
     def new_sequence(self) -> CpuSequence:
-        return CpuSequence(self.stack, self.context_length)
+        return CpuSequence(self.stack, self.context_length, self.cache_types)
 
     def load(self, blob: bytes, into: Optional[CpuSequence] = None) -> CpuSequence:
         seq = into if into is not None else self.new_sequence()
@@ -184,22 +139,29 @@ class CpuRunner:
         cos, sin = ops.rope_angles(positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors)
         for part in (q, k):
             ops.rope(part, cos, sin, a.rope.neox)
-        # q meets the float16 keys at float16 precision, as ggml's F16 dot product takes it
-        attended = self._attend_each(a, layer, spans, positions, ops.to_half(q), ops.to_half(k), ops.to_half(v))
+        turn_keys, turn_values = cache_rotations(a.head_dim, self.cache_types)
+        if turn_keys:
+            q, k = (ops.rotated(x.reshape(-1, a.head_dim), turn_keys).reshape(x.shape) for x in (q, k))
+        if turn_values:
+            v = ops.rotated(v.reshape(-1, a.head_dim), turn_values).reshape(v.shape)
+        # q meets the keys at float16 precision, as ggml's F16 dot product takes it (with q8_0 keys too: the
+        # products stay exact in float64, kernels/attention.py)
+        attended = self._attend_each(a, layer, spans, positions, ops.to_half(q), k, v)
+        if turn_values:
+            attended = ops.rotated(attended.reshape(-1, a.head_dim), turn_values).reshape(attended.shape)
         out = self._linear(a.o, attended)
         return self._norm(a.post_norm, out) if a.post_norm is not None else out
 
     def _attend_each(self, a: Attention, layer: int, spans: Spans, positions: np.ndarray, q: np.ndarray,
                      k: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Each sequence's rows write their keys and values [n, n_kv, hd] into its cache, then attend to it:
-        a row sees its own sequence's tokens only. -> [n, n_head * head_dim]"""
+        """Each sequence's rows write their keys and values [n, n_kv, hd] (float32) into its cache, then attend
+        to it: a row sees its own sequence's tokens only. -> [n, n_head * head_dim]"""
         attended = np.empty((len(q), a.n_head * a.head_dim), np.float32)
 
         def attend(part: Spans, one_thread: bool) -> None:
             for seq, span in part:
                 at = positions[span]
-                seq.keys[layer][:, at // KEY_BLOCK, :, at % KEY_BLOCK] = k[span]
-                seq.values[layer][at] = v[span]
+                seq.write(layer, at, k[span], v[span])
                 attended[span] = ops.attend(q[span], seq.keys[layer], seq.values[layer], at, a.scale,
                                             a.sliding_window or 0, one_thread)
 

@@ -12,6 +12,7 @@ import cupy
 import numpy as np
 
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
+from kinetic.contracts.device import cache_rotations
 from kinetic_cuda import ops
 from kinetic_cuda.weights import GpuMatrix, vector
 from kinetic_cuda.workspace import Activations, Workspace
@@ -77,8 +78,10 @@ def rope_table(rope: Rope, context: int) -> tuple[cupy.ndarray, cupy.ndarray]:
 
 
 class GpuAttention:
-    def __init__(self, a: Attention, matrix: Matrices, tables: Callable[[Rope], tuple]):
+    def __init__(self, a: Attention, matrix: Matrices, tables: Callable[[Rope], tuple], cache_types: tuple[str, str]):
         self.block = a
+        self.q8 = tuple(t == "q8_0" for t in cache_types)  # keys', values'
+        self.turn_keys, self.turn_values = cache_rotations(a.head_dim, cache_types)
         self.norm, self.q_norm, self.k_norm, self.post_norm = (_optional(x) for x in (a.norm, a.q_norm, a.k_norm,
                                                                                        a.post_norm))
         self.q, self.k, self.v, self.o = (matrix(w) for w in (a.q, a.k, a.v, a.o))
@@ -87,7 +90,7 @@ class GpuAttention:
         self.q_width, self.kv_width = a.n_head * a.head_dim, a.n_head_kv * a.head_dim
 
     def run(self, ws: Workspace, n: int, keys: cupy.ndarray, values: cupy.ndarray) -> None:
-        """ws.x[:n] += this block's output; keys, values: [context, kv_width] float16 bits of its cache."""
+        """ws.x[:n] += this block's output; keys, values: its cache (kinetic_cuda.cache)."""
         a, positions = self.block, ws.inputs[1]
         self.norm(ws.x, n, ws.h, acts=ws.acts if wants_int8(self.q, self.k, self.v) else None)
         q, k, v = ws.view(ws.q, self.q_width), ws.view(ws.k, self.kv_width), ws.view(ws.v, self.kv_width)
@@ -96,10 +99,22 @@ class GpuAttention:
         if self.q_norm is not None:
             self.q_norm(q, n * a.n_head, q)
             self.k_norm(k, n * a.n_head_kv, k)
-        ops.rope_store(q, k, v, positions, n, a, self.table, keys, values)
-        quantized = self.o.quantized and a.head_dim % 32 == 0  # the attention kernel quantizes whole heads
-        ops.attention(ws, a, positions, n, keys, values, ws.acts if quantized else None)
-        residual(ws, self.o, ws.view(ws.att, self.q_width), n, self.post_norm, prepared=quantized)
+        ops.rope_store(q, k, v, positions, n, a, self.table, keys, values, self.q8)
+        if self.turn_keys:
+            ops.rotate(q, n, self.turn_keys)
+            ops.rotate(k, n, self.turn_keys)
+        if self.turn_values:
+            ops.rotate(v, n, self.turn_values)
+        for x, cache, q8 in ((k, keys, self.q8[0]), (v, values, self.q8[1])):
+            if q8:
+                ops.store_q8(x, positions, n, cache)
+        # the attention kernel quantizes whole heads, unless they must turn back first
+        quantized = self.o.quantized and a.head_dim % 32 == 0 and not self.turn_values
+        ops.attention(ws, a, positions, n, keys, values, self.q8, ws.acts if quantized else None)
+        att = ws.view(ws.att, self.q_width)
+        if self.turn_values:
+            ops.rotate(att, n, self.turn_values)
+        residual(ws, self.o, att, n, self.post_norm, prepared=quantized)
 
 
 class GpuFeedForward:

@@ -93,25 +93,44 @@ def rms_norm(x: cupy.ndarray, n: int, weight: cupy.ndarray, eps: float, out: cup
 
 
 def rope_store(q: cupy.ndarray, k: cupy.ndarray, v: cupy.ndarray, positions: cupy.ndarray, n: int, block,
-               table: tuple, keys: cupy.ndarray, values: cupy.ndarray) -> None:
+               table: tuple, keys: cupy.ndarray, values: cupy.ndarray, q8: tuple[bool, bool]) -> None:
     """Rotates q: [n, n_head, head_dim] in place, and k: [n, n_head_kv, head_dim] into the cache keys with v into
     values ([context, kv_width] float16 bits each, rows positions[:n]); block: the Attention; table: the (cos, sin)
-    of its rotation's angles, [context, n_dims / 2] float64 each."""
-    n_dims, width = block.rope.n_dims, keys.shape[1]
+    of its rotation's angles, [context, n_dims / 2] float64 each. Where q8 says the keys' (or values') cache is
+    q8_0, they stay in k (v) instead, rotated, for store_q8."""
+    n_dims, width = block.rope.n_dims, block.n_head_kv * block.head_dim
     jobs = n * ((block.n_head + block.n_head_kv) * (n_dims // 2) + block.n_head_kv * (block.head_dim - n_dims) + width)
     args = (q, k, v, positions, np.int32(n), np.int32(block.n_head), np.int32(block.n_head_kv),
-            np.int32(block.head_dim), np.int32(n_dims), *table, np.int32(block.rope.neox), keys, values)
+            np.int32(block.head_dim), np.int32(n_dims), *table, np.int32(block.rope.neox), keys, values,
+            *(np.int32(flag) for flag in q8))
     kernel("rope_store")((_blocks(jobs),), (THREADS,), args)
 
 
+def store_q8(x: cupy.ndarray, positions: cupy.ndarray, n: int, cache: cupy.ndarray) -> None:
+    """Rows x[:n] ([rows, width] float32) into a q8_0 cache ([context * width * 17 / 16] bytes: attention.cu) at
+    rows positions[:n]."""
+    width = x.shape[1]
+    plane = len(cache) // 17 * 16
+    kernel("store_q8")((_blocks(n * width),), (THREADS,), (x, positions, np.int64(n * width), np.int32(width), cache,
+                                                          np.int64(plane)))
+
+
+def rotate(x: cupy.ndarray, n: int, order: int) -> None:
+    """Each `order` values of the rows x[:n] ([rows, width] float32) times the Walsh-Hadamard matrix of that
+    order, in place (contracts.device.cache_rotations)."""
+    kernel("hadamard")((n * x.shape[1] // order,), (order,), (x, np.int32(order)))
+
+
 def attention(ws: Workspace, block, positions: cupy.ndarray, n: int, keys: cupy.ndarray, values: cupy.ndarray,
-              acts: Optional[Activations] = None) -> None:
-    """ws.att[:n] = attention of ws.q[:n] over the cache, both [rows, n_head * head_dim], and into acts too when
-    given (head_dim must then be whole blocks of 32); block: the Attention."""
+              q8: tuple[bool, bool], acts: Optional[Activations] = None) -> None:
+    """ws.att[:n] = attention of ws.q[:n] over the cache (its keys and values q8_0 where q8 says so), both
+    [rows, n_head * head_dim], and into acts too when given (head_dim must then be whole blocks of 32); block:
+    the Attention."""
     width = block.n_head * block.head_dim
     args = (ws.view(ws.q, width), keys, values, positions, ws.scores, ws.view(ws.att, width),
             np.int32(block.n_head), np.int32(block.n_head_kv), np.int32(block.head_dim),
             np.float32(block.scale), np.int32(block.sliding_window or 0), np.int32(ws.context)) + _acts(acts)
+    args += tuple(np.int32(flag) for flag in q8)
     group = _heads_together(block.n_head // block.n_head_kv) if n >= GROUP_FROM else 1
     pairs = min(p for p in HEAD_PAIRS if 64 * p >= block.head_dim)
     kernel(f"attention_{group}_{pairs}")((n, block.n_head // group), (THREADS,), args)

@@ -10,8 +10,10 @@ import cupy
 import numpy as np
 
 from kinetic.contracts.blocks import Attention, Rope, Stack, Weight
-from kinetic.contracts.device import Row, UploadOptions, UploadRefused, linear_batches, state_blob, state_tokens
+from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_cache_types, linear_batches, state_blob,
+                                      state_magic, state_tokens)
 from kinetic.errors import KineticError
+from kinetic_cuda import cache as cache_module
 from kinetic_cuda import ops
 from kinetic_cuda.gpu import free_memory, gpu_name
 from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, products, rope_table
@@ -21,18 +23,20 @@ from kinetic_cuda.weights import GpuMatrix, upload_bytes
 from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_bytes
 
 GIB = 1 << 30
-STATE_MAGIC = b"KCUDAKV1"
+STATE_MAGIC = b"KCUDAKV2"
 MIN_CONTEXT = 4096  # shrinking to fit stops here (reference docs, -c)
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
-KERNELS = ("quantize_q8", "gate", "add", "rms_norm", "rope_store", *ops.ATTENTION_KERNELS)
+KERNELS = ("quantize_q8", "gate", "add", "rms_norm", "rope_store", "store_q8", "hadamard", *ops.ATTENTION_KERNELS)
 
 
 class CudaSequence:
-    """One conversation: a float16 KV cache [context, kv_width] per attention block, and its decode graph."""
+    """One conversation: a KV cache per attention block (keys, values: kinetic_cuda.cache), and its decode graph."""
 
-    def __init__(self, caches: list[tuple[cupy.ndarray, cupy.ndarray]], stream):
+    def __init__(self, caches: list[tuple[cupy.ndarray, cupy.ndarray]], stream, cache_types: tuple[str, str],
+                 widths: list[int]):
         self.caches = caches
         self.stream = stream  # the runner's, which every pass and copy of this cache goes on
+        self.cache_types, self.widths = cache_types, widths
         self.n_tokens = 0
         self.decode_graph = None  # captured at its first one-token step
 
@@ -40,29 +44,28 @@ class CudaSequence:
         self.n_tokens = min(self.n_tokens, max(0, n))
 
     def save(self) -> bytes:
-        """n_tokens, then each block's keys and values for them: the float16 cache's own bits, so exact."""
+        """n_tokens, then each block's keys and values for them: the cache's own bits, so exact."""
         n = self.n_tokens
         parts = []
         with self.stream:
-            for keys, values in self.caches:
-                parts += [keys[:n].get(stream=self.stream).tobytes(), values[:n].get(stream=self.stream).tobytes()]
+            for pair, width in zip(self.caches, self.widths):
+                for cache, cache_type in zip(pair, self.cache_types):
+                    parts += cache_module.held(cache, cache_type, n, width, self.stream)
             self.stream.synchronize()
-        return state_blob(STATE_MAGIC, n, parts)
+        return state_blob(state_magic(STATE_MAGIC, self.cache_types), n, parts)
 
     def restore(self, blob: bytes) -> None:
         """The state save() gave; a KineticError if blob is not one of this model's on this device."""
-        n, head = state_tokens(blob, STATE_MAGIC, "CUDA")
-        per_token = sum(2 * keys.shape[1] for keys, _ in self.caches)  # in float16 words
-        if not 0 <= n <= len(self.caches[0][0]) or len(blob) != head + 2 * n * per_token:
+        n, head = state_tokens(blob, state_magic(STATE_MAGIC, self.cache_types), "CUDA")
+        per_token = sum(cache_module.bytes_per_token(t, width) for width in self.widths for t in self.cache_types)
+        context = cache_module.positions(self.caches[0][0], self.cache_types[0], self.widths[0])
+        if not 0 <= n <= context or len(blob) != head + n * per_token:
             raise KineticError("the saved state does not fit this model and context")
-        words = np.frombuffer(blob, np.uint16, offset=head)
         with self.stream:
-            at = 0
-            for keys, values in self.caches:
-                size = n * keys.shape[1]
-                keys[:n].set(words[at : at + size].reshape(n, -1), stream=self.stream)
-                values[:n].set(words[at + size : at + 2 * size].reshape(n, -1), stream=self.stream)
-                at += 2 * size
+            at = head
+            for pair, width in zip(self.caches, self.widths):
+                for cache, cache_type in zip(pair, self.cache_types):
+                    at = cache_module.put(cache, cache_type, n, width, blob, at, self.stream)
             self.stream.synchronize()
         self.n_tokens = n
 
@@ -76,7 +79,9 @@ class CudaRunner:
         return compile_seconds()
 
     def __init__(self, stack: Stack, options: UploadOptions):
+        check_cache_types(stack, options.cache_types, TITLE)
         self.stack = stack
+        self.cache_types = options.cache_types
         shape = Shape.of(stack)
         self._widths = [b.n_head_kv * b.head_dim for b in stack.blocks if isinstance(b, Attention)]
         self.context_length = _context_that_fits(stack, shape, self._widths, options)
@@ -84,7 +89,7 @@ class CudaRunner:
         self.device_name = gpu_name()
         self._matrices: dict[str, GpuMatrix] = {}
         self._tables: dict[tuple, tuple] = {}
-        self.blocks = [GpuAttention(b, self._matrix, self._table) if isinstance(b, Attention)
+        self.blocks = [GpuAttention(b, self._matrix, self._table, self.cache_types) if isinstance(b, Attention)
                        else GpuFeedForward(b, self._matrix) for b in stack.blocks]
         self.embedding, self.output = self._matrix(stack.embedding), self._matrix(stack.output)
         self.output_norm = GpuNorm(stack.output_norm)
@@ -107,13 +112,13 @@ class CudaRunner:
         return self._tables[key]
 
     def _new_caches(self) -> list[tuple[cupy.ndarray, cupy.ndarray]]:
-        shape = [(self.context_length, width) for width in self._widths]
-        return [(cupy.zeros(s, cupy.uint16), cupy.zeros(s, cupy.uint16)) for s in shape]
+        return [tuple(cache_module.new_cache(t, self.context_length, width) for t in self.cache_types)
+                for width in self._widths]
 
     def new_sequence(self) -> CudaSequence:
         """A sequence on a reserved cache; its cache is reused by a later sequence once it is collected."""
         caches = self._spare_caches.pop() if self._spare_caches else self._new_caches()
-        seq = CudaSequence(caches, self.stream)
+        seq = CudaSequence(caches, self.stream, self.cache_types, self._widths)
         weakref.finalize(seq, self._spare_caches.append, caches)
         return seq
 
@@ -194,14 +199,14 @@ def _context_that_fits(stack: Stack, shape: Shape, widths: list[int], options: U
         contexts += [c for c in range(wanted // 1024 * 1024, MIN_CONTEXT - 1, -1024) if c < wanted]
     weights, free = upload_bytes(matrices(stack)), free_memory()
     for context in contexts:
-        needed = weights + _scratch_bytes(shape, widths, context)
+        needed = weights + _scratch_bytes(shape, widths, context, options.cache_types)
         if needed <= free:
             return context
     raise UploadRefused(TITLE, f"it needs {needed / GIB:.1f} GiB on the GPU ({weights / GIB:.1f} GiB of weights), "
                                f"and {gpu_name()} has {free / GIB:.1f} GiB free")
 
 
-def _scratch_bytes(shape: Shape, widths: list[int], context: int) -> int:
-    """The float16 KV cache of one sequence and the pass workspace, for a context of this many tokens."""
-    cache = sum(2 * 2 * context * width for width in widths)
+def _scratch_bytes(shape: Shape, widths: list[int], context: int, cache_types: tuple[str, str] = ("f16", "f16")) -> int:
+    """The KV cache of one sequence and the pass workspace, for a context of this many tokens."""
+    cache = sum(context * cache_module.bytes_per_token(t, width) for width in widths for t in cache_types)
     return cache + workspace_bytes(shape, rows_per_pass(shape, context), context)

@@ -8,6 +8,10 @@ q: [heads, hd] float64 and the keys (float32, blocked: see scores) hold float16 
 in float64 and fma(q, k, s) rounds as s + q * k does: one fma a term. A weighted sum multiplies, then adds
 (two roundings), as numpy and numba's loops do. So both give, bit for bit, the plain loops' sums in order.
 
+A q8_0 cache (int8) holds each position's row as ggml's block_q8_0 bytes: per 32 dimensions a float16 scale d
+(2 bytes, little-endian) and 32 int8 q. A value d * q has at most 19 significant bits, exact in float64, so the
+q8_0 kernels run the same sums in the same order on the values the cache holds.
+
 Up to IN_FLIGHT heads (of one KV head) share each vector of keys or values loaded (8 positions or 8
 dimensions, converted to float64 once); with fewer heads each takes several vectors, so about IN_FLIGHT
 independent sums hide the fma or add latency. The key cache keeps blocks of KEY_BLOCK positions dimension
@@ -23,7 +27,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from kinetic_cpu.kernels import exponential, ir
-from kinetic_cpu.kernels.ir import F32, F64, I64
+from kinetic_cpu.kernels.ir import F32, F64, I8, I16, I64
 
 LANES = 8  # float64 lanes of a vector
 KEY_BLOCK = 16  # positions a block of the key cache holds together, dimension by dimension
@@ -31,6 +35,8 @@ KEY_BLOCK = 16  # positions a block of the key cache holds together, dimension b
 # with AVX-512; 16 of 256 bits with AVX2, two to a vector of 8 doubles)
 IN_FLIGHT = 16 if ir.host_has("avx512f") else 4
 FLOATS, DOUBLES = ir.vector(F32, LANES), ir.vector(F64, LANES)
+Q8_VALUES, Q8_BYTES = 32, 34  # a q8_0 block: 32 values as a float16 scale and 32 int8 (ggml's block_q8_0)
+HALF = llvm.HalfType()
 
 
 def _by_heads(builder, heads, emit) -> None:
@@ -49,6 +55,31 @@ def _by_heads(builder, heads, emit) -> None:
 def _load_doubles(builder, pointer, mask):
     """8 float32 at an i8* pointer (masked) as float64."""
     return builder.fpext(ir.masked_load(builder, pointer, FLOATS, mask), DOUBLES)
+
+
+def _int8_doubles(builder, pointer, mask):
+    """8 int8 at an i8* pointer (masked) as float64."""
+    return builder.sitofp(ir.masked_load(builder, pointer, ir.vector(I8, LANES), mask), DOUBLES)
+
+
+def _half_doubles(builder, bits):
+    """float16 bits (i16, or a vector of them) as float64."""
+    if isinstance(bits.type, llvm.VectorType):
+        return builder.fpext(builder.bitcast(bits, ir.vector(HALF, LANES)), DOUBLES)
+    return builder.fpext(builder.bitcast(bits, HALF), F64)
+
+
+def _q8_values(builder, row, j, hd, mask):
+    """<8 x double> of dimensions j .. j + 7 (j an i64, a multiple of 8) of one position's q8_0 row (an i8*
+    pointer), lanes off in mask zero. A vector past hd is read at hd - 8 (its lanes are all off), so that
+    no byte past the row is touched."""
+    last = builder.sub(hd, ir.const(I64, LANES))
+    j = builder.select(builder.icmp_signed("<", j, last), j, last)
+    block = builder.mul(builder.sdiv(j, ir.const(I64, Q8_VALUES)), ir.const(I64, Q8_BYTES))
+    scale = _half_doubles(builder, ir.load(builder, builder.gep(row, [block]), 0, I16))
+    quants = builder.gep(row, [builder.add(block, builder.add(builder.srem(j, ir.const(I64, Q8_VALUES)),
+                                                                ir.const(I64, 2)))])
+    return builder.fmul(_int8_doubles(builder, quants, mask), ir.splat(builder, scale, LANES))
 
 
 def _splat_element(context, builder, array_type, array, row, index):
@@ -79,16 +110,48 @@ def _masks(builder, remaining, n_vectors: int):
     return [ir.lanes_below(builder, builder.sub(remaining, ir.const(I64, LANES * v)), LANES) for v in range(n_vectors)]
 
 
-def _key_offsets(builder, hd, start, per_head: int):
-    """Byte offsets in a KV head's blocked keys of the per_head vectors of 8 positions from `start` (a
-    multiple of 8): position p, dimension j lies at ((p // KEY_BLOCK) * hd + j) * KEY_BLOCK + p % KEY_BLOCK."""
+def _key_offsets(builder, width, start, per_head: int, size: int):
+    """Byte offsets in a KV head's blocked keys (elements of `size` bytes, `width` a position) of the per_head
+    vectors of 8 positions from `start` (a multiple of 8): position p, element j lies at
+    ((p // KEY_BLOCK) * width + j) * KEY_BLOCK + p % KEY_BLOCK."""
     offsets = []
     for v in range(per_head):
         p = builder.add(start, ir.const(I64, LANES * v))
         block, within = builder.sdiv(p, ir.const(I64, KEY_BLOCK)), builder.srem(p, ir.const(I64, KEY_BLOCK))
-        offsets.append(builder.mul(builder.add(builder.mul(builder.mul(block, hd), ir.const(I64, KEY_BLOCK)), within),
-                                   ir.const(I64, 4)))
+        at = builder.add(builder.mul(builder.mul(block, width), ir.const(I64, KEY_BLOCK)), within)
+        offsets.append(builder.mul(at, ir.const(I64, size)))
     return offsets
+
+
+def _f16_keys(builder, keys_at, hd, offsets, masks, add) -> None:
+    """add(j, <8 x double> of dimension j per vector of positions), for j = 0 .. hd - 1, from float32 keys."""
+    with cgutils.for_range(builder, hd) as dim:
+        row = builder.gep(keys_at, [builder.mul(dim.index, ir.const(I64, 4 * KEY_BLOCK))])
+        add(dim.index, [_load_doubles(builder, builder.gep(row, [offset]), mask) for offset, mask in zip(offsets, masks)])
+
+
+def _q8_keys(builder, keys_at, width, offsets, masks, add) -> None:
+    """As _f16_keys, from q8_0 keys: a position's column holds its blocks' bytes (module docstring), so a
+    block's scales are two rows of bytes (low, high) and its 32 quants the next 32 rows."""
+    def row_at(r):
+        return builder.gep(keys_at, [builder.mul(r, ir.const(I64, KEY_BLOCK))])
+
+    def byte_doubles(r, offset, mask):
+        return _int8_doubles(builder, builder.gep(row_at(r), [offset]), mask)
+
+    with cgutils.for_range(builder, builder.sdiv(width, ir.const(I64, Q8_BYTES))) as block:
+        first = builder.mul(block.index, ir.const(I64, Q8_BYTES))
+        scales = []
+        for offset, mask in zip(offsets, masks):
+            low, high = (ir.masked_load(builder, builder.gep(row_at(builder.add(first, ir.const(I64, b))), [offset]),
+                                        ir.vector(I8, LANES), mask) for b in (0, 1))
+            wide = ir.vector(I16, LANES)
+            bits = builder.or_(builder.zext(low, wide), builder.shl(builder.zext(high, wide), ir.const(wide, 8)))
+            scales.append(_half_doubles(builder, bits))
+        with cgutils.for_range(builder, ir.const(I64, Q8_VALUES)) as i:
+            r = builder.add(first, builder.add(i.index, ir.const(I64, 2)))
+            add(builder.add(builder.mul(block.index, ir.const(I64, Q8_VALUES)), i.index),
+                [builder.fmul(byte_doubles(r, offset, mask), scale) for offset, mask, scale in zip(offsets, masks, scales)])
 
 
 def _position_masks(builder, start, first, end, per_head: int):
@@ -105,13 +168,15 @@ def _position_masks(builder, start, first, end, per_head: int):
 @intrinsic
 def scores(typingctx, q, keys, first, n, out):
     """out[g, t < n] for g < q.shape[0] (1 .. IN_FLIGHT), t < n: see the module's docstring. keys: one KV
-    head's [blocks, hd, KEY_BLOCK], so the keys read together lie together; the vectors start at multiples
-    of 8 and mask off what lies before first or from first + n on."""
+    head's [blocks, width, KEY_BLOCK] (float32, width hd; or int8, width hd / 32 * 34 bytes of q8_0 blocks),
+    so the keys read together lie together; the vectors start at multiples of 8 and mask off what lies
+    before first or from first + n on."""
+    q8 = keys.dtype == types.int8
 
     def codegen(context, builder, signature, args):
         q_type, keys_type, _, _, out_type = signature.args
         q_value, keys_value, first_value, n_value, out_value = args
-        hd = cgutils.unpack_tuple(builder, context.make_array(keys_type)(context, builder, keys_value).shape, 3)[1]
+        width = cgutils.unpack_tuple(builder, context.make_array(keys_type)(context, builder, keys_value).shape, 3)[1]
         keys_at = ir.byte_pointer(context, builder, keys_type, keys_value)
         aligned = builder.mul(builder.sdiv(first_value, ir.const(I64, LANES)), ir.const(I64, LANES))
         end = builder.add(first_value, n_value)
@@ -123,14 +188,15 @@ def scores(typingctx, q, keys, first, n, out):
                 start = builder.add(aligned, builder.mul(step.index, ir.const(I64, span)))
                 masks = _position_masks(builder, start, first_value, end, per_head)
                 sums = _zeroed_sums(builder, heads, masks)
-                offsets = _key_offsets(builder, hd, start, per_head)
-                with cgutils.for_range(builder, hd) as dim:
-                    row = builder.gep(keys_at, [builder.mul(dim.index, ir.const(I64, 4 * KEY_BLOCK))])
-                    k = [_load_doubles(builder, builder.gep(row, [offset]), mask) for offset, mask in zip(offsets, masks)]
+
+                def add(dim, k):  # sums += q[g, dim] * k, one fma a term
                     for g in range(heads):
-                        q_g = _splat_element(context, builder, q_type, q_value, ir.const(I64, g), dim.index)
+                        q_g = _splat_element(context, builder, q_type, q_value, ir.const(I64, g), dim)
                         for v, (slot, _) in enumerate(sums[g]):
                             builder.store(ir.fma(builder, q_g, k[v], builder.load(slot)), slot)
+
+                offsets = _key_offsets(builder, width, start, per_head, 1 if q8 else 4)
+                (_q8_keys if q8 else _f16_keys)(builder, keys_at, width, offsets, masks, add)
                 _store_sums(context, builder, sums, out_type, out_value, builder.sub(start, first_value))
 
         _by_heads(builder, ir.n_tokens(context, builder, q_type, q_value), emit)
@@ -141,7 +207,9 @@ def scores(typingctx, q, keys, first, n, out):
 
 @intrinsic
 def weighted(typingctx, w, n, values, out):
-    """out[g, j] for g < w.shape[0] (1 .. IN_FLIGHT), j < out.shape[1]: see the module's docstring."""
+    """out[g, j] for g < w.shape[0] (1 .. IN_FLIGHT), j < out.shape[1]: see the module's docstring. values:
+    [n, hd] float32, or [n, hd / 32 * 34] int8 (q8_0 blocks)."""
+    q8 = values.dtype == types.int8
 
     def codegen(context, builder, signature, args):
         w_type, _, values_type, out_type = signature.args
@@ -155,9 +223,14 @@ def weighted(typingctx, w, n, values, out):
                 j0 = builder.mul(step.index, ir.const(I64, span))
                 sums = _zeroed_sums(builder, heads, _masks(builder, builder.sub(hd, j0), per_head))
                 with cgutils.for_range(builder, n_value) as position:
-                    row = ir.row_pointer(context, builder, values_type, values_value, position.index, j0)
-                    v_t = [_load_doubles(builder, builder.gep(row, [ir.const(I64, 4 * LANES * v)]), sums[0][v][1])
-                           for v in range(per_head)]
+                    if q8:
+                        row = ir.row_pointer(context, builder, values_type, values_value, position.index, ir.const(I64, 0))
+                        v_t = [_q8_values(builder, row, builder.add(j0, ir.const(I64, LANES * v)), hd, sums[0][v][1])
+                               for v in range(per_head)]
+                    else:
+                        row = ir.row_pointer(context, builder, values_type, values_value, position.index, j0)
+                        v_t = [_load_doubles(builder, builder.gep(row, [ir.const(I64, 4 * LANES * v)]), sums[0][v][1])
+                               for v in range(per_head)]
                     for g in range(heads):
                         w_g = _splat_element(context, builder, w_type, w_value, ir.const(I64, g), position.index)
                         for v, (slot, _) in enumerate(sums[g]):

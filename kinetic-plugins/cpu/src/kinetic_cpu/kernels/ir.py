@@ -107,9 +107,9 @@ def fma(builder, a, b, c) -> ir.Value:
 
 
 def _mangled(ty: ir.Type) -> str:
-    """An intrinsic's overload suffix for a float or double scalar or vector type."""
+    """An intrinsic's overload suffix for a float, double or integer scalar or vector type."""
     element = ty.element if isinstance(ty, ir.VectorType) else ty
-    name = "f64" if element == F64 else "f32"
+    name = f"i{element.width}" if isinstance(element, ir.IntType) else "f64" if element == F64 else "f32"
     return f"v{ty.count}{name}" if isinstance(ty, ir.VectorType) else name
 
 
@@ -122,7 +122,7 @@ def masked_load(builder, pointer, ty: ir.VectorType, mask) -> ir.Value:
     """ty from an i8* pointer, lanes off in mask read as zero and never touched (no fault past an end)."""
     name = f"llvm.masked.load.{_mangled(ty)}.p0"
     at = builder.bitcast(pointer, ty.as_pointer())
-    return call_intrinsic(builder, name, ty, at, const(I32, 1), mask, const(ty, 0.0))
+    return call_intrinsic(builder, name, ty, at, const(I32, 1), mask, const(ty, 0))
 
 
 def masked_store(builder, value, pointer, mask) -> None:

@@ -1,4 +1,7 @@
-// Grouped-query attention over the float16 KV cache (rope_store fills it).
+// Grouped-query attention over the KV cache (rope_store and store_q8 fill it): keys and values each float16, or
+// q8_0 (key_q8, value_q8): the int8 quants [ctx, width], then from byte `plane` = ctx * width on each 32 quants'
+// float16 scale d. A q8_0 value d * q has at most 19 significant bits, exact in float32, so either type goes
+// through the same sums in the same order.
 
 #define ATTENTION_THREADS 256
 #define WARPS (ATTENTION_THREADS / 32)
@@ -20,26 +23,54 @@ __device__ float block_reduce(float v, float* warps, int is_max) {
     return result;
 }
 
+// 8 cache values from element `at` (a multiple of 8) of a float16 or (q8) a q8_0 cache
+__device__ __forceinline__ void cache8(const void* cache, long at, long plane, int q8, float (&x)[8]) {
+    if (q8) {
+        uint2 w = *(const uint2*)((const signed char*)cache + at);
+        float d = h2f(((const u16*)((const u8*)cache + plane))[at / 32]);
+        u32 words[2] = {w.x, w.y};
+#pragma unroll
+        for (int e = 0; e < 8; e++) x[e] = __fmul_rn(d, (float)(signed char)(words[e / 4] >> (8 * (e % 4))));
+    } else {
+        uint4 w = *(const uint4*)((const u16*)cache + at);
+        u32 pairs[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int e = 0; e < 4; e++) x[2 * e] = h2f((u16)(pairs[e] & 0xFFFF)), x[2 * e + 1] = h2f((u16)(pairs[e] >> 16));
+    }
+}
+
+// 2 cache values from element `at` (even), as cache8
+__device__ __forceinline__ float2 cache2(const void* cache, long at, long plane, int q8) {
+    if (q8) {
+        u16 pair = *(const u16*)((const signed char*)cache + at);
+        float d = h2f(((const u16*)((const u8*)cache + plane))[at / 32]);
+        return make_float2(__fmul_rn(d, (float)(signed char)(pair & 0xFF)), __fmul_rn(d, (float)(signed char)(pair >> 8)));
+    }
+    u32 pair = *(const u32*)((const u16*)cache + at);
+    return make_float2(h2f((u16)(pair & 0xFFFF)), h2f((u16)(pair >> 16)));
+}
+
 // acc[g] += each of this warp's positions t = warp, warp + WARPS, ... in order: head g's exponential p_g[t] (at
-// sc + g * sc_stride) times the values of t; each value row read once for all G heads
+// sc + g * sc_stride) times the values of t (from element v0 of the cache values); each value row read once for
+// all G heads
 template <int G, int P>
-__device__ __forceinline__ void weigh_values(const float* sc, long sc_stride, const u16* __restrict__ v0, long stride,
-                                             int length, int head_dim, int warp, int lane, float2 (&acc)[G][P]) {
+__device__ __forceinline__ void weigh_values(const float* sc, long sc_stride, const void* __restrict__ values, long v0,
+                                             long plane, int q8, long stride, int length, int head_dim, int warp,
+                                             int lane, float2 (&acc)[G][P]) {
 #pragma unroll 4
     for (int t = warp; t < length; t += WARPS) {  // unrolled: the loads of four positions in flight at once
-        const u32* vr = (const u32*)(v0 + t * stride) + lane;
+        long row = v0 + t * stride + 2 * lane;
         float p[G];
 #pragma unroll
         for (int g = 0; g < G; g++) p[g] = sc[g * sc_stride + t];
 #pragma unroll
         for (int m = 0; m < P; m++) {
             if (64 * m + 2 * lane < head_dim) {
-                u32 pair = vr[32 * m];
-                float lo = h2f((u16)(pair & 0xFFFF)), hi = h2f((u16)(pair >> 16));
+                float2 pair = cache2(values, row + 64 * m, plane, q8);
 #pragma unroll
                 for (int g = 0; g < G; g++) {
-                    acc[g][m].x = __fmaf_rn(p[g], lo, acc[g][m].x);
-                    acc[g][m].y = __fmaf_rn(p[g], hi, acc[g][m].y);
+                    acc[g][m].x = __fmaf_rn(p[g], pair.x, acc[g][m].x);
+                    acc[g][m].y = __fmaf_rn(p[g], pair.y, acc[g][m].y);
                 }
             }
         }
@@ -48,7 +79,7 @@ __device__ __forceinline__ void weigh_values(const float* sc, long sc_stride, co
 
 // Row i, query heads h0 .. h0 + G - 1 of one KV head (a block), attend to cache positions
 // [max(0, p - window + 1), p], p = positions[i] (window 0: no window). q: [n, n_head, head_dim] float32, rounded
-// to f16 as it meets the f16 keys; keys, values: [ctx, n_head_kv, head_dim] f16; scores: [n, n_head, ctx]
+// to f16 as it meets the keys; keys, values: [ctx, n_head_kv, head_dim] f16 or q8_0; scores: [n, n_head, ctx]
 // scratch, for rows whose scores do not fit SHARED_SCORES; out: [n, n_head * head_dim], also quantized
 // (quantize_q8) with xq non-NULL, where head_dim is whole blocks of 32.
 // A score is its head_dim products in order; position t's score and exponential belong to thread t % 256, whose
@@ -57,10 +88,11 @@ __device__ __forceinline__ void weigh_values(const float* sc, long sc_stride, co
 // depends only on its position and the cache: not on the batch, nor on G, which only shares the keys and
 // values a block reads among its heads.
 template <int G, int P>
-__device__ void attend(const float* __restrict__ q, const u16* __restrict__ keys, const u16* __restrict__ values,
+__device__ void attend(const float* __restrict__ q, const void* __restrict__ keys, const void* __restrict__ values,
                        const int* __restrict__ positions, float* __restrict__ scores, float* __restrict__ out,
                        int n_head, int n_head_kv, int head_dim, float scale, int window, int ctx,
-                       signed char* __restrict__ xq, float* __restrict__ xd, int* __restrict__ xs) {
+                       signed char* __restrict__ xq, float* __restrict__ xd, int* __restrict__ xs, int key_q8,
+                       int value_q8) {
     __shared__ float qs[G * 256];
     __shared__ float warps[WARPS];
     __shared__ float kept[SHARED_SCORES];
@@ -76,19 +108,14 @@ __device__ void attend(const float* __restrict__ q, const u16* __restrict__ keys
     bool fits = G * length <= SHARED_SCORES;
     float* sc = fits ? kept : scores + head0 * ctx;  // head g's at sc + g * sc_stride
     long sc_stride = fits ? length : ctx, stride = (long)n_head_kv * head_dim;
-    const u16* k0 = keys + (long)first * stride + (long)kv * head_dim;
-    const u16* v0 = values + (long)first * stride + (long)kv * head_dim;
+    long k0 = (long)first * stride + (long)kv * head_dim, plane = (long)ctx * stride;  // k0: the first key's element
     float peak[G];
     for (int g = 0; g < G; g++) peak[g] = __int_as_float(0xff800000);  // -inf
     for (int t = tid; t < length; t += ATTENTION_THREADS) {
-        const uint4* kr = (const uint4*)(k0 + t * stride);  // head_dim % 8 == 0: 8 keys a load
         float s[G] = {};
-        for (int j = 0; j < head_dim; j += 8) {
-            uint4 w = kr[j / 8];
-            u32 pairs[4] = {w.x, w.y, w.z, w.w};
+        for (int j = 0; j < head_dim; j += 8) {  // head_dim % 8 == 0: 8 keys a load
             float k8[8];
-#pragma unroll
-            for (int e = 0; e < 4; e++) k8[2 * e] = h2f((u16)(pairs[e] & 0xFFFF)), k8[2 * e + 1] = h2f((u16)(pairs[e] >> 16));
+            cache8(keys, k0 + t * stride + j, plane, key_q8, k8);
 #pragma unroll
             for (int g = 0; g < G; g++)
 #pragma unroll
@@ -116,7 +143,7 @@ __device__ void attend(const float* __restrict__ q, const u16* __restrict__ keys
     for (int g = 0; g < G; g++) total[g] = block_reduce(total[g], warps, 0);  // its barriers also publish sc
     int warp = tid >> 5, lane = tid & 31;
     float2 acc[G][P] = {};  // head g, lane l: dims 2 l, 2 l + 1, 2 l + 64, ...
-    weigh_values<G, P>(sc, sc_stride, v0, stride, length, head_dim, warp, lane, acc);
+    weigh_values<G, P>(sc, sc_stride, values, k0, plane, value_q8, stride, length, head_dim, warp, lane, acc);
 #pragma unroll
     for (int g = 0; g < G; g++) {
 #pragma unroll
@@ -137,11 +164,11 @@ __device__ void attend(const float* __restrict__ q, const u16* __restrict__ keys
 
 #define ATTENTION(G, P)                                                                                        \
     extern "C" __global__ void __launch_bounds__(ATTENTION_THREADS) attention_##G##_##P(                       \
-        const float* q, const u16* keys, const u16* values, const int* positions, float* scores, float* out,   \
+        const float* q, const void* keys, const void* values, const int* positions, float* scores, float* out, \
         int n_head, int n_head_kv, int head_dim, float scale, int window, int ctx, signed char* xq, float* xd, \
-        int* xs) {                                                                                            \
+        int* xs, int key_q8, int value_q8) {                                                                  \
         attend<G, P>(q, keys, values, positions, scores, out, n_head, n_head_kv, head_dim, scale, window, ctx, \
-                     xq, xd, xs);                                                                             \
+                     xq, xd, xs, key_q8, value_q8);                                                           \
     }
 #define ATTENTION_PAIRS(G) ATTENTION(G, 1) ATTENTION(G, 2) ATTENTION(G, 4)
 

@@ -39,6 +39,38 @@ extern "C" __global__ void gate(float* __restrict__ g, const float* __restrict__
     if (q) quantize_warp(v, q + (i & ~31L), d + i / 32, sums + i / 32);
 }
 
+// Rows x [n, width] into a q8_0 cache's rows positions[:n] (attention.cu: quants [ctx, width], then from byte
+// `plane` the float16 scales): per 32 values d = amax / 127 and q = round(x * (1 / d)), halves away from zero, as
+// ggml's quantize_row_q8_0_ref and kinetic_cpu's cache; a thread per value, width whole warps
+extern "C" __global__ void store_q8(const float* __restrict__ x, const int* __restrict__ positions, long total,
+                                    int width, signed char* __restrict__ cache, long plane) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    long at = (long)positions[i / width] * width + i % width;
+    float v = x[i], amax = fabsf(v);
+    for (int offset = 16; offset > 0; offset >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+    float d = __fdiv_rn(amax, 127.f), inverse = d != 0.f ? __fdiv_rn(1.f, d) : 0.f;
+    cache[at] = (signed char)roundf(__fmul_rn(v, inverse));
+    if ((threadIdx.x & 31) == 0) ((u16*)(cache + plane))[at / 32] = f2h(d);
+}
+
+// Each n values of x (a thread block each, n threads: 64, 128 or 256) times the orthonormal Walsh-Hadamard matrix
+// of order n, as kinetic_cpu's ops.rotated: butterflies in float64 in one fixed order, then one rounding
+extern "C" __global__ void hadamard(float* __restrict__ x, int n) {
+    __shared__ double chunk[256];
+    int t = threadIdx.x;
+    float* own = x + (long)blockIdx.x * n;
+    chunk[t] = own[t];
+    __syncthreads();
+    for (int half = 1; half < n; half *= 2) {
+        double a = chunk[t], b = chunk[t ^ half];
+        __syncthreads();
+        chunk[t] = (t & half) ? __dsub_rn(b, a) : __dadd_rn(a, b);
+        __syncthreads();
+    }
+    own[t] = (float)__dmul_rn(chunk[t], 1.0 / sqrt((double)n));
+}
+
 extern "C" __global__ void add(float* __restrict__ x, const float* __restrict__ y, long total) {  // x += y
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
     if (i < total) x[i] = __fadd_rn(x[i], y[i]);

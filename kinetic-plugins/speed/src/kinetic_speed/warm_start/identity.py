@@ -19,14 +19,15 @@ def model_identity(path: Path) -> str:
 
 
 def build_identity(runner) -> str:
-    """A digest of the source of the device package that runs the model and of the engine's core."""
-    return _build_identity(runner.device_name, type(runner).__module__.split(".")[0])
+    """A digest of the device, its KV cache types (-ctk, -ctv), and the source of the device package that runs
+    the model and of the engine's core."""
+    return _build_identity(f"{runner.device_name} {','.join(runner.cache_types)}", type(runner).__module__.split(".")[0])
 
 
 @functools.lru_cache(maxsize=None)
-def _build_identity(device_name: str, device_package: str) -> str:
+def _build_identity(device: str, device_package: str) -> str:
     """Once per process: the code that runs is the code imported, whatever changes on disk later."""
-    digest = hashlib.sha256(device_name.encode())
+    digest = hashlib.sha256(device.encode())
     for package in (device_package, "kinetic"):
         root = Path(importlib.import_module(package).__file__).parent
         for source in sorted(root.rglob("*.py")):

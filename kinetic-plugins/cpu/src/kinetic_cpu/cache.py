@@ -1,0 +1,117 @@
+"""A conversation's KV cache on the CPU, of either cache type (-ctk, -ctv): f16 or q8_0."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from kinetic.contracts.blocks import Attention, Stack
+from kinetic.contracts.device import state_blob, state_magic, state_tokens
+from kinetic.errors import KineticError
+from kinetic_cpu import ops
+from kinetic_cpu.kernels.attention import KEY_BLOCK, Q8_BYTES, Q8_VALUES
+
+STATE_MAGIC = b"KCPU-KV2"
+
+
+def width(cache_type: str, head_dim: int) -> int:
+    """Elements a position's row of one KV head takes: head_dim float32, or its q8_0 blocks' bytes."""
+    return head_dim // Q8_VALUES * Q8_BYTES if cache_type == "q8_0" else head_dim
+
+
+def _dtypes(cache_type: str) -> tuple[type, type]:
+    """(kept in memory, kept in a saved state): float32 holding float16 values saved as float16; q8_0 bytes."""
+    return (np.int8, np.int8) if cache_type == "q8_0" else (np.float32, np.float16)
+
+
+def stored(x: np.ndarray, cache_type: str) -> np.ndarray:
+    """x ([n, n_kv, head_dim] float32) as the cache keeps it: rounded to float16, or as q8_0 blocks."""
+    return quantize_q8_0(x) if cache_type == "q8_0" else ops.to_half(x)
+
+
+def quantize_q8_0(x: np.ndarray) -> np.ndarray:
+    """x ([..., head_dim] float32, head_dim a multiple of 32) as ggml's block_q8_0 bytes [..., head_dim / 32 * 34]:
+    per 32 values the float16 of d = amax / 127, then the 32 int8 round(x / d), as quantize_row_q8_0_ref."""
+    rows = np.ascontiguousarray(x, np.float32).reshape(-1, Q8_VALUES)
+    scales, quants = _q8_0_blocks(rows)
+    out = np.empty((len(rows), Q8_BYTES), np.int8)
+    out[:, :2] = scales.astype(np.float16).view(np.int8).reshape(-1, 2)
+    out[:, 2:] = quants
+    return out.reshape(x.shape[:-1] + (-1,))
+
+
+@numba.njit(cache=True, nogil=True)
+def _q8_0_blocks(rows):  # rows: [blocks, 32] float32 -> (d [blocks] float32, q [blocks, 32] int8)
+    """Each block's scale d = amax / 127 and quants round(x * (1 / d)), halves away from zero, in float32."""
+    scales, quants = np.empty(len(rows), np.float32), np.empty(rows.shape, np.int8)
+    for b in range(len(rows)):
+        amax = np.float32(0.0)
+        for j in range(Q8_VALUES):
+            amax = max(amax, abs(rows[b, j]))
+        d = amax / np.float32(127.0)
+        inverse = np.float32(1.0) / d if d != 0 else np.float32(0.0)
+        scales[b] = d
+        for j in range(Q8_VALUES):
+            scaled = np.float64(rows[b, j] * inverse)  # the float32 product, then rounded exactly in float64
+            quants[b, j] = np.int8(np.sign(scaled) * np.floor(abs(scaled) + 0.5))
+    return scales, quants
+
+
+class CpuSequence:
+    """One conversation's keys [n_head_kv, blocks, width, KEY_BLOCK] (position p in block p // KEY_BLOCK, column
+    p % KEY_BLOCK: kernels/attention.py) and values [context, n_head_kv, width] per attention block. An f16
+    cache keeps float32 holding float16-rounded values, as llama.cpp's default float16 cache does (float32
+    storage spares a conversion per read); a q8_0 cache keeps each position's q8_0 blocks' bytes (int8), a
+    position's key column or value row holding them as ggml's block_q8_0 does."""
+
+    def __init__(self, stack: Stack, context_length: int, cache_types: tuple[str, str]):
+        attentions = [b for b in stack.blocks if isinstance(b, Attention)]
+        blocks = -(-context_length // KEY_BLOCK)
+        self.cache_types = key_type, value_type = cache_types
+        self.keys = [np.zeros((a.n_head_kv, blocks, width(key_type, a.head_dim), KEY_BLOCK), _dtypes(key_type)[0])
+                     for a in attentions]
+        self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtypes(value_type)[0])
+                       for a in attentions]
+        self.context_length = context_length
+        self.n_tokens = 0
+
+    def truncate(self, n: int) -> None:
+        self.n_tokens = min(self.n_tokens, max(0, n))
+
+    def write(self, layer: int, at: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+        """Positions at ([n] int64) of a layer get keys k and values v ([n, n_kv, head_dim] float32)."""
+        key_type, value_type = self.cache_types
+        self.keys[layer][:, at // KEY_BLOCK, :, at % KEY_BLOCK] = stored(k, key_type)
+        self.values[layer][at] = stored(v, value_type)
+
+    def save(self) -> bytes:
+        """n_tokens, then each layer's keys [n_head_kv, width, n] and values [n, n_head_kv, width] as the
+        cache holds them (f16 as float16): exact."""
+        n = self.n_tokens
+        key_saved, value_saved = (_dtypes(t)[1] for t in self.cache_types)
+        parts = []
+        for keys, values in zip(self.keys, self.values):
+            by_position = keys.transpose(0, 2, 1, 3).reshape(keys.shape[0], keys.shape[2], -1)[:, :, :n]
+            parts += [by_position.astype(key_saved).tobytes(), values[:n].astype(value_saved).tobytes()]
+        return state_blob(state_magic(STATE_MAGIC, self.cache_types), n, parts)
+
+    def restore(self, blob: bytes) -> None:
+        """The state save() gave; a KineticError if blob is not one of this model's with these cache types."""
+        n, head = state_tokens(blob, state_magic(STATE_MAGIC, self.cache_types), "CPU")
+        key_saved, value_saved = (np.dtype(_dtypes(t)[1]) for t in self.cache_types)
+        per_token = sum(keys[:, 0, :, 0].size * key_saved.itemsize + values[0].size * value_saved.itemsize
+                        for keys, values in zip(self.keys, self.values))
+        if not 0 <= n <= self.context_length or len(blob) != head + n * per_token:
+            raise KineticError("the saved state does not fit this model and context")
+        at = head
+        for keys, values in zip(self.keys, self.values):
+            count = n * keys[:, 0, :, 0].size
+            by_position = np.frombuffer(blob, key_saved, count, at).reshape(keys.shape[0], keys.shape[2], n)
+            for p in range(0, n, KEY_BLOCK):  # position block by block
+                span = min(KEY_BLOCK, n - p)
+                keys[:, p // KEY_BLOCK, :, :span] = by_position[:, :, p : p + span]
+            at += count * key_saved.itemsize
+            count = n * values[0].size
+            values[:n] = np.frombuffer(blob, value_saved, count, at).reshape((n,) + values.shape[1:])
+            at += count * value_saved.itemsize
+        self.n_tokens = n
