@@ -29,7 +29,7 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
     session = Session(model, options)
     load_seconds = time.perf_counter() - start
     n_threads = threads or _all_threads()
-    result = run_bench(session.runner, session.tokenizer.n_vocab, repetitions, best=int(session.best_rows))
+    result = run_bench(session.runner, session.tokenizer.n_vocab, repetitions)
     report = {
         "model": model.name, "backend": session.device.name, "device": session.runner.device_name,
         "threads": n_threads, "repetitions": repetitions, "load_seconds": round(load_seconds, 4),
@@ -55,12 +55,11 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
 
 
 def edit_report(session: Session, repetitions: int) -> dict:
-    """edit256, drafted as RAD-1 drafts unless it is off and shortlisted unless Shortlist is off, best of
-    `repetitions`, each checked against plain decoding (every logit computed). RAD-1 attaches afresh before each
-    run, so no run drafts from an earlier one's answer."""
+    """edit256, drafted as RAD-1 drafts unless it is off, best of `repetitions`, each checked against plain
+    decoding. RAD-1 attaches afresh before each run, so no run drafts from an earlier one's answer."""
     prompt = edit_prompt(lambda text: session.tokenizer.encode(text, add_special=True))
     plain, _ = edit_run(session.runner, prompt, session.context_length, None)
-    runs = [edit_run(session.runner, prompt, session.context_length, fresh_drafter(session), int(session.best_rows))
+    runs = [edit_run(session.runner, prompt, session.context_length, fresh_drafter(session))
             for _ in range(repetitions)]
     return {"edit_tokens": EDIT_TOKENS, "edit_tokens_per_second": round(EDIT_TOKENS / min(s for _, s in runs), 2),
             "edit_drafted": session.drafter is not None, "edit_identical": all(t == plain for t, _ in runs)}

@@ -40,8 +40,6 @@ class Row:
     position: int
     parent: int = -1  # index in the pass of the row before this one on its path; -1 if none
     logits: bool = False  # whether to compute this row's logits
-    best: int = 0  # k > 0: only the k largest logits are read; a runner that shortlists may leave rows that
-    # cannot be among them at -inf (the others exact, as ever). 0: every logit
 
 
 def linear_batches(rows: Sequence[Row], device: str) -> list[tuple[Any, list[int]]]:
@@ -85,8 +83,6 @@ class Runner(Protocol):
     # the engine reports it on its own and leaves it out of the prompt and generation speeds
     shares_passes: bool  # forward reads each weight once for the rows of all its sequences (Convoy runs
     # requests side by side); False: it runs them one sequence after another, and requests take turns
-    shortlists: bool  # forward honours Row.best, reading only the output rows that can be among the best
-    # (Shortlist); False: it computes every logit whatever Row.best says
 
     def new_sequence(self) -> DeviceSequence:
         """A new empty sequence."""

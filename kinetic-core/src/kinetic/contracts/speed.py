@@ -50,10 +50,6 @@ class Provision:
     """A prompt may run ahead of its request while it is being written (Zero Wait: /v1/prefill, kinetic chat);
     without it, /v1/prefill runs nothing."""
 
-    best_rows: bool = False
-    """A token whose pick reads only its k largest logits asks the runner for those (Row.best), and the runner
-    skips the output rows that cannot be among them (Shortlist); without it, every logit is computed."""
-
 
 @dataclass(frozen=True)
 class SpeedTechnology:

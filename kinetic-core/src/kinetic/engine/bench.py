@@ -34,25 +34,22 @@ def prefill_seconds(runner: Runner, n_vocab: int, n_prompt: int) -> float:
     return time.perf_counter() - start
 
 
-def decode_seconds(runner: Runner, n_vocab: int, n_gen: int, best: int = 0) -> float:
-    """n_gen single-token passes from an empty sequence, each asking for its logits (the largest `best` of
-    them, as greedy decoding does with Shortlist on: Row.best)."""
+def decode_seconds(runner: Runner, n_vocab: int, n_gen: int) -> float:
+    """n_gen single-token passes from an empty sequence, each asking for its logits."""
     seq = runner.new_sequence()
     tokens = bench_tokens(n_vocab, n_gen)
     start = time.perf_counter()
     for position, token in enumerate(tokens):
-        runner.forward([Row(seq, token, position, logits=True, best=best)])
+        runner.forward([Row(seq, token, position, logits=True)])
     return time.perf_counter() - start
 
 
-def run_bench(runner: Runner, n_vocab: int, repetitions: int, n_prompt: int = 512, n_gen: int = 128,
-              best: int = 0) -> BenchResult:
-    """Best of `repetitions` for each test, after one warm-up pass of each (never timed); tg128's tokens ask
-    for their `best` largest logits (Row.best)."""
+def run_bench(runner: Runner, n_vocab: int, repetitions: int, n_prompt: int = 512, n_gen: int = 128) -> BenchResult:
+    """Best of `repetitions` for each test, after one warm-up pass of each (never timed)."""
     prefill_seconds(runner, n_vocab, min(n_prompt, 8))
-    decode_seconds(runner, n_vocab, 2, best)
+    decode_seconds(runner, n_vocab, 2)
     prefill = min(prefill_seconds(runner, n_vocab, n_prompt) for _ in range(repetitions))
-    decode = min(decode_seconds(runner, n_vocab, n_gen, best) for _ in range(repetitions))
+    decode = min(decode_seconds(runner, n_vocab, n_gen) for _ in range(repetitions))
     return BenchResult(n_prompt / prefill, n_gen / decode)
 
 
@@ -102,11 +99,9 @@ def edit_prompt(encode: Callable[[str], list[int]]) -> list[int]:
     return encode(EDIT_TEXT)
 
 
-def edit_run(runner: Runner, prompt: list[int], context_length: int, drafter: Optional[Drafter],
-             best: int = 0) -> tuple[list[int], float]:
-    """EDIT_TOKENS greedy tokens after prompt (an end-of-text token does not stop them) and their seconds;
-    best: 1 where Shortlist is on (Row.best)."""
+def edit_run(runner: Runner, prompt: list[int], context_length: int, drafter: Optional[Drafter]) -> tuple[list[int], float]:
+    """EDIT_TOKENS greedy tokens after prompt (an end-of-text token does not stop them) and their seconds."""
     generation = Generation(runner, runner.new_sequence(), prompt, lambda logits, history, index: int(np.argmax(logits)),
-                            EDIT_TOKENS, context_length, frozenset(), drafter=drafter, best=best)
+                            EDIT_TOKENS, context_length, frozenset(), drafter=drafter)
     tokens = list(generation)
     return tokens, generation.timings.generate_seconds

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 
@@ -26,7 +25,7 @@ from kinetic.errors import KineticError
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
-from kinetic.sampling.chain import SamplerState, sample, scores_needed
+from kinetic.sampling.chain import SamplerState, sample
 from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, resolve_breakers
 from kinetic.sampling.settings import SamplingSettings, resolve_settings, with_fresh_seed
 from kinetic.tokenizer import Tokenizer
@@ -57,21 +56,19 @@ def check_gpu_layers(requested: Optional[int], model: ModelFile) -> None:
 
 
 def attach_speed(host: SpeedHost, off: Collection[str]) -> tuple[list[SpeedTechnology], Provision]:
-    """The registered speed technologies not turned off that attach to host, and what they provide together:
-    a later technology's drafter or prompt states replace an earlier one's, and a permission any grants holds."""
-    on, together = [], Provision()
+    """The registered speed technologies not turned off that attach to host, and what they provide together
+    (a later technology's drafter or prompt states replace an earlier one's)."""
+    on, drafter, prompt_states, shared, ahead = [], None, None, False, False
     for technology in plugins().speed_technologies:
         provision = None if technology.name in off else technology.attach(host)
         if provision is None:
             continue
         on.append(technology)
-        together = Provision(**{field.name: _given(getattr(together, field.name), getattr(provision, field.name))
-                                for field in fields(Provision)})
-    return on, together
-
-
-def _given(before: Any, after: Any) -> Any:
-    return before if after is None or after is False else after
+        drafter = drafter if provision.drafter is None else provision.drafter
+        prompt_states = prompt_states if provision.prompt_states is None else provision.prompt_states
+        shared = shared or provision.shared_passes
+        ahead = ahead or provision.runs_ahead
+    return on, Provision(drafter, prompt_states, shared, ahead)
 
 
 class Session:
@@ -103,7 +100,6 @@ class Session:
         self.prompt_states: Optional[PromptStates] = provided.prompt_states
         self.shared_passes = provided.shared_passes
         self.runs_ahead = provided.runs_ahead
-        self.best_rows = provided.best_rows
 
     @property
     def template(self) -> ChatTemplate:
@@ -198,7 +194,6 @@ class Session:
         keep = self.resume(seq, tokens, cached, reuse)
         states = self.prompt_states
         on_finish = None if states is None else (lambda g, held: states.store(g.seq, held, g.timings))
-        best = scores_needed(settings) if self.best_rows and grammar is None and on_pick is None else 0
         return Generation(self.runner, seq, tokens[keep:], pick_next, max_tokens, self.context_length,
                           frozenset(self.tokenizer.eog_ids), context=tokens[:keep], drafter=drafter or self.drafter,
-                          on_finish=on_finish, best=best)
+                          on_finish=on_finish)

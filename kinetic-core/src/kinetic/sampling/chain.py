@@ -72,16 +72,6 @@ def sample(
     return token
 
 
-def scores_needed(settings: SamplingSettings) -> int:
-    """How many of the largest logits the chain reads: a pick is the same when every other logit is -inf
-    (Row.best, Shortlist). 0: it reads them all (penalties, logit bias, Mirostat, top-n-sigma, or no top-k)."""
-    if settings.mirostat or _may_change_scores(settings) or settings.top_n_sigma > 0.0:
-        return 0
-    if settings.is_greedy and not _may_drop_the_best(settings):
-        return 1
-    return max(settings.top_k, 0)
-
-
 def _may_drop_the_best(settings: SamplingSettings) -> bool:
     """Whether typical or XTC is on: the only filters that can drop the likeliest token. Top-n-sigma,
     top-k, top-p and min-p always keep it, and break ties to the lower id as argmax does."""

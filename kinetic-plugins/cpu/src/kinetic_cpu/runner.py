@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import time
 from typing import Optional, Sequence
 
 import numpy as np
@@ -13,24 +11,13 @@ from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence
 from kinetic_cpu.kernels.matmul import Matrix, activations
-from kinetic_cpu.shortlist import Q8_0, Payoff, Shortlist
 from kinetic_cpu.spread import Spans, Spreader
-
-
-# Shortlist serves a token that reads its one best logit (greedy picks, draft checks). For top-k sampling
-# the rows whose bound reaches the k-th score cost more than the layer they skip on the CPUs measured.
-SHORTLIST_BEST = 1
 
 
 class CpuRunner:
     device_name = "the CPU"
     shares_passes = True  # one pass over the weights for every sequence's rows (forward)
     context_note = None  # it never shrinks the context asked for
-
-    @property
-    def shortlists(self) -> bool:
-        """Whether forward honours Row.best (Shortlist): for a Q8_0 output layer."""
-        return self.stack.output.type.id == Q8_0
 
     @property
     def compile_seconds(self) -> float:
@@ -44,7 +31,6 @@ class CpuRunner:
         self._norms: dict[str, np.ndarray] = {}
         self._matrices: dict[str, Matrix] = {}
         self._spreader = Spreader()
-        self._payoff = Payoff()  # whether Shortlist pays on this machine
 
     def new_sequence(self) -> CpuSequence:
         return CpuSequence(self.stack, self.context_length, self.cache_types)
@@ -69,8 +55,7 @@ class CpuRunner:
         hidden = self._run([rows[i] for i in order], spans)
         place = {i: j for j, i in enumerate(order)}
         asks = [place[i] for i, row in enumerate(rows) if row.logits]
-        best = [row.best for row in rows if row.logits]
-        return self._logits(hidden[asks], best) if asks else np.empty((0, self.stack.n_vocab), np.float32)
+        return self._logits(hidden[asks]) if asks else np.empty((0, self.stack.n_vocab), np.float32)
 
     def _run(self, batch: list[Row], spans: Spans) -> np.ndarray:
         """Append each span of batch (its rows of one sequence, in order) to that sequence; the final hidden
@@ -168,11 +153,6 @@ class CpuRunner:
         self._spreader.run(attend, spans, positions)
         return attended
 
-    @functools.cached_property
-    def _shortlist(self) -> Optional[Shortlist]:
-        """The output layer's Shortlist, made when a row first asks for its best only."""
-        return Shortlist.of(self._matrix(self.stack.output))
-
     def _ones(self, n_dims: int) -> np.ndarray:
         return np.ones(n_dims // 2, dtype=np.float32)
 
@@ -183,23 +163,6 @@ class CpuRunner:
         out = self._linear(f.down, gated)
         return self._norm(f.post_norm, out) if f.post_norm is not None else out
 
-    def _logits(self, hidden: np.ndarray, best: Sequence[int]) -> np.ndarray:
-        """[n, n_vocab] logits of hidden [n, n_embd]; a row whose best[i] is 1 to SHORTLIST_BEST has exact scores
-        for every token that can be among its best[i] and -inf for the rest (Shortlist)."""
-        x = self._norm(self.stack.output_norm, hidden)
-        short = [i for i, k in enumerate(best) if 0 < k <= SHORTLIST_BEST] if self.shortlists else []
-        if not short or self._shortlist is None:
-            return self._linear(self.stack.output, x)
-        started, shortlisted = time.perf_counter(), self._payoff.shortlist()
-        if not shortlisted:
-            out = self._linear(self.stack.output, x)
-        else:
-            out = np.empty((len(x), self.stack.n_vocab), np.float32)
-            full = [i for i, k in enumerate(best) if not 0 < k <= SHORTLIST_BEST]
-            if full:
-                out[full] = self._linear(self.stack.output, x[full])
-            part = np.ascontiguousarray(x[short])
-            out[short] = self._shortlist.logits(part, activations("q8_0", part), [best[i] for i in short])
-        self._payoff.record(shortlisted, (time.perf_counter() - started) / len(x))
-        return out
+    def _logits(self, hidden: np.ndarray) -> np.ndarray:
+        return self._linear(self.stack.output, self._norm(self.stack.output_norm, hidden))
 

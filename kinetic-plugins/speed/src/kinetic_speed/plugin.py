@@ -1,4 +1,4 @@
-"""The kinetic-speed plugin: registers RAD-1, Warm Start, Zero Wait, Shortlist and Convoy."""
+"""The kinetic-speed plugin: registers RAD-1, Warm Start, Zero Wait and Convoy."""
 
 import os
 from pathlib import Path
@@ -30,12 +30,6 @@ def _attach_zero_wait(host: SpeedHost) -> Provision:
     return Provision(runs_ahead=True)
 
 
-def _attach_shortlist(host: SpeedHost) -> Optional[Provision]:
-    """Tokens whose pick reads only their best logits ask for those, where the runner can skip the output rows
-    that cannot be among them (the CPU, for Q8_0 output layers: kinetic_cpu/shortlist.py)."""
-    return Provision(best_rows=True) if getattr(host.runner, "shortlists", False) else None
-
-
 def _attach_convoy(host: SpeedHost) -> Optional[Provision]:
     """Requests side by side where the runner reads each weight once for all the sequences of a pass (its
     kernels are batch-invariant, so every answer stays its own); a runner that does not say, does not."""
@@ -45,7 +39,6 @@ def _attach_convoy(host: SpeedHost) -> Optional[Provision]:
 RAD1 = SpeedTechnology(name="rad1", title="RAD-1", attach=_attach_rad1)
 WARM_START = SpeedTechnology(name="warm-start", title="Warm Start", attach=_attach_warm_start)
 ZERO_WAIT = SpeedTechnology(name="zero-wait", title="Zero Wait", attach=_attach_zero_wait)
-SHORTLIST = SpeedTechnology(name="shortlist", title="Shortlist", attach=_attach_shortlist)
 CONVOY = SpeedTechnology(name="convoy", title="Convoy", attach=_attach_convoy)
 
 
@@ -54,5 +47,4 @@ def register_speed_technologies(register):
     register(RAD1)
     register(WARM_START)
     register(ZERO_WAIT)
-    register(SHORTLIST)
     register(CONVOY)
