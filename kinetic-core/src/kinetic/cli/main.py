@@ -167,6 +167,16 @@ def pull(
 
 
 @app.command()
+def models() -> None:
+    """List the GGUF models on this computer: Kinetic's folder, Ollama's, LM Studio's, the Hugging Face and
+    llama.cpp caches (reads only headers). Every command takes a model's name in place of its file."""
+    from kinetic.cli.models import models_lines
+
+    for line in models_lines():
+        print(line, flush=True)
+
+
+@app.command()
 def doctor() -> None:
     """Check the CPU, memory, GPUs, plugins and disk, and say what to fix."""
     from kinetic.cli.doctor import doctor_lines
