@@ -14,6 +14,7 @@ from kinetic.cli.llama_flags import RefusedFlag, translate
 from kinetic.cli.options import ANSWER, GENERATION, N_PREDICT, RUNTIME, gpu_layers, speed_names, with_options
 from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
+from kinetic.stores import resolve_model
 
 app = typer.Typer(
     name="kinetic",
@@ -23,6 +24,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+MODEL_HELP = "A model file (.gguf, .ktc), or a model's name (kinetic models lists them)."
+MODEL_OPTION_HELP = "The model, as llama.cpp takes it."
 
 
 def _print_version(value: bool) -> None:
@@ -41,8 +44,8 @@ def _root(
 
 @app.command()
 def info(
-    model: Optional[Path] = typer.Argument(None, help="A .gguf or .ktc file.", show_default=False),
-    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
 ) -> None:
     """Show what a model file contains and whether Kinetic supports it (reads only the header)."""
     from kinetic.cli.info import info_lines
@@ -54,8 +57,8 @@ def info(
 @with_options(ANSWER, GENERATION, RUNTIME)
 def run(
     words: Optional[list[str]] = typer.Argument(None, metavar="[MODEL] [PROMPT]", show_default=False,
-                                                help="The model file, then the prompt [default: stdin]."),
-    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+                                                help="The model file (or name), then the prompt [default: stdin]."),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
     prompt_option: Optional[str] = typer.Option(None, "-p", "--prompt", help="The prompt, as llama.cpp takes it."),
     options: dict = None,
 ) -> None:
@@ -68,8 +71,8 @@ def run(
 @app.command()
 @with_options(ANSWER, GENERATION, RUNTIME)
 def chat(
-    model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
-    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
     options: dict = None,
 ) -> None:
     """Chat in the terminal: one message per line, end a line with \\ to continue it; /help lists commands."""
@@ -81,8 +84,8 @@ def chat(
 @app.command()
 @with_options(GENERATION, [N_PREDICT], RUNTIME)
 def serve(
-    model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
-    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
     port: Optional[int] = typer.Option(None, "--port", show_default=False,
                                        help="port; 0 picks a free one [default: 8080, or 11434 with --ollama]"),
@@ -117,8 +120,8 @@ def serve(
 
 @app.command()
 def bench(
-    model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
-    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
     repetitions: int = typer.Option(3, "-r", "--repetitions", help="runs of each test; the best is reported"),
     threads: Optional[int] = typer.Option(None, "-t", "--threads", help="CPU threads [default: all]",
                                           show_default=False),
@@ -190,7 +193,7 @@ def _one_model(positional: Optional[Path], option: Optional[Path]) -> Path:
         raise UsageError("give the model once: as the first argument or with -m, not both")
     if not (positional or option):
         raise UsageError("missing the model: give a .gguf file as the first argument or with -m")
-    return positional or option
+    return resolve_model(positional or option)
 
 
 def main(argv: Optional[list[str]] = None, program: Optional[str] = None) -> int:
