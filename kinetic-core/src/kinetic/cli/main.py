@@ -180,6 +180,20 @@ def models() -> None:
 
 
 @app.command()
+def fit(
+    target: Optional[str] = typer.Argument(None, metavar="[MODEL|FOLDER]", show_default=False,
+                                           help="a model's file or name, or a folder of models [default: every "
+                                                "model kinetic models lists]"),
+) -> None:
+    """Show where each model would run (GPU, GPU with experts on the CPU, or CPU) and the decode speed to
+    expect from the bytes a token reads and the memory's speed; kinetic bench measures the real one."""
+    from kinetic.cli.fit import fit_lines
+
+    for line in fit_lines(target):
+        print(line, flush=True)
+
+
+@app.command()
 def doctor() -> None:
     """Check the CPU, memory, GPUs, plugins and disk, and say what to fix."""
     from kinetic.cli.doctor import doctor_lines

@@ -71,3 +71,12 @@ def loose_models(root: Path, source: str) -> list[Found]:
              if path.name.lower().endswith(".gguf") and path.is_file()]
     return [Found(Path(model.parts[0].name).stem, tuple(root / part.name for part in model.parts), source)
             for model in models(files)]
+
+
+def folder_models(root: Path, source: str) -> list[Found]:
+    """Every model under root in any layout, named by its path there without .gguf (projectors and a split
+    model's later parts left out)."""
+    files = [RemoteFile(path.relative_to(root).as_posix(), path.stat().st_size, None, None)
+             for path in gguf_files(root)]
+    return [Found(model.parts[0].name[: -len(".gguf")], tuple(root / part.name for part in model.parts), source)
+            for model in models(files)]
