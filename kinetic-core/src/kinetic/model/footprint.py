@@ -42,5 +42,6 @@ def cache_bytes(model: ModelFile, tokens: int, element_bytes: int) -> int:
     heads = np.asarray(model.arch_value("attention.head_count", 1))
     kv_heads = np.asarray(model.arch_value("attention.head_count_kv", heads))
     kv_total = int(kv_heads.sum()) if kv_heads.ndim else layers * int(kv_heads)
-    head_dim = int(model.arch_value("attention.key_length", int(model.arch_value("embedding_length", 1)) // heads.max()))
+    width = int(model.arch_value("embedding_length", 1))
+    head_dim = int(model.arch_value("attention.key_length", width // int(heads.max())))
     return max(1, 2 * kv_total * head_dim * tokens * element_bytes)
