@@ -112,6 +112,12 @@ def test_models_lists_every_store(stores, capsys):
     ]
 
 
+def test_doctor_counts_the_models(stores):
+    from kinetic.cli.doctor import models_line
+
+    assert models_line() == "8 found, 6 that Kinetic runs (`kinetic models` lists them)"
+
+
 @pytest.mark.parametrize("name, key", [
     ("loose", "loose"), ("acme/tiny-GGUF:Q8_0", "q8"), ("ACME/tiny-gguf:f16", "f16"), ("tiny:latest", "ollama"),
     ("tiny", "ollama"), ("studio/small-GGUF", "lmstudio"), ("studio/small-GGUF:F32", "lmstudio"),
