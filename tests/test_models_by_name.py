@@ -80,7 +80,7 @@ def stores(tmp_path, monkeypatch, tiny) -> dict[str, Path]:
     return {
         "loose": place(tiny, kinetic_dir / "loose.gguf"),
         "q8": place(tiny, kinetic_dir / "acme" / "tiny-GGUF" / "tiny-Q8_0.gguf"),
-        "f16": place(tiny, kinetic_dir / "acme" / "tiny-GGUF" / "tiny-F16.gguf"),
+        "f16": place(tiny, kinetic_dir / "acme" / "tiny-GGUF" / "tiny-UD-F16.gguf"),
         "odd": place(unknown, kinetic_dir / "odd" / "arch-GGUF" / "odd-Q4_0.gguf"),
         "ollama": ollama_model(ollama, "registry.ollama.ai/library/tiny/latest", tiny, projector),
         "ollama_hf": ollama_model(ollama, "hf.co/acme/other-GGUF/Q8_0", unknown),
@@ -102,8 +102,8 @@ def test_models_lists_every_store(stores, capsys):
     assert table(capsys, "models") == [
         ["NAME", "SIZE", "QUANT", "ARCH", "RUNS", "ON", "KINETIC", "FROM"],
         row("loose", "loose", "F32", "llama", "yes", "folder"),
-        row("acme/tiny-GGUF:F16", "f16", "F32", "llama", "yes", "folder"),
         row("acme/tiny-GGUF:Q8_0", "q8", "F32", "llama", "yes", "folder"),
+        row("acme/tiny-GGUF:F16", "f16", "F32", "llama", "yes", "folder"),
         row("odd/arch-GGUF", "odd", "Q4_0", "lfm9", "no: architecture lfm9", "folder"),
         row("hf.co/acme/other-GGUF:Q8_0", "ollama_hf", "?", "lfm9", "no: architecture lfm9", "ollama"),
         row("tiny:latest", "ollama", "F32", "llama", "yes", "ollama"),
@@ -120,7 +120,7 @@ def test_doctor_counts_the_models(stores):
 
 @pytest.mark.parametrize("name, key", [
     ("loose", "loose"), ("acme/tiny-GGUF:Q8_0", "q8"), ("ACME/tiny-gguf:f16", "f16"), ("tiny:latest", "ollama"),
-    ("tiny", "ollama"), ("studio/small-GGUF", "lmstudio"), ("studio/small-GGUF:F32", "lmstudio"),
+    ("acme/tiny-GGUF:ud-f16", "f16"), ("tiny", "ollama"), ("studio/small-GGUF", "lmstudio"), ("studio/small-GGUF:F32", "lmstudio"),
     ("hf-org/hf-repo", "hf"), ("odd/arch-GGUF:Q4_0", "odd"),
 ])
 def test_names_resolve_to_their_files(stores, name, key):
@@ -146,10 +146,21 @@ def test_info_and_run_by_name(stores, capsys):
     assert main(["info", str(stores["loose"])]) == 0  # an existing path wins
 
 
+@pytest.mark.parametrize("given, alias", [("tiny", "tiny"), ("loose.gguf", None)])
+def test_serve_by_name_serves_under_that_name(stores, monkeypatch, given, alias):
+    import kinetic.cli.serve
+
+    monkeypatch.chdir(stores["loose"].parent)
+    served = []
+    monkeypatch.setattr(kinetic.cli.serve, "serve_command", lambda path, alias, *rest: served.append((path, alias)))
+    assert main(["serve", given]) == 0
+    assert served == [(stores["ollama"] if alias else Path(given), alias)]
+
+
 @pytest.mark.parametrize("name, line", [
     ("tiny:lates", "tiny:lates is no file and no model's name; the closest: tiny:latest (`kinetic models` lists "
                    "them)"),
-    ("acme/tiny-GGUF", "acme/tiny-GGUF names 2 models: acme/tiny-GGUF:F16, acme/tiny-GGUF:Q8_0; give one of these "
+    ("acme/tiny-GGUF", "acme/tiny-GGUF names 2 models: acme/tiny-GGUF:Q8_0, acme/tiny-GGUF:F16; give one of these "
                        "names"),
 ])
 def test_unknown_and_ambiguous_names(stores, capsys, name, line):
@@ -165,8 +176,8 @@ def test_fit_a_folder(stores, capsys, monkeypatch, tiny):
     size = size_text(tiny.stat().st_size).split()
     assert table(capsys, "fit", str(stores["loose"].parent / "acme")) == [
         ["MODEL", "SIZE", "RUNS", "ON", "EXPECTED", "DECODE"],
-        ["tiny-GGUF/tiny-F16", *size, "CPU", *decode],
         ["tiny-GGUF/tiny-Q8_0", *size, "CPU", *decode],
+        ["tiny-GGUF/tiny-UD-F16", *size, "CPU", *decode],
     ]
 
 

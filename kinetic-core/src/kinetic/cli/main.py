@@ -115,7 +115,10 @@ def serve(
 
     listening = Listening(host, listen_port(port, ollama), api_key, allowed_hosts, slots, cors_origins,
                           cors_credentials)
-    serve_command(_one_model(model, model_option), alias, parallel, listening, options)
+    path = _one_model(model, model_option)
+    named = model or model_option
+    # a model run by name is served under that name (qwen3:4b, as Ollama's clients know it), not its file's
+    serve_command(path, alias or (str(named) if path != named else None), parallel, listening, options)
 
 
 @app.command()

@@ -18,6 +18,7 @@ class Found:
     source: str  # "folder", "ollama", "lmstudio", "huggingface", "llama.cpp"
     aliases: tuple[str, ...] = ()  # other names it answers to: org/repo:QUANT besides org/repo
     projector: Optional[Path] = None  # the vision projector stored with it
+    repo: Optional[str] = None  # org/repo, for a model in a repository's folder
 
     @property
     def path(self) -> Path:
@@ -49,7 +50,7 @@ def repository_models(repo: str, folder: Path, source: str) -> list[Found]:
         parts = tuple(folder / part.name for part in model.parts)
         tagged = f"{repo}:{model.quant or Path(model.parts[0].name).stem}"
         name, aliases = (repo, (tagged,)) if len(held) == 1 else (tagged, ())
-        found.append(Found(name, parts, source, aliases, folder / mmproj.name if mmproj else None))
+        found.append(Found(name, parts, source, aliases, folder / mmproj.name if mmproj else None, repo))
     return found
 
 

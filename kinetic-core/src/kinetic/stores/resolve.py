@@ -7,6 +7,7 @@ import difflib
 from pathlib import Path
 
 from kinetic.errors import ModelNameError
+from kinetic.hub.files import shows_quant
 from kinetic.stores import hf_cache, kinetic_folder, llama_cache, lmstudio, ollama
 from kinetic.stores.found import Found
 
@@ -41,12 +42,17 @@ def resolve_model(given: Path) -> Path:
 
 
 def named(text: str, found: list[Found]) -> Found:
-    """The model of that name (any case); without a tag, the one name:latest or the only name:<tag>."""
+    """The model of that name (any case); without a tag, the one name:latest or the only name:<tag>; org/repo:X
+    also takes a file of the repository whose name shows X (UD-Q4_K_XL), as `kinetic pull` takes it."""
     key = text.casefold()
     matches = [model for model in found if key in {name.casefold() for name in model.names}]
     if not matches and ":" not in text:
         tagged = [model for model in found if key in {name.casefold().rpartition(":")[0] for name in model.names}]
         matches = [model for model in tagged if f"{key}:latest" in {name.casefold() for name in model.names}] or tagged
+    if not matches and ":" in text:
+        repo, _, quant = key.rpartition(":")
+        matches = [model for model in found if (model.repo or "").casefold() == repo and
+                   shows_quant(model.path.name, quant)]
     if len({model.name for model in matches}) > 1:
         listed = ", ".join(model.name for model in matches)
         raise ModelNameError(f"{text} names {len(matches)} models: {listed}; give one of these names")
