@@ -77,7 +77,10 @@ def stores(tmp_path, monkeypatch, tiny) -> dict[str, Path]:
     projector = write_gguf(tmp_path / "mmproj.gguf", "clip", {}, {"v.weight": np.zeros(4, np.float32)})
     unknown = write_gguf(tmp_path / "odd.gguf", "lfm9", {}, {"x.weight": np.zeros(4, np.float32)})
     ollama = home / ".ollama" / "models"
+    (kinetic_dir / "broken.gguf").parent.mkdir(parents=True)
+    (kinetic_dir / "broken.gguf").write_bytes(b"not a model")
     return {
+        "broken": kinetic_dir / "broken.gguf",
         "loose": place(tiny, kinetic_dir / "loose.gguf"),
         "q8": place(tiny, kinetic_dir / "acme" / "tiny-GGUF" / "tiny-Q8_0.gguf"),
         "f16": place(tiny, kinetic_dir / "acme" / "tiny-GGUF" / "tiny-UD-F16.gguf"),
@@ -101,6 +104,7 @@ def test_models_lists_every_store(stores, capsys):
 
     assert table(capsys, "models") == [
         ["NAME", "SIZE", "QUANT", "ARCH", "RUNS", "ON", "KINETIC", "FROM"],
+        row("broken", "broken", "?", "?", "no: not a GGUF file", "folder"),
         row("loose", "loose", "F32", "llama", "yes", "folder"),
         row("acme/tiny-GGUF:Q8_0", "q8", "F32", "llama", "yes", "folder"),
         row("acme/tiny-GGUF:F16", "f16", "F32", "llama", "yes", "folder"),
@@ -115,7 +119,7 @@ def test_models_lists_every_store(stores, capsys):
 def test_doctor_counts_the_models(stores):
     from kinetic.cli.doctor import models_line
 
-    assert models_line() == "8 found, 6 that Kinetic runs (`kinetic models` lists them)"
+    assert models_line() == "9 found, 6 that Kinetic runs (`kinetic models` lists them)"
 
 
 @pytest.mark.parametrize("name, key", [
@@ -209,3 +213,11 @@ def test_fit_places_a_mixture_of_experts(moe, capsys, monkeypatch, room, runs_on
     monkeypatch.setattr(kinetic.cli.fit, "usable_gpu", lambda: (None, free))
     assert main(["fit", str(moe)]) == 0
     assert re.search(rf"(B|bytes)  {runs_on} +[0-9]+-[0-9]+ t/s$", capsys.readouterr().out.splitlines()[1])
+
+
+def test_fit_by_name_and_a_missing_file(stores, capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(kinetic.system, "memory_read_speed", lambda threads: 1e9)
+    monkeypatch.setattr(kinetic.cli.fit, "usable_gpu", lambda: None)
+    assert [row[:1] + row[3:4] for row in table(capsys, "fit", "tiny")[1:]] == [["tiny:latest", "CPU"]]
+    assert main(["fit", str(tmp_path / "none.gguf")]) == 1
+    assert capsys.readouterr().err == f"kinetic: {tmp_path / 'none.gguf'}: no such file; check the path\n"

@@ -7,15 +7,16 @@ from pathlib import Path
 from typing import Optional
 
 from kinetic import system
-from kinetic.cli.models import NAME_WIDTH
+from kinetic.cli.models import table_lines
 from kinetic.cli.pull import size_text
 from kinetic.contracts import ModelFile
+from kinetic.errors import file_error
 from kinetic.hub.budget import usable_gpu
 from kinetic.model.footprint import bytes_per_token, cache_bytes, expert_bytes, weight_bytes
 from kinetic.stores import all_found
 from kinetic.stores.described import Described, describe
 from kinetic.stores.found import Found, folder_models
-from kinetic.stores.resolve import named
+from kinetic.stores.resolve import looks_like_path, named
 
 CONTEXT = 4096  # tokens of cache that must fit beside the weights
 GPU_CACHE_BYTES = 2  # the CUDA device keeps keys and values in float16
@@ -25,6 +26,8 @@ GPU_CACHE_BYTES = 2  # the CUDA device keeps keys and values in float16
 # and the small matrices' overheads keep a small CPU below it: on a 2-core EPYC, tg128 of Qwen2.5-Coder 0.5B
 # runs at 0.95-1.2 and of Gemma 3 270M at 0.65-1.2 times the estimate.
 SLOWEST, FASTEST = 0.65, 1.2
+HEADER = ("MODEL", "SIZE", "RUNS ON", "EXPECTED DECODE")
+LEAST_WIDTHS = (35, 12, 22)  # the spec's table, gaps included
 
 
 def fit_lines(target: Optional[str]) -> list[str]:
@@ -34,12 +37,8 @@ def fit_lines(target: Optional[str]) -> list[str]:
     gpu = usable_gpu()
     gpu_free = gpu[1] if gpu else None
     bandwidth = system.memory_read_speed(system.cpu().threads)
-    width = max(NAME_WIDTH, max(len(model.found.name) for model in listed) + 2)
-    lines = [f"{'MODEL':<{width}}{'SIZE':>10}  {'RUNS ON':<22}EXPECTED DECODE"]
-    for model in listed:
-        runs_on, decode = estimate(model, gpu_free, bandwidth)
-        lines.append(f"{model.found.name:<{width}}{size_text(model.size):>10}  {runs_on:<21} {decode}".rstrip())
-    return lines
+    rows = [(model.found.name, size_text(model.size), *estimate(model, gpu_free, bandwidth)) for model in listed]
+    return table_lines([HEADER] + rows, LEAST_WIDTHS)
 
 
 def to_fit(target: Optional[str]) -> list[Found]:
@@ -49,9 +48,11 @@ def to_fit(target: Optional[str]) -> list[Found]:
     path = Path(target).expanduser()
     if path.is_dir():
         return folder_models(path, "folder")
-    if path.is_file():
-        return [Found(path.stem, (path,), "file")]
-    return [named(target, all_found())]
+    if not looks_like_path(path):
+        return [named(target, all_found())]
+    if not path.is_file():
+        raise file_error(path, FileNotFoundError())
+    return [Found(path.stem, (path,), "file")]
 
 
 def estimate(model: Described, gpu_free: Optional[int], bandwidth: float) -> tuple[str, str]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from kinetic.cli.pull import size_text
 from kinetic.paths import models_dir
 from kinetic.stores import all_found
 from kinetic.stores.described import Described, describe
 
-NAME_WIDTH = 35  # at least; with SIZE's 10 the columns of the spec's table
+HEADER = ("NAME", "SIZE", "QUANT", "ARCH", "RUNS ON KINETIC", "FROM")
+LEAST_WIDTHS = (35, 12, 10, 16, 24)  # the spec's table, gaps included
 
 
 def models_lines() -> list[str]:
@@ -15,11 +18,20 @@ def models_lines() -> list[str]:
     if not listed:
         return [f"No GGUF models found: download one with kinetic pull ORG/REPO (into {models_dir()}), or run a "
                 f".gguf file by its path"]
-    width = max(NAME_WIDTH, max(len(model.found.name) for model in listed) + 2)
-    header = f"{'NAME':<{width}}{'SIZE':>10}  {'QUANT':<10}{'ARCH':<16}{'RUNS ON KINETIC':<23} FROM"
-    return [header] + [model_line(model, width) for model in listed]
+    return table_lines([HEADER] + [cells(model) for model in listed], LEAST_WIDTHS)
 
 
-def model_line(model: Described, width: int) -> str:
-    return (f"{model.found.name:<{width}}{size_text(model.size):>10}  {model.quant:<10}{model.arch:<16}"
-            f"{model.runs:<23} {model.found.source}").rstrip()
+def cells(model: Described) -> tuple[str, ...]:
+    return model.found.name, size_text(model.size), model.quant, model.arch, model.runs, model.found.source
+
+
+def table_lines(rows: Sequence[Sequence[str]], least: Sequence[int]) -> list[str]:
+    """Rows of cells, the header first, in columns at least `least` wide and 2 wider than their widest cell;
+    the second column (sizes) right-aligned, the last one as it is."""
+    widths = [max(wide, max(len(row[i]) for row in rows) + 2) for i, wide in enumerate(least)]
+    lines = []
+    for row in rows:
+        padded = [f"{cell:>{width - 2}}  " if i == 1 else f"{cell:<{width}}"
+                  for i, (cell, width) in enumerate(zip(row, widths))]
+        lines.append(("".join(padded) + "".join(row[len(widths):])).rstrip())
+    return lines

@@ -35,10 +35,13 @@ def all_found() -> list[Found]:
 def resolve_model(given: Path) -> Path:
     """The file given, or the one the model named so is in; a path that is not there is given back as it is
     (opening it says so) when it looks like one, else the ModelNameError names the closest names."""
-    text = str(given)
-    if given.exists() or given.suffix.lower() in FILE_SUFFIXES or given.is_absolute() or text.startswith("."):
-        return given
-    return named(text, all_found()).path
+    return given if looks_like_path(given) else named(str(given), all_found()).path
+
+
+def looks_like_path(given: Path) -> bool:
+    """Whether given is a path (there, or written as one: a model file's suffix, absolute, ./ or ../) rather
+    than a name."""
+    return given.exists() or given.suffix.lower() in FILE_SUFFIXES or given.is_absolute() or str(given).startswith(".")
 
 
 def named(text: str, found: list[Found]) -> Found:
