@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 from kinetic.stores.found import Found, repository_models
 
@@ -31,9 +32,10 @@ def cached_models(cache: Path, source: str) -> list[Found]:
     return found
 
 
-def newest_snapshot(folder: Path):
+def newest_snapshot(folder: Path) -> Optional[Path]:
     main = folder / "refs" / "main"
-    if main.is_file() and (folder / "snapshots" / main.read_text().strip()).is_dir():
-        return folder / "snapshots" / main.read_text().strip()
+    named = folder / "snapshots" / main.read_text().strip() if main.is_file() else None
+    if named is not None and named.is_dir():
+        return named
     snapshots = [path for path in (folder / "snapshots").glob("*") if path.is_dir()]
     return max(snapshots, key=lambda path: path.stat().st_mtime) if snapshots else None
