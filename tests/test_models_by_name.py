@@ -221,3 +221,16 @@ def test_fit_by_name_and_a_missing_file(stores, capsys, monkeypatch, tmp_path):
     assert [row[:1] + row[3:4] for row in table(capsys, "fit", "tiny")[1:]] == [["tiny:latest", "CPU"]]
     assert main(["fit", str(tmp_path / "none.gguf")]) == 1
     assert capsys.readouterr().err == f"kinetic: {tmp_path / 'none.gguf'}: no such file; check the path\n"
+
+
+def test_names_in_a_repository_folder(tmp_path):
+    from kinetic.stores.found import repository_models
+
+    for name in ("a-Q4_K_M.gguf", "b-Q4_K_M.gguf", "c-Q8_0.gguf", "mmproj-F16.gguf", "d-Q6_K-00001-of-00002.gguf",
+                 "d-Q6_K-00002-of-00002.gguf", "readme.md"):
+        (tmp_path / name).write_bytes(b"")
+    found = {model.name: model for model in repository_models("org/repo", tmp_path, "folder")}
+    assert sorted(found) == ["org/repo:Q6_K", "org/repo:Q8_0", "org/repo:a-Q4_K_M", "org/repo:b-Q4_K_M"]
+    assert [part.name for part in found["org/repo:Q6_K"].parts] == ["d-Q6_K-00001-of-00002.gguf",
+                                                                     "d-Q6_K-00002-of-00002.gguf"]
+    assert {model.projector.name for model in found.values()} == {"mmproj-F16.gguf"}

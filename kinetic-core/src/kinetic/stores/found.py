@@ -4,6 +4,7 @@ prints: org/repo:QUANT, and org/repo where the folder holds one model."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -40,15 +41,17 @@ def gguf_files(folder: Path) -> list[Path]:
 
 def repository_models(repo: str, folder: Path, source: str) -> list[Found]:
     """The models in one repository's folder, named org/repo:QUANT (org/repo:<file stem> where the file name
-    shows no quantization), and org/repo where the folder holds this model alone."""
+    shows no quantization, or one another file shows too), and org/repo where the folder holds this model
+    alone."""
     files = [RemoteFile(path.relative_to(folder).as_posix(), path.stat().st_size, None, None)
              for path in gguf_files(folder)]
     held = models(files)
     mmproj = projector(files)
+    quants = Counter(model.quant for model in held)
     found = []
     for model in held:
         parts = tuple(folder / part.name for part in model.parts)
-        tagged = f"{repo}:{model.quant or Path(model.parts[0].name).stem}"
+        tagged = f"{repo}:{model.quant if model.quant and quants[model.quant] == 1 else parts[0].stem}"
         name, aliases = (repo, (tagged,)) if len(held) == 1 else (tagged, ())
         found.append(Found(name, parts, source, aliases, folder / mmproj.name if mmproj else None, repo))
     return found
