@@ -23,8 +23,9 @@ GPU_CACHE_BYTES = 2  # the CUDA device keeps keys and values in float16
 # Decode reads every weight once per token, so tokens per second is about bandwidth / bytes per token. The
 # bandwidth is the CPU's read speed as doctor measures it (numpy sums on every thread), which the kernels'
 # own streaming can beat (Shortlist also reads only part of the output layer), while attention, sampling
-# and the small matrices' overheads keep a small CPU below it: on a 2-core EPYC, tg128 of Qwen2.5-Coder 0.5B
-# runs at 0.95-1.2 and of Gemma 3 270M at 0.65-1.2 times the estimate.
+# and the small matrices' overheads keep a small CPU below it: on a 2-core EPYC reading 16.7 GB/s, tg128
+# of Qwen2.5-Coder 0.5B runs at 0.95-1.2 and of Gemma 3 270M at 0.65-1.2 times that quotient. Until the GPU
+# devices report a bandwidth, a model on the GPU is estimated at the CPU's (a floor for the GPU).
 SLOWEST, FASTEST = 0.65, 1.2
 HEADER = ("MODEL", "SIZE", "RUNS ON", "EXPECTED DECODE")
 LEAST_WIDTHS = (35, 12, 22)  # the spec's table, gaps included
