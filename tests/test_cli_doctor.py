@@ -21,5 +21,6 @@ def test_doctor_reports_this_computer():
                      result.stdout, re.M)
     assert re.search(r"^  [ a-z]{9}families \(kinetic-families 0\.1\.0\): 4 families$", result.stdout, re.M)
     assert re.search(r"^  [ a-z]{9}cpu \(kinetic-cpu 0\.1\.0\): 1 devices$", result.stdout, re.M)
+    assert re.search(r"^  models   \d+ found, \d+ that Kinetic runs \(`kinetic models` lists them\)$", result.stdout, re.M)
     assert re.search(r"^  disk     [\d.]+ GiB free for .+$", result.stdout, re.M)
     assert lines[-1] == "Nothing to fix." or "To fix:" in lines

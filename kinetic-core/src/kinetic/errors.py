@@ -40,6 +40,10 @@ class HubError(KineticError):
     there, no access, no connection, too little disk, a file whose hash does not match."""
 
 
+class ModelNameError(KineticError):
+    """A model given by a name (kinetic.stores) that names no model found on this computer, or several."""
+
+
 def file_error(path, error: OSError) -> ModelFileError:
     """The one line for a model file that cannot be opened at all."""
     if isinstance(error, FileNotFoundError):

@@ -7,6 +7,8 @@ from collections import Counter
 from kinetic import __version__, system
 from kinetic.paths import models_dir
 from kinetic.plugins import Plugins, plugins
+from kinetic.stores import all_found
+from kinetic.stores.described import describe
 
 GIB = 1 << 30
 LOW_DISK = 10 * GIB
@@ -24,11 +26,18 @@ def doctor_lines() -> list[str]:
     lines.append(row("memory", memory_line(total, available, cpu.threads, fixes)))
     lines += gpu_lines(loaded)
     lines += plugin_lines(loaded, fixes)
+    lines.append(row("models", models_line()))
     lines.append(row("disk", f"{free / GIB:.1f} GiB free for {models}"))
     if free < LOW_DISK:
         fixes.append("under 10 GiB of disk is free where models are kept")
     lines += ["", "To fix:"] + [f"  - {fix}" for fix in fixes] if fixes else ["", "Nothing to fix."]
     return lines
+
+
+def models_line() -> str:
+    listed = [describe(found) for found in all_found()]
+    runnable = sum(model.runnable for model in listed)
+    return f"{len(listed)} found, {runnable} that Kinetic runs (`kinetic models` lists them)"
 
 
 def row(label: str, text: str) -> str:

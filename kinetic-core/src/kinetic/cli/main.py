@@ -15,6 +15,7 @@ from kinetic.cli.options import (ANSWER, CACHE, GENERATION, N_PREDICT, RUNTIME, 
                                  with_options)
 from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
+from kinetic.stores import resolve_model
 
 app = typer.Typer(
     name="kinetic",
@@ -24,6 +25,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+MODEL_HELP = "A model file (.gguf, .ktc), or a model's name (kinetic models lists them)."
+MODEL_OPTION_HELP = "The model, as llama.cpp takes it."
 
 
 def _print_version(value: bool) -> None:
@@ -42,8 +45,8 @@ def _root(
 
 @app.command()
 def info(
-    model: Optional[Path] = typer.Argument(None, help="A .gguf or .ktc file.", show_default=False),
-    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
 ) -> None:
     """Show what a model file contains and whether Kinetic supports it (reads only the header)."""
     from kinetic.cli.info import info_lines
@@ -55,8 +58,8 @@ def info(
 @with_options(ANSWER, GENERATION, RUNTIME)
 def run(
     words: Optional[list[str]] = typer.Argument(None, metavar="[MODEL] [PROMPT]", show_default=False,
-                                                help="The model file, then the prompt [default: stdin]."),
-    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+                                                help="The model file (or name), then the prompt [default: stdin]."),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
     prompt_option: Optional[str] = typer.Option(None, "-p", "--prompt", help="The prompt, as llama.cpp takes it."),
     options: dict = None,
 ) -> None:
@@ -69,8 +72,8 @@ def run(
 @app.command()
 @with_options(ANSWER, GENERATION, RUNTIME)
 def chat(
-    model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
-    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
     options: dict = None,
 ) -> None:
     """Chat in the terminal: one message per line, end a line with \\ to continue it; /help lists commands."""
@@ -82,8 +85,8 @@ def chat(
 @app.command()
 @with_options(GENERATION, [N_PREDICT], RUNTIME)
 def serve(
-    model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
-    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
     port: Optional[int] = typer.Option(None, "--port", show_default=False,
                                        help="port; 0 picks a free one [default: 8080, or 11434 with --ollama]"),
@@ -113,14 +116,17 @@ def serve(
 
     listening = Listening(host, listen_port(port, ollama), api_key, allowed_hosts, slots, cors_origins,
                           cors_credentials)
-    serve_command(_one_model(model, model_option), alias, parallel, listening, options)
+    path = _one_model(model, model_option)
+    named = model or model_option
+    # a model run by name is served under that name (qwen3:4b, as Ollama's clients know it), not its file's
+    serve_command(path, alias or (str(named) if path != named else None), parallel, listening, options)
 
 
 @app.command()
 @with_options(CACHE)
 def bench(
-    model: Optional[Path] = typer.Argument(None, help="A .gguf file.", show_default=False),
-    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help="The model file, as llama.cpp takes it."),
+    model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
     repetitions: int = typer.Option(3, "-r", "--repetitions", help="runs of each test; the best is reported"),
     threads: Optional[int] = typer.Option(None, "-t", "--threads", help="CPU threads [default: all]",
                                           show_default=False),
@@ -171,6 +177,30 @@ def pull(
 
 
 @app.command()
+def models() -> None:
+    """List the GGUF models on this computer: Kinetic's folder, Ollama's, LM Studio's, the Hugging Face and
+    llama.cpp caches (reads only headers). Every command takes a model's name in place of its file."""
+    from kinetic.cli.models import models_lines
+
+    for line in models_lines():
+        print(line, flush=True)
+
+
+@app.command()
+def fit(
+    target: Optional[str] = typer.Argument(None, metavar="[MODEL|FOLDER]", show_default=False,
+                                           help="a model's file or name, or a folder of models [default: every "
+                                                "model kinetic models lists]"),
+) -> None:
+    """Show where each model would run (GPU, GPU with experts on the CPU, or CPU) and the decode speed to
+    expect from the bytes a token reads and the memory's speed; kinetic bench measures the real one."""
+    from kinetic.cli.fit import fit_lines
+
+    for line in fit_lines(target):
+        print(line, flush=True)
+
+
+@app.command()
 def doctor() -> None:
     """Check the CPU, memory, GPUs, plugins and disk, and say what to fix."""
     from kinetic.cli.doctor import doctor_lines
@@ -184,7 +214,7 @@ def _one_model(positional: Optional[Path], option: Optional[Path]) -> Path:
         raise UsageError("give the model once: as the first argument or with -m, not both")
     if not (positional or option):
         raise UsageError("missing the model: give a .gguf file as the first argument or with -m")
-    return positional or option
+    return resolve_model(positional or option)
 
 
 def main(argv: Optional[list[str]] = None, program: Optional[str] = None) -> int:

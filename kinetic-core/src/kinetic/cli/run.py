@@ -9,6 +9,7 @@ from typing import Any, Mapping, Optional
 from kinetic.cli.generating import answer, open_session, template_kwargs
 from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
+from kinetic.stores import resolve_model
 
 
 def run_command(model_option: Optional[Path], words: list[str], prompt_option: Optional[str],
@@ -23,7 +24,8 @@ def run_command(model_option: Optional[Path], words: list[str], prompt_option: O
 
 def model_and_prompt(model_option: Optional[Path], words: list[str],
                      prompt_option: Optional[str]) -> tuple[Path, str]:
-    """`run MODEL [PROMPT]`, `run -m MODEL [PROMPT]`, `-p PROMPT`, or the prompt from stdin."""
+    """`run MODEL [PROMPT]`, `run -m MODEL [PROMPT]`, `-p PROMPT`, or the prompt from stdin; MODEL a file or a
+    model's name (kinetic.stores)."""
     positional = list(words)
     if len(positional) > (1 if model_option else 2):
         raise UsageError("too many arguments: quote the prompt, e.g. kinetic run model.gguf \"Hello there\"")
@@ -40,4 +42,4 @@ def model_and_prompt(model_option: Optional[Path], words: list[str],
         prompt = sys.stdin.read()
     if not prompt.strip():
         raise KineticError("the prompt is empty")
-    return model_option, prompt
+    return resolve_model(model_option), prompt

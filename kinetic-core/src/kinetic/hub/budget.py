@@ -4,8 +4,10 @@ that is free (the rest stays for the system and other programs)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from kinetic import system
+from kinetic.contracts.device import Device
 from kinetic.engine.devices import by_priority
 from kinetic.plugins import plugins
 
@@ -17,11 +19,20 @@ class Budget:
 
 
 def memory_budget() -> Budget:
+    gpu = usable_gpu()
+    if gpu is not None:
+        device, free = gpu
+        return Budget(free, f"free on {device.title}")
+    _, available = system.memory()
+    return Budget((available or 0) // 2, "(half the free RAM)")
+
+
+def usable_gpu() -> Optional[tuple[Device, int]]:
+    """The GPU device Kinetic would use first and its free bytes; None without one that says how much."""
     for device in by_priority(plugins().devices):
         if device.name == "cpu" or not device.present() or device.probe() is not None:
             continue
         free = device.free_memory()
         if free is not None:
-            return Budget(free, f"free on {device.title}")
-    _, available = system.memory()
-    return Budget((available or 0) // 2, "(half the free RAM)")
+            return device, free
+    return None

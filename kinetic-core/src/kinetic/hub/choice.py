@@ -35,7 +35,7 @@ def choose(found: list[Model], quant: Optional[str], repo: str) -> Choice:
         raise HubError(f"{repo} holds no GGUF model; pick a repository with .gguf files (their names often end "
                        f"in -GGUF)")
     if quant:
-        named = [model for model in found if shows_quant(model, quant)]
+        named = [model for model in found if shows_quant(model.parts[0].name, quant)]
         if not named:
             raise HubError(f"{repo} has no {quant.upper()} file; it has {quants_text(found)}: "
                            f"kinetic pull {repo}:<quant>")

@@ -43,10 +43,10 @@ def quant_of(name: str) -> Optional[str]:
     return None
 
 
-def shows_quant(model: Model, quant: str) -> bool:
-    """Whether the model's file name (or folder) shows quant, any case, between separators: Q4_K_M in
-    m-Q4_K_M.gguf, UD-Q4_K_XL in m-UD-Q4_K_XL.gguf, not Q4_K in m-Q4_K_M.gguf."""
-    return re.search(rf"(?<![A-Z0-9]){re.escape(quant)}(?![A-Z0-9_])", model.parts[0].name, re.I) is not None
+def shows_quant(name: str, quant: str) -> bool:
+    """Whether a file's name (or folder) shows quant, any case, between separators: Q4_K_M in m-Q4_K_M.gguf,
+    UD-Q4_K_XL in m-UD-Q4_K_XL.gguf, not Q4_K in m-Q4_K_M.gguf."""
+    return re.search(rf"(?<![A-Z0-9]){re.escape(quant)}(?![A-Z0-9_])", name, re.I) is not None
 
 
 def is_projector(name: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from kinetic.engine.session import Session
+from kinetic.model.footprint import cache_bytes
 from kinetic.system import memory
 
 MOST_BY_DEFAULT = 4
@@ -28,9 +29,4 @@ def slots_for(session: Session, parallel: Optional[int]) -> int:
 
 def sequence_bytes(session: Session) -> int:
     """The keys and values of one full-context sequence on the CPU."""
-    model = session.model
-    heads = int(model.arch_value("attention.head_count", 1))
-    kv_heads = int(model.arch_value("attention.head_count_kv", heads))
-    head_dim = int(model.arch_value("attention.key_length", int(model.arch_value("embedding_length", 1)) // heads))
-    layers = int(model.arch_value("block_count", 1))
-    return max(1, 2 * layers * session.context_length * kv_heads * head_dim * CPU_CACHE_BYTES)
+    return cache_bytes(session.model, session.context_length, CPU_CACHE_BYTES)

@@ -7,20 +7,16 @@ from __future__ import annotations
 import datetime
 import hashlib
 import re
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
+from kinetic.model.file_type import file_type
 from kinetic.sampling.names import SETTINGS
 from kinetic.server.llamacpp import chat_template_source
 from kinetic.server.reasoning import thinks
 from kinetic.server.served import ServedModel
 
-# general.file_type by value, under Ollama's names (fs/ggml/type.go FileType.String); 4 to 6 are retired
-FILE_TYPES = ("F32", "F16", "Q4_0", "Q4_1", "", "", "", "Q8_0", "Q5_0", "Q5_1", "Q2_K", "Q3_K_S", "Q3_K_M",
-              "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ2_XXS", "IQ2_XS", "Q2_K_S", "IQ3_XS",
-              "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ3_M", "IQ2_S", "IQ2_M", "IQ4_XS", "IQ1_M", "BF16", "", "",
-              "", "TQ1_0", "TQ2_0", "MXFP4_MOE", "NVFP4", "Q1_0")
 SHOWN_ARRAY = 5  # longer arrays show as [] unless verbose, as Ollama shows them
 HIDDEN_KEYS = ("general.name", "tokenizer.chat_template")  # Ollama leaves these out of model_info
 OLLAMA_BLOB = re.compile(r"sha256-([0-9a-f]{64})")
@@ -45,12 +41,6 @@ def human_number(n: int) -> str:
 
 def parameter_count(served: ServedModel) -> int:
     return sum(tensor.n_elements for tensor in served.session.model.tensors.values())
-
-
-def file_type(metadata: Mapping[str, Any]) -> str:
-    value = metadata.get("general.file_type")
-    named = FILE_TYPES[value] if isinstance(value, int) and 0 <= value < len(FILE_TYPES) else ""
-    return named or "unknown"
 
 
 def details(served: ServedModel) -> dict[str, Any]:
