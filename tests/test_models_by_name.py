@@ -116,6 +116,12 @@ def test_models_lists_every_store(stores, capsys):
     ]
 
 
+def test_a_manifest_whose_blob_is_gone_is_listed_with_the_reason(stores, capsys):
+    stores["ollama_hf"].unlink()
+    [row] = [line for line in table(capsys, "models") if line[0] == "hf.co/acme/other-GGUF:Q8_0"]
+    assert row[1:] == ["0", "bytes", "?", "?", "no:", "no", "such", "file", "ollama"]
+
+
 def test_doctor_counts_the_models(stores):
     from kinetic.cli.doctor import models_line
 

@@ -31,7 +31,7 @@ class Found:
 
     @property
     def size(self) -> int:
-        return sum(part.stat().st_size for part in self.parts)
+        return sum(part.stat().st_size for part in self.parts if part.is_file())  # a missing part: 0
 
 
 def gguf_files(folder: Path) -> list[Path]:

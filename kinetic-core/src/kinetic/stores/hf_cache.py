@@ -1,5 +1,6 @@
 """The Hugging Face hub cache: <cache>/models--<org>--<repo>/snapshots/<revision>/<path>, each file a link
-into blobs/. The cache is HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub."""
+into blobs/. The cache is HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub (~/.cache by
+default), as huggingface_hub finds it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from kinetic.stores.found import Found, repository_models
 def cache_dir() -> Path:
     if os.environ.get("HF_HUB_CACHE"):
         return Path(os.environ["HF_HUB_CACHE"])
-    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    home = os.environ.get("HF_HOME") or os.path.join(cache, "huggingface")
     return Path(home) / "hub"
 
 

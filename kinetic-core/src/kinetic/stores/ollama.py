@@ -31,7 +31,8 @@ def found() -> list[Found]:
 
 
 def manifest_model(store: Path, manifest: Path) -> Optional[Found]:
-    """The model a manifest names, None where it names no model blob that is there (or is no manifest)."""
+    """The model a manifest names (its blob listed even when missing, so `kinetic models` says so), None where
+    it names no model layer or is no manifest."""
     try:
         layers = json.loads(manifest.read_text()).get("layers") or []
     except (OSError, ValueError, AttributeError):
@@ -39,7 +40,7 @@ def manifest_model(store: Path, manifest: Path) -> Optional[Found]:
     blobs = {layer.get("mediaType"): blob_path(store, layer.get("digest", "")) for layer in layers
              if isinstance(layer, dict)}
     model = blobs.get(MODEL)
-    if model is None or not model.is_file():
+    if model is None:
         return None
     projector = blobs.get(PROJECTOR)
     return Found(model_name(manifest), (model,), "ollama", projector=projector if projector and projector.is_file()
