@@ -24,3 +24,13 @@ def test_doctor_reports_this_computer():
     assert re.search(r"^  models   \d+ found, \d+ that Kinetic runs \(`kinetic models` lists them\)$", result.stdout, re.M)
     assert re.search(r"^  disk     [\d.]+ GiB free for .+$", result.stdout, re.M)
     assert lines[-1] == "Nothing to fix." or "To fix:" in lines
+
+
+def test_a_usable_gpu_says_its_free_memory_and_bandwidth_where_it_can():
+    from kinetic.cli.doctor import usable_line
+    from kinetic.contracts.device import Device
+
+    gpu = Device("cuda", "CUDA", 20, probe=lambda: None, upload=None, free_memory=lambda: 5 << 30,
+                 bandwidth=lambda: 336e9)
+    assert usable_line(gpu) == "usable, 5.0 GiB free, 336 GB/s nominal"
+    assert usable_line(Device("gpu", "A GPU", 10, probe=lambda: None, upload=None)) == "usable"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import types
 import shutil
 from pathlib import Path
 
@@ -209,16 +210,19 @@ def test_bytes_per_token_reads_one_embedding_row_and_the_used_experts(moe):
     assert bytes_per_token(model) == weight_bytes(model) - experts + experts * 2 // 8 - embedding + 64 * 4
 
 
-@pytest.mark.parametrize("room, runs_on", [("everything", "GPU"), ("all but the experts", "GPU, experts on CPU"),
-                                           ("less", "CPU")])
-def test_fit_places_a_mixture_of_experts(moe, capsys, monkeypatch, room, runs_on):
+def test_fit_places_a_mixture_of_experts_and_reads_faster_the_more_is_on_the_gpu(moe, capsys, monkeypatch):
     model = open_model(moe)
     others = weight_bytes(model) - expert_bytes(model) + cache_bytes(model, 4096, 2)
-    free = {"everything": others + expert_bytes(model), "all but the experts": others, "less": others - 1}[room]
+    gpu = types.SimpleNamespace(bandwidth=lambda: 1e12)
     monkeypatch.setattr(kinetic.system, "memory_read_speed", lambda threads: 1e9)
-    monkeypatch.setattr(kinetic.cli.fit, "usable_gpu", lambda: (None, free))
-    assert main(["fit", str(moe)]) == 0
-    assert re.search(rf"(B|bytes)  {runs_on} +[0-9]+-[0-9]+ t/s$", capsys.readouterr().out.splitlines()[1])
+    rates = []
+    for free, runs_on in ((others + expert_bytes(model), "GPU"), (others, "GPU, experts on CPU"), (others - 1, "CPU")):
+        monkeypatch.setattr(kinetic.cli.fit, "usable_gpu", lambda: (gpu, free))
+        assert main(["fit", str(moe)]) == 0
+        found = re.search(rf"(B|bytes)  {runs_on} +([0-9]+)-([0-9]+) t/s$", capsys.readouterr().out.splitlines()[1])
+        rates.append((int(found.group(2)), int(found.group(3))))
+    assert rates == sorted(rates, reverse=True) and all(slow < fast for slow, fast in rates)
+    assert rates[2] == tuple(round(f * 1e9 / bytes_per_token(model)) for f in (0.65, 1.2))  # the CPU's read speed
 
 
 def test_fit_by_name_and_a_missing_file(stores, capsys, monkeypatch, tmp_path):

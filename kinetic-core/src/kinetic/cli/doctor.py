@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from kinetic import __version__, system
+from kinetic.contracts.device import Device
 from kinetic.paths import models_dir
 from kinetic.plugins import Plugins, plugins
 from kinetic.stores import all_found
@@ -70,7 +71,15 @@ def gpu_lines(loaded: Plugins) -> list[str]:
     gpus = [device for device in loaded.devices if device.name != "cpu"]
     if not gpus:
         return [row("gpu", "none: no GPU device plugin is installed")]
-    return [row("gpu", f"{device.name}: {device.probe() or 'usable'}") for device in gpus]
+    return [row("gpu", f"{device.name}: {device.probe() or usable_line(device)}") for device in gpus]
+
+
+def usable_line(device: Device) -> str:
+    """usable, with the free memory and nominal bandwidth where the device says them."""
+    free, bandwidth = device.free_memory(), device.bandwidth()
+    said = ([f"{free / GIB:.1f} GiB free"] if free is not None else []) + (
+        [f"{bandwidth / 1e9:.0f} GB/s nominal"] if bandwidth is not None else [])
+    return ", ".join(["usable", *said])
 
 
 def plugin_lines(loaded: Plugins, fixes: list[str]) -> list[str]:

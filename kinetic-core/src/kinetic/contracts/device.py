@@ -147,7 +147,7 @@ def always_present() -> bool:
     return True
 
 
-def unknown_free_memory() -> Optional[int]:
+def not_known() -> None:
     return None
 
 
@@ -165,5 +165,7 @@ class Device:
     # whether its hardware is here at all (a driver found): --device auto passes over an absent device
     # silently, and names the reason of one present but unusable
     present: Callable[[], bool] = always_present
-    # bytes free on the device now, for choosing what fits (kinetic pull); None where it cannot say
-    free_memory: Callable[[], Optional[int]] = unknown_free_memory
+    # bytes free on the device now, for choosing what fits (kinetic pull, fit); None where it cannot say
+    free_memory: Callable[[], Optional[int]] = not_known
+    # its memory's nominal bandwidth in bytes per second (kinetic fit, doctor); None where it cannot say
+    bandwidth: Callable[[], Optional[float]] = not_known

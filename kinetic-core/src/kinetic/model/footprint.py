@@ -23,16 +23,21 @@ def bytes_per_token(model: ModelFile) -> int:
     """The weight bytes one decoded token reads: all of them but the token-embedding table, of which it reads
     one row (the whole table where the model has no output layer of its own and its head reads the table),
     and of a mixture of experts only the expert_used_count of its expert_count experts."""
-    used, count = int(model.arch_value("expert_used_count", 0) or 0), int(model.arch_value("expert_count", 0) or 0)
-    total = 0
+    total = expert_bytes_per_token(model)
     for name, tensor in model.tensors.items():
-        if EXPERTS in name and count:
-            total += tensor.nbytes * used // count
-        elif name == "token_embd.weight" and "output.weight" in model.tensors:
+        if EXPERTS in name:
+            continue
+        if name == "token_embd.weight" and "output.weight" in model.tensors:
             total += tensor.nbytes // tensor.shape[-1]
         else:
             total += tensor.nbytes
     return total
+
+
+def expert_bytes_per_token(model: ModelFile) -> int:
+    """The expert bytes one decoded token reads: expert_used_count of every layer's expert_count experts."""
+    used, count = int(model.arch_value("expert_used_count", 0) or 0), int(model.arch_value("expert_count", 0) or 0)
+    return expert_bytes(model) * used // count if count else expert_bytes(model)
 
 
 def cache_bytes(model: ModelFile, tokens: int, element_bytes: int) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kinetic.contracts import Device
 from kinetic.contracts.blocks import Stack
 from kinetic.contracts.device import UploadOptions, UploadRefused
-from kinetic_cuda.gpu import driver_present, free_memory, probe
+from kinetic_cuda.gpu import bandwidth, driver_present, free_memory, probe
 from kinetic_cuda.support import TITLE, refusal
 
 PRIORITY = 20  # above Vulkan's 10 (an NVIDIA GPU takes CUDA, as the reference docs say) and the CPU's 0
@@ -22,4 +22,4 @@ def upload(stack: Stack, options: UploadOptions):
 
 
 CUDA = Device(name="cuda", title=TITLE, priority=PRIORITY, probe=probe, upload=upload, present=driver_present,
-              free_memory=free_memory)
+              free_memory=free_memory, bandwidth=bandwidth)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 MIN_CAPABILITY = (8, 0)
+MEMORY_CLOCK_RATE, MEMORY_BUS_WIDTH = 36, 37  # cudaDevAttrMemoryClockRate (kHz), cudaDevAttrGlobalMemoryBusWidth
 # the NVIDIA kernel module (Linux), the driver library WSL mounts; nvidia-smi comes with every driver
 DRIVER_FILES = ("/proc/driver/nvidia", "/usr/lib/wsl/lib/libcuda.so.1")
 
@@ -48,6 +49,19 @@ def free_memory() -> int:
     import cupy
 
     return cupy.cuda.runtime.memGetInfo()[0]
+
+
+def bandwidth() -> Optional[float]:
+    """The first GPU's nominal memory bandwidth in bytes per second: two transfers per memory clock over the
+    bus width (call only when probe() finds it usable); None where the driver does not say."""
+    import cupy
+
+    try:
+        clock_khz = cupy.cuda.runtime.deviceGetAttribute(MEMORY_CLOCK_RATE, 0)
+        bus_bits = cupy.cuda.runtime.deviceGetAttribute(MEMORY_BUS_WIDTH, 0)
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return None
+    return 2 * clock_khz * 1e3 * bus_bits / 8 if clock_khz > 0 and bus_bits > 0 else None
 
 
 def _one_line(error: Exception) -> str:
