@@ -14,8 +14,8 @@ from kinetic.contracts.drafting import Drafter
 from kinetic.engine.bench import EDIT_TOKENS, edit_prompt, edit_run, peak_rss_bytes, run_bench
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
+from kinetic.system import GIB
 
-GIB = 1 << 30
 # they need repeated, typed or concurrent requests, which bench never sends
 NEEDS_REQUESTS = {"warm-start": "Warm Start", "zero-wait": "Zero Wait", "convoy": "Convoy"}
 

@@ -10,8 +10,8 @@ from kinetic.paths import models_dir
 from kinetic.plugins import Plugins, plugins
 from kinetic.stores import all_found
 from kinetic.stores.described import describe
+from kinetic.system import GIB
 
-GIB = 1 << 30
 LOW_DISK = 10 * GIB
 LOW_MEMORY = 2 * GIB
 

@@ -16,11 +16,11 @@ from kinetic.errors import HubError
 from kinetic.hub.choice import choose
 from kinetic.hub.files import Model, RemoteFile, is_later_part, is_projector, model_holding, models, projector
 from kinetic.paths import models_dir
+from kinetic.system import GIB
 
 if TYPE_CHECKING:  # pull_command imports it once HF_HUB_DISABLE_TELEMETRY is set: it loads huggingface_hub
     from kinetic.hub.remote import Hub
 
-GIB = 1 << 30
 KEEP_FREE = 2 * GIB  # disk left after the download
 REPOSITORY = re.compile(r"(?P<repo>[\w.-]+/[\w.-]+)(?::(?P<quant>[\w.-]+))?")
 

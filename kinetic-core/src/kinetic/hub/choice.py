@@ -9,8 +9,8 @@ from typing import Optional
 from kinetic.errors import HubError
 from kinetic.hub import budget
 from kinetic.hub.files import Model, shows_quant
+from kinetic.system import GIB
 
-GIB = 1 << 30
 AUTOMATIC = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0")  # smallest first
 # Room for the context besides the weights: an 8k-token KV cache in float16 and the pass's scratch take about
 # 1 GiB for the 1-8B models a consumer GPU holds; larger models have more layers and wider caches, so a tenth

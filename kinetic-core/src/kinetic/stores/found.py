@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
-from kinetic.hub.files import RemoteFile, models, projector
+from kinetic.hub.files import Model, RemoteFile, models, projector
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,13 @@ def repository_models(repo: str, folder: Path, source: str) -> list[Found]:
     """The models in one repository's folder, named org/repo:QUANT (org/repo:<file stem> where the file name
     shows no quantization, or one another file shows too), and org/repo where the folder holds this model
     alone."""
-    files = [RemoteFile(path.relative_to(folder).as_posix(), path.stat().st_size, None, None)
-             for path in gguf_files(folder)]
+    files = local_files(folder, gguf_files(folder))
     held = models(files)
     mmproj = projector(files)
     quants = Counter(model.quant for model in held)
     found = []
     for model in held:
-        parts = tuple(folder / part.name for part in model.parts)
+        parts = local_parts(folder, model)
         tagged = f"{repo}:{model.quant if model.quant and quants[model.quant] == 1 else parts[0].stem}"
         name, aliases = (repo, (tagged,)) if len(held) == 1 else (tagged, ())
         found.append(Found(name, parts, source, aliases, folder / mmproj.name if mmproj else None, repo))
@@ -71,16 +70,23 @@ def loose_models(root: Path, source: str) -> list[Found]:
     later parts left out)."""
     if not root.is_dir():
         return []
-    files = [RemoteFile(path.name, path.stat().st_size, None, None) for path in sorted(root.iterdir())
-             if path.name.lower().endswith(".gguf") and path.is_file()]
-    return [Found(Path(model.parts[0].name).stem, tuple(root / part.name for part in model.parts), source)
-            for model in models(files)]
+    files = local_files(root, (path for path in sorted(root.iterdir())
+                               if path.name.lower().endswith(".gguf") and path.is_file()))
+    return [Found(Path(model.parts[0].name).stem, local_parts(root, model), source) for model in models(files)]
 
 
 def folder_models(root: Path, source: str) -> list[Found]:
     """Every model under root in any layout, named by its path there without .gguf (projectors and a split
     model's later parts left out)."""
-    files = [RemoteFile(path.relative_to(root).as_posix(), path.stat().st_size, None, None)
-             for path in gguf_files(root)]
-    return [Found(model.parts[0].name[: -len(".gguf")], tuple(root / part.name for part in model.parts), source)
-            for model in models(files)]
+    return [Found(model.parts[0].name[: -len(".gguf")], local_parts(root, model), source)
+            for model in models(local_files(root, gguf_files(root)))]
+
+
+def local_files(root: Path, paths: Iterable[Path]) -> list[RemoteFile]:
+    """Files under root as pull's file records (their path below root, their size), which hub.files groups into
+    models and names by quantization as it does a repository's."""
+    return [RemoteFile(path.relative_to(root).as_posix(), path.stat().st_size, None, None) for path in paths]
+
+
+def local_parts(root: Path, model: Model) -> tuple[Path, ...]:
+    return tuple(root / part.name for part in model.parts)
