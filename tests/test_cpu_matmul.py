@@ -23,8 +23,9 @@ import pytest
 
 from kinetic.plugins import plugins
 from kinetic.testing.random_weights import random_weights
-from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, compile_kernels, dots, driver, matmul
+from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, block32, compile_kernels, dots, driver, matmul
 from kinetic_cpu.kernels.activations import f16_round
+from kinetic_cpu.kernels.blocks import as_blocks
 from kinetic_formats.types._common import fields
 
 matmul_module = importlib.import_module("kinetic_cpu.kernels.matmul")  # the package's `matmul` is the function
@@ -98,6 +99,24 @@ def test_amx_tiles_give_the_step_kernels_bits(cases, name):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@pytest.mark.parametrize("name", block32.SPECS)
+def test_blocks_kept_in_runs_give_the_raw_blocks_bits(cases, name):
+    """Matrices keep 32-weight blocks in runs where no AMX tile reads them (groups of 8, one of 4 and a
+    single block here); the kernels of the raw blocks, which AMX machines decode with, give the same bits."""
+    weight, x = cases(name)
+    tensor_type = plugins().tensor_types[name]
+    kept = np.empty_like(weight)
+    block32.keep_in_runs(weight, name, kept)
+    assert not np.array_equal(kept, weight)
+    layouts = [as_blocks(weight, tensor_type), as_blocks(kept, tensor_type, block32.in_runs_name(name))]
+    for n in (1, 7):
+        acts = activations("q8_0", x[:n])
+        outs = [np.empty((n, ROWS), np.float32) for _ in layouts]
+        for blocks, out in zip(layouts, outs):
+            driver.rows(blocks, 0, ROWS, acts, np.empty((n + driver.PAD, 8), np.float32), out)
+        assert same_bits(*outs)
+
+
 @pytest.mark.parametrize("name", INT8 + FLOATS)
 def test_threads_change_no_bit(cases, name, threads, monkeypatch):
     monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)  # the threaded driver even for this small matrix

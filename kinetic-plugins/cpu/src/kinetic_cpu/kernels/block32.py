@@ -8,25 +8,46 @@ lane). A call takes 8 blocks, or 4, or 1 at a row's end. The activations hold ea
 blocks transposed by runs of 4 bytes (activations.py), and a call transposes its blocks' quants the same way
 once, in registers: run i of every block is then one vector, 8 int8 dots give every block's S in its own
 lane, and the float work is one fma per token for the call's blocks.
+
+Where no AMX tile reads the raw blocks, a matrix keeps its groups in runs (keep_in_runs): a group's bytes
+hold its blocks' d (and m) side by side, then its quants already in that order, so a call loads each run
+whole instead of transposing; the same integers and the same fma order, so the same bits.
 """
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple, Optional
+
+import numpy as np
+from llvmlite import ir as llvm
+from numba import njit, prange
 
 from kinetic_cpu.kernels import decoders, dots, halves, ir
-from kinetic_cpu.kernels.ir import F32, I32, I64
+from kinetic_cpu.kernels.bitfields import bit_lanes, field
+from kinetic_cpu.kernels.ir import F32, I16, I32, I64
 from kinetic_cpu.kernels.kernel import Kernel, step_intrinsic
 
 RUNS = 8  # runs of 4 bytes in a block of 32
 
 
 class _Spec(NamedTuple):
-    decode: Callable  # (builder, block i8*) -> <32 x i8> quants
     size: int  # bytes per block: an f16 d at byte 0 and, with has_min, an f16 m at byte 2
+    quants_at: int  # where the quants start: 32 int8, or 16 bytes of nibbles (weight j low, j + 16 high)
+    nibbles: bool = True
+    highs_at: Optional[int] = None  # a little-endian u32 whose bit j is weight j's fifth bit
     signed: bool = False  # quants are int8 (else unsigned bytes)
     offset: int = 0  # w = d * (q - offset)
     has_min: bool = False  # w = d * q + m
+
+    def decode(self, builder, block) -> llvm.Value:
+        """A block's <32 x i8> quants, from its raw bytes (i8*)."""
+        if not self.nibbles:
+            return ir.load_bytes(builder, block, self.quants_at, 32)
+        return decoders.nibble_block(self.quants_at, self.highs_at)(builder, block)
+
+    def head(self, n: int) -> int:
+        """Bytes before a group of n blocks' quants, kept in runs: its d's, then its m's."""
+        return 2 * n * (2 if self.has_min else 1)
 
 
 def _transposed(builder, rows: list) -> list:
@@ -54,8 +75,22 @@ def _runs(builder, blocks: list) -> list:
     return [builder.bitcast(r, ir.vector(ir.I8, 4 * n)) for r in runs]
 
 
-def _blocks(spec: _Spec, n: int):
-    """The intrinsic taking n blocks (8, 4 or 1) of the type spec describes."""
+def _kept_runs(builder, spec: _Spec, group, n: int) -> list:
+    """The 8 <4n x i8> run vectors of a group of n blocks kept in runs (keep_in_runs), from its bytes (i8*)."""
+    head = spec.head(n)
+    if not spec.nibbles:
+        return [ir.load_bytes(builder, group, head + 4 * n * i, 4 * n) for i in range(RUNS)]
+    packed = [ir.load_bytes(builder, group, head + 4 * n * i, 4 * n) for i in range(RUNS // 2)]
+    runs = [field(builder, p, 4, 0) for p in packed] + [field(builder, p, 4, 1) for p in packed]
+    if spec.highs_at is None:
+        return runs
+    highs = [bit_lanes(builder, group, head + 16 * n + n // 2 * i, 0, 4 * n) for i in range(RUNS)]
+    return [builder.or_(run, builder.shl(high, ir.const(high.type, 4))) for run, high in zip(runs, highs)]
+
+
+def _blocks(spec: _Spec, n: int, kept_in_runs: bool = False):
+    """The intrinsic taking n blocks (8, 4 or 1) of the type spec describes, as raw blocks or, for a group,
+    kept in runs."""
     lanes, words = ir.vector(F32, n), ir.vector(I32, n)
 
     def body(step):
@@ -64,14 +99,18 @@ def _blocks(spec: _Spec, n: int):
         offset = 128 if flip else spec.offset
         signed = spec.signed and not flip
 
-        def quants(j):  # block j's <32 x i8> quants
-            q = spec.decode(b, b.gep(step.weights, [ir.const(I64, j * spec.size)]))
+        def flipped(q):
             return b.xor(q, ir.const(q.type, -128)) if flip else q
 
-        blocks = [quants(j) for j in range(n)]
-        runs = _runs(b, blocks) if n > 1 else blocks
-        d_w = halves.gather_f16(b, step.weights, 0, spec.size, n)
-        m_w = halves.gather_f16(b, step.weights, 2, spec.size, n) if spec.has_min else None
+        if kept_in_runs:
+            runs = [flipped(run) for run in _kept_runs(b, spec, step.weights, n)]
+            d_w = halves.f16_to_f32(b, ir.load(b, step.weights, 0, ir.vector(I16, n)))
+            m_w = halves.f16_to_f32(b, ir.load(b, step.weights, 2 * n, ir.vector(I16, n))) if spec.has_min else None
+        else:
+            blocks = [flipped(spec.decode(b, b.gep(step.weights, [ir.const(I64, j * spec.size)]))) for j in range(n)]
+            runs = _runs(b, blocks) if n > 1 else blocks
+            d_w = halves.gather_f16(b, step.weights, 0, spec.size, n)
+            m_w = halves.gather_f16(b, step.weights, 2, spec.size, n) if spec.has_min else None
 
         def dot(x, sum_x):  # <n x i32>: each block's S
             if n == 1:
@@ -97,19 +136,64 @@ def _blocks(spec: _Spec, n: int):
     return step_intrinsic(body)
 
 
-def _kernel(spec: _Spec) -> Kernel:
-    return Kernel(_blocks(spec, RUNS), _blocks(spec, 1), RUNS, "q8_0", half=_blocks(spec, RUNS // 2))
+def _kernel(spec: _Spec, kept_in_runs: bool) -> Kernel:
+    full, half = (_blocks(spec, n, kept_in_runs) for n in (RUNS, RUNS // 2))
+    return Kernel(full, _blocks(spec, 1), RUNS, "q8_0", half=half)
 
 
-def _q8_0(builder, block):
-    return ir.load_bytes(builder, block, 2, 32)
+def in_runs_name(name: str) -> str:
+    """The block record name (blocks.py) of a type's matrices kept in runs."""
+    return f"{name} in runs"
 
 
 SPECS = {
-    "Q8_0": _Spec(_q8_0, 34, signed=True),
-    "Q4_0": _Spec(decoders.nibble_block(2), 18, offset=8),
-    "Q4_1": _Spec(decoders.nibble_block(4), 20, has_min=True),
-    "Q5_0": _Spec(decoders.nibble_block(6, 2), 22, offset=16),
-    "Q5_1": _Spec(decoders.nibble_block(8, 4), 24, has_min=True),
+    "Q8_0": _Spec(34, 2, nibbles=False, signed=True),
+    "Q4_0": _Spec(18, 2, offset=8),
+    "Q4_1": _Spec(20, 4, has_min=True),
+    "Q5_0": _Spec(22, 6, highs_at=2, offset=16),
+    "Q5_1": _Spec(24, 8, highs_at=4, has_min=True),
 }
-KERNELS = {name: _kernel(spec) for name, spec in SPECS.items()}
+KERNELS = {
+    **{name: _kernel(spec, False) for name, spec in SPECS.items()},
+    **{in_runs_name(name): _kernel(spec, True) for name, spec in SPECS.items()},
+}
+
+
+def keep_in_runs(weight: np.ndarray, name: str, kept: np.ndarray) -> None:  # both: [rows, row_bytes] uint8
+    """kept = the raw blocks `weight` with each group of n blocks (whole groups of 8, then one of 4 where 4 or
+    more remain: activations.q8_0_group) kept in runs: n d's, n m's, then run i of block l at 4 * (n * i + l)
+    (for nibbles, byte run i of 4 holding runs i and i + 4), then each run's fifth bits, bit 4 * l + j of
+    run i's 4n for weight j of the run in block l. Single blocks at a row's end stay as they are."""
+    spec = SPECS[name]
+    n_blocks = weight.shape[1] // spec.size
+    whole = n_blocks // RUNS * RUNS
+    groups = [(first, RUNS) for first in range(0, whole, RUNS)]
+    groups += [(whole, RUNS // 2)] if n_blocks - whole >= RUNS // 2 else []
+    quant_bytes = 16 if spec.nibbles else 32
+    layout = np.array([spec.size, spec.quants_at, quant_bytes, spec.highs_at or -1, spec.head(1) // 2])
+    _keep_in_runs(weight, kept, np.array(groups, np.int64).reshape(-1, 2), layout)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _keep_in_runs(weight, kept, groups, layout):  # weight, kept: [rows, row_bytes] uint8; groups: [g, 2]
+    """kept = weight with each group (first block, n) kept in runs (keep_in_runs); layout: block size, where
+    the quants start, their bytes, where the fifth bits start (-1: none), f16 scales per block."""
+    size, quants_at, quant_bytes, highs_at, scales = layout
+    for r in prange(weight.shape[0]):
+        kept[r] = weight[r]
+        for g in range(groups.shape[0]):
+            first, n = groups[g]
+            base, head = first * size, 2 * n * scales
+            highs = base + head + n * quant_bytes
+            kept[r, highs : base + n * size] = 0
+            for l in range(n):
+                block = base + l * size
+                for s in range(2 * scales):
+                    kept[r, base + 2 * n * (s // 2) + 2 * l + s % 2] = weight[r, block + s]
+                for i in range(quant_bytes // 4):
+                    for j in range(4):
+                        kept[r, base + head + 4 * (n * i + l) + j] = weight[r, block + quants_at + 4 * i + j]
+                if highs_at >= 0:
+                    for i in range(RUNS):  # run i's fifth bits: the block's nibble i, the run's nibble l
+                        nibble = (weight[r, block + highs_at + i // 2] >> (4 * (i % 2))) & 15
+                        kept[r, highs + n // 2 * i + l // 2] |= nibble << (4 * (l % 2))

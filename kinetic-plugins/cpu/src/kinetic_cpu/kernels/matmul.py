@@ -18,14 +18,16 @@ import numpy as np
 
 from kinetic.plugins import plugins
 
-from kinetic_cpu.kernels import amx, amx_k
+from kinetic_cpu.kernels import amx, amx_k, block32
 from kinetic_cpu.kernels.activations import quantize_q8_0, quantize_q8_k
 from kinetic_cpu.kernels.blocks import as_blocks
 from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, run
 from kinetic_cpu.kernels.fallback import dequantizing_matmul
+from kinetic_cpu.mapped_pages import drop_pages
 
 TOKEN_TILE = 32  # tokens per product call: their activations stay in L1 while a row's steps pass over them
 SERIAL_BYTES = 1 << 17  # below this many weight bytes one thread beats starting the others
+KEEP_BYTES = 16 << 20  # weights copied into runs per part
 _QUANTIZERS = {"q8_0": quantize_q8_0, "q8_k": quantize_q8_k, "float": lambda x: (x,), "dequantize": lambda x: (x,)}
 
 
@@ -48,8 +50,22 @@ class Matrix:
         self.k = weight.shape[1] // self.type.type_size * self.type.block_size
         kernel = KERNELS.get(self.type.name)
         self.activations = kernel.activations if kernel else "dequantize"
-        self._blocks = as_blocks(weight, self.type) if kernel else None
         self._tiling = _tiling(self.type.name) if amx.AVAILABLE else None  # batches on AMX tiles
+        self._blocks = self._laid_out() if kernel else None
+
+    def _laid_out(self) -> np.ndarray:
+        """The weights as the kernels read them: block32's types kept in runs where no AMX tile reads the raw
+        blocks, every other type as the file has it (zero-copy)."""
+        name = self.type.name
+        if name in block32.SPECS and self._tiling is None:
+            kept = np.empty_like(self.weight)
+            step = max(1, KEEP_BYTES // self.weight.shape[1])
+            for start in range(0, self.rows, step):  # a part at a time: the file's pages go as the copy comes
+                part = slice(start, start + step)
+                block32.keep_in_runs(self.weight[part], name, kept[part])
+                drop_pages(self.weight[part])
+            return as_blocks(kept, self.type, block32.in_runs_name(name))
+        return as_blocks(self.weight, self.type)
 
     def __call__(self, x: np.ndarray, acts: Optional[tuple] = None) -> np.ndarray:
         """[n_tokens, rows] float32 for x [n_tokens, k] float32. Row t is bit for bit what x[t:t + 1] alone

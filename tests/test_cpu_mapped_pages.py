@@ -1,0 +1,45 @@
+"""drop_pages: a copy's file pages go back to the OS, and nothing else is touched."""
+
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+
+from kinetic_cpu.mapped_pages import drop_pages
+
+
+def resident_pages(mapped: mmap.mmap) -> int:
+    """Pages of the map resident in this process: its Rss in /proc/self/smaps."""
+    address = np.frombuffer(mapped, np.uint8).__array_interface__["data"][0]
+    with open("/proc/self/smaps") as smaps:
+        lines = iter(smaps)
+        for line in lines:
+            low = int(line.split("-")[0], 16) if "-" in line.split()[0] else None
+            if low == address:
+                kib = next(int(entry.split()[1]) for entry in lines if entry.startswith("Rss:"))
+                return kib * 1024 // mmap.PAGESIZE
+    raise AssertionError("the map is not in smaps")
+
+
+def test_a_file_maps_pages_go_and_its_bytes_stay(tmp_path):
+    data = np.random.default_rng(0).integers(0, 256, 64 * mmap.PAGESIZE, np.uint8)
+    (tmp_path / "weights").write_bytes(data.tobytes())
+    with open(tmp_path / "weights", "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    view = np.frombuffer(mapped, np.uint8).reshape(64, -1)
+    assert view.sum() == data.sum()  # every page read in
+    before = resident_pages(mapped)
+    drop_pages(view[8:40])
+    assert resident_pages(mapped) == before - 32
+    assert np.array_equal(view, data.reshape(64, -1))  # read again from the file
+
+
+def test_memory_not_in_a_file_is_left_alone():
+    anonymous = mmap.mmap(-1, 16 * mmap.PAGESIZE)
+    array = np.frombuffer(anonymous, np.uint8)
+    array[:] = 7
+    drop_pages(array)
+    ordinary = np.full(16 * mmap.PAGESIZE, 7, np.uint8)
+    drop_pages(ordinary)
+    assert (array == 7).all() and (ordinary == 7).all()
