@@ -23,9 +23,8 @@ import pytest
 
 from kinetic.plugins import plugins
 from kinetic.testing.random_weights import random_weights
-from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, block32, compile_kernels, dots, driver, matmul
+from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, compile_kernels, dots, driver, matmul
 from kinetic_cpu.kernels.activations import f16_round
-from kinetic_cpu.kernels.blocks import as_blocks
 from kinetic_formats.types._common import fields
 
 matmul_module = importlib.import_module("kinetic_cpu.kernels.matmul")  # the package's `matmul` is the function
@@ -99,24 +98,6 @@ def test_amx_tiles_give_the_step_kernels_bits(cases, name):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
-@pytest.mark.parametrize("name", block32.SPECS)
-def test_blocks_kept_in_runs_give_the_raw_blocks_bits(cases, name):
-    """Matrices keep 32-weight blocks in runs where no AMX tile reads them (groups of 8, one of 4 and a
-    single block here); the kernels of the raw blocks, which AMX machines decode with, give the same bits."""
-    weight, x = cases(name)
-    tensor_type = plugins().tensor_types[name]
-    kept = np.empty_like(weight)
-    block32.keep_in_runs(weight, name, kept)
-    assert not np.array_equal(kept, weight)
-    layouts = [as_blocks(weight, tensor_type), as_blocks(kept, tensor_type, block32.in_runs_name(name))]
-    for n in (1, 7):
-        acts = activations("q8_0", x[:n])
-        outs = [np.empty((n, ROWS), np.float32) for _ in layouts]
-        for blocks, out in zip(layouts, outs):
-            driver.rows(blocks, 0, ROWS, acts, np.empty((n + driver.PAD, 8), np.float32), out)
-        assert same_bits(*outs)
-
-
 @pytest.mark.parametrize("name", INT8 + FLOATS)
 def test_threads_change_no_bit(cases, name, threads, monkeypatch):
     monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)  # the threaded driver even for this small matrix
@@ -275,13 +256,18 @@ def fma32(a, b, c):  # float32 a * b + c rounded once, as IEEE fusedMultiplyAdd
     return total.astype(np.float32)
 
 
-def legacy_values(blocks, quants, acts):  # block b: lane b % 8 = fma(d_w d_x, q . x_q, lane)
-    xq, d, _ = acts
+def legacy_values(blocks, quants, acts, has_min=False):
+    """Block b: lane b % 8 = fma(d_w d_x, q . x_q, lane), then for the types with a minimum
+    fma(m_w, d_x * sum x_q, lane)."""
+    xq, d, x_sums = acts
     sums = run_dots(quants, xq, 32)[..., 0].astype(np.float32)  # [n, rows, nb]
     scale = f16(blocks, 0)[None] * d[:, None]
     lanes = np.zeros(sums.shape[:2] + (8,), np.float32)
     for b in range(sums.shape[2]):
         lanes[..., b % 8] = fma32(scale[..., b], sums[..., b], lanes[..., b % 8])
+        if has_min:
+            minimum = d[:, None, b] * x_sums[:, None, b].astype(np.float32)
+            lanes[..., b % 8] = fma32(f16(blocks, 2)[None, :, b], minimum, lanes[..., b % 8])
     return lanes_tree(lanes)
 
 
@@ -302,9 +288,22 @@ def q8_0_values(blocks, acts):
     return legacy_values(blocks, blocks[..., 2:].view(np.int8).astype(np.int64), acts)
 
 
+def q4_0_values(blocks, acts):
+    return legacy_values(blocks, unpack(blocks[..., 2:], 4, 16) - 8, acts)
+
+
+def q4_1_values(blocks, acts):
+    return legacy_values(blocks, unpack(blocks[..., 4:], 4, 16), acts, has_min=True)
+
+
 def q5_0_values(blocks, acts):
     q = unpack(blocks[..., 6:], 4, 16) | (unpack(blocks[..., 2:6], 1, 1) << 4)
     return legacy_values(blocks, q - 16, acts)
+
+
+def q5_1_values(blocks, acts):
+    q = unpack(blocks[..., 8:], 4, 16) | (unpack(blocks[..., 4:8], 1, 1) << 4)
+    return legacy_values(blocks, q, acts, has_min=True)
 
 
 def k_values(d_w, scales, q, acts, offset=0, dmin_w=None, mins=None):  # -> [n, rows] through 8 lanes
@@ -342,7 +341,8 @@ def q6_k_values(blocks, acts):
 
 
 # name -> (outputs [n, rows] from blocks and activations, the activations' kind)
-NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q5_0": (q5_0_values, "q8_0"), "Q4_K": (q4_k_values, "q8_k"),
+NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q4_0": (q4_0_values, "q8_0"), "Q4_1": (q4_1_values, "q8_0"),
+               "Q5_0": (q5_0_values, "q8_0"), "Q5_1": (q5_1_values, "q8_0"), "Q4_K": (q4_k_values, "q8_k"),
                "Q6_K": (q6_k_values, "q8_k")}  # fmt: skip
 
 

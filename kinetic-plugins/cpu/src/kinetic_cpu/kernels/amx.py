@@ -27,7 +27,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from kinetic_cpu.kernels import block32, halves, ir
+from kinetic_cpu.kernels import block32, ir
 from kinetic_cpu.kernels.activations import q8_0_group
 
 TILE = 16  # rows and tokens per tile
@@ -112,22 +112,28 @@ def tile_row_block(context, builder, w_type, w, first, r: int, count, index):
 
 
 @intrinsic
-def decode_rows(typingctx, w, row, n_rows, block, a, d_w):
-    """Block `block` of rows row .. row + 15 of w: its quants into a's rows, its d into d_w; rows from n_rows
-    on repeat the last row that exists, so a part tile reads nothing past the matrix."""
+def decode_group(typingctx, w, row, n_rows, first, width, a, d_w):
+    """Blocks first .. first + width - 1 of rows row .. row + 15 of w (a group kept in runs, or a single
+    block: block32.keep_in_runs): each block's quants into a[block]'s rows, its d into d_w[block]; rows from
+    n_rows on repeat the last row that exists, so a part tile reads nothing past the matrix."""
     spec = _spec_of(w)
 
     def codegen(context, builder, signature, args):
-        w_type, _, _, _, a_type, d_type = signature.args
-        w_value, first, count, index, a_value, d_value = args
-        a_at, d_at = ir.byte_pointer(context, builder, a_type, a_value), ir.byte_pointer(context, builder, d_type, d_value)
-        for r in range(TILE):  # unrolled: straight-line code schedules the 16 decodes together
-            block_at = tile_row_block(context, builder, w_type, w_value, first, r, count, index)
-            ir.store(builder, spec.decode(builder, block_at), a_at, 32 * r)
-            ir.store(builder, halves.gather_f16(builder, block_at, 0, 0, 1), d_at, 4 * r)
+        w_type, _, _, _, _, a_type, d_type = signature.args
+        w_value, row_value, count, first_value, width_value, a_value, d_value = args
+        a_at = ir.item_pointer(context, builder, a_type, a_value, first_value, 32 * TILE)
+        d_at = ir.item_pointer(context, builder, d_type, d_value, first_value, 4 * TILE)
+        for n in (block32.RUNS, block32.RUNS // 2, 1):
+            with builder.if_then(builder.icmp_signed("==", width_value, ir.const(ir.I64, n))):
+                for r in range(TILE):  # unrolled: straight-line code schedules the 16 decodes together
+                    at = tile_row_block(context, builder, w_type, w_value, row_value, r, count, first_value)
+                    d = block32.scales(builder, spec, at, n)
+                    for l, quants in enumerate(block32.quants(builder, spec, at, n)):
+                        ir.store(builder, quants, a_at, 32 * (TILE * l + r))
+                        ir.store(builder, builder.extract_element(d, ir.const(ir.I32, l)), d_at, 4 * (TILE * l + r))
         return context.get_dummy_value()
 
-    return types.none(w, types.intp, types.intp, types.intp, a, d_w), codegen
+    return types.none(w, types.intp, types.intp, types.intp, types.intp, a, d_w), codegen
 
 
 def quants_buffer(w, n_blocks):
@@ -240,8 +246,11 @@ def row_tiles(w, r0, r1, acts, out):  # acts: tiles(); out: [n, rows] float32
     configure(CONFIG)
     for r in range(r0, r1, TILE):
         n_rows = min(TILE, r1 - r)
-        for block in range(n_blocks):
-            decode_rows(w, r, n_rows, block, a[block], d_w[block])
+        block = 0
+        while block < n_blocks:
+            first, width = q8_0_group(block, n_blocks)  # the matrix keeps its groups as the activations do
+            decode_group(w, r, n_rows, first, width, a, d_w)
+            block += width
         for tile in range(b.shape[0]):
             lane_sums(a, d_w, acts, tile, offset, c, lanes)
             write_tile(lanes, totals, out, r, n_rows, tile)

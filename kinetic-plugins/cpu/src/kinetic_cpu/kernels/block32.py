@@ -5,13 +5,10 @@ A block's value is its exact integer dot S = (q - offset) . x_q, the offset term
 the activations' block sum of x_q, as ggml's reference vec_dot sums a block; then lane (block % 8) of the
 token's accumulator takes fma(d_w * d_x, S, lane), and for the types with a minimum fma(m_w, d_x * sum x_q,
 lane). A call takes 8 blocks, or 4, or 1 at a row's end. The activations hold each group of 8 (and of 4)
-blocks transposed by runs of 4 bytes (activations.py), and a call transposes its blocks' quants the same way
-once, in registers: run i of every block is then one vector, 8 int8 dots give every block's S in its own
-lane, and the float work is one fma per token for the call's blocks.
-
-Where no AMX tile reads the raw blocks, a matrix keeps its groups in runs (keep_in_runs): a group's bytes
-hold its blocks' d (and m) side by side, then its quants already in that order, so a call loads each run
-whole instead of transposing; the same integers and the same fma order, so the same bits.
+blocks transposed by runs of 4 bytes (activations.py), and a matrix keeps its groups the same way, copied
+at load (keep_in_runs): a group's bytes hold its blocks' d (and m) side by side, then run i of every block
+as one vector, so 8 int8 dots give every block's S in its own lane and the float work is one fma per token
+for the call's blocks. Single blocks at a row's end stay raw.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from numba import njit, prange
 
 from kinetic_cpu.kernels import decoders, dots, halves, ir
 from kinetic_cpu.kernels.bitfields import bit_lanes, field
-from kinetic_cpu.kernels.ir import F32, I16, I32, I64
+from kinetic_cpu.kernels.ir import F32, I16, I32
 from kinetic_cpu.kernels.kernel import Kernel, step_intrinsic
 
 RUNS = 8  # runs of 4 bytes in a block of 32
@@ -64,15 +61,15 @@ def _transposed(builder, rows: list) -> list:
     return rows
 
 
-def _runs(builder, blocks: list) -> list:
-    """The 8 <4n x i8> vectors of n blocks' <32 x i8> quants whose run l of 4 bytes is run i of block l."""
-    n = len(blocks)
-    words = [builder.bitcast(q, ir.vector(I32, RUNS)) for q in blocks]
-    runs = []
-    for first in range(0, RUNS, n):  # RUNS / n square matrices: runs first .. first + n - 1 of every block
-        part = ir.indices(range(first, first + n))
-        runs += _transposed(builder, [builder.shuffle_vector(w, w, part) for w in words])
-    return [builder.bitcast(r, ir.vector(ir.I8, 4 * n)) for r in runs]
+def _blocks_of_runs(builder, runs: list) -> list:
+    """The n <32 x i8> quants of the blocks whose run vectors (<4n x i8>, run i of block l at 4l) these are:
+    8 / n square matrices of int32 transposed back (for the AMX tiles, which take a block's quants whole)."""
+    n = runs[0].type.count // 4
+    words = [builder.bitcast(run, ir.vector(I32, n)) for run in runs]
+    parts = [_transposed(builder, words[first : first + n]) for first in range(0, RUNS, n)]
+    blocks = [part[0] for part in zip(*parts)] if n == RUNS else [
+        builder.shuffle_vector(low, high, ir.indices(range(RUNS))) for low, high in zip(*parts)]  # fmt: skip
+    return [builder.bitcast(block, ir.vector(ir.I8, 32)) for block in blocks]
 
 
 def _kept_runs(builder, spec: _Spec, group, n: int) -> list:
@@ -88,9 +85,22 @@ def _kept_runs(builder, spec: _Spec, group, n: int) -> list:
     return [builder.or_(run, builder.shl(high, ir.const(high.type, 4))) for run, high in zip(runs, highs)]
 
 
-def _blocks(spec: _Spec, n: int, kept_in_runs: bool = False):
-    """The intrinsic taking n blocks (8, 4 or 1) of the type spec describes, as raw blocks or, for a group,
-    kept in runs."""
+def scales(builder, spec: _Spec, at, n: int, which: int = 0) -> llvm.Value:
+    """<n x float>: the d's (which 0) or m's (1) of n blocks at `at` (i8*), a group kept in runs or a single
+    raw block."""
+    if n == 1:
+        return halves.gather_f16(builder, at, 2 * which, spec.size, 1)
+    return halves.f16_to_f32(builder, ir.load(builder, at, 2 * n * which, ir.vector(I16, n)))
+
+
+def quants(builder, spec: _Spec, at, n: int) -> list:
+    """The <32 x i8> quants of each of n blocks at `at` (i8*), a group kept in runs or a single raw block."""
+    return [spec.decode(builder, at)] if n == 1 else _blocks_of_runs(builder, _kept_runs(builder, spec, at, n))
+
+
+def _blocks(spec: _Spec, n: int):
+    """The intrinsic taking n blocks of the type spec describes: a group of 8 or 4 kept in runs, or a single
+    raw block."""
     lanes, words = ir.vector(F32, n), ir.vector(I32, n)
 
     def body(step):
@@ -102,15 +112,10 @@ def _blocks(spec: _Spec, n: int, kept_in_runs: bool = False):
         def flipped(q):
             return b.xor(q, ir.const(q.type, -128)) if flip else q
 
-        if kept_in_runs:
-            runs = [flipped(run) for run in _kept_runs(b, spec, step.weights, n)]
-            d_w = halves.f16_to_f32(b, ir.load(b, step.weights, 0, ir.vector(I16, n)))
-            m_w = halves.f16_to_f32(b, ir.load(b, step.weights, 2 * n, ir.vector(I16, n))) if spec.has_min else None
-        else:
-            blocks = [flipped(spec.decode(b, b.gep(step.weights, [ir.const(I64, j * spec.size)]))) for j in range(n)]
-            runs = _runs(b, blocks) if n > 1 else blocks
-            d_w = halves.gather_f16(b, step.weights, 0, spec.size, n)
-            m_w = halves.gather_f16(b, step.weights, 2, spec.size, n) if spec.has_min else None
+        runs = quants(b, spec, step.weights, 1) if n == 1 else _kept_runs(b, spec, step.weights, n)
+        runs = [flipped(run) for run in runs]
+        d_w = scales(b, spec, step.weights, n)
+        m_w = scales(b, spec, step.weights, n, 1) if spec.has_min else None
 
         def dot(x, sum_x):  # <n x i32>: each block's S
             if n == 1:
@@ -136,14 +141,8 @@ def _blocks(spec: _Spec, n: int, kept_in_runs: bool = False):
     return step_intrinsic(body)
 
 
-def _kernel(spec: _Spec, kept_in_runs: bool) -> Kernel:
-    full, half = (_blocks(spec, n, kept_in_runs) for n in (RUNS, RUNS // 2))
-    return Kernel(full, _blocks(spec, 1), RUNS, "q8_0", half=half)
-
-
-def in_runs_name(name: str) -> str:
-    """The block record name (blocks.py) of a type's matrices kept in runs."""
-    return f"{name} in runs"
+def _kernel(spec: _Spec) -> Kernel:
+    return Kernel(_blocks(spec, RUNS), _blocks(spec, 1), RUNS, "q8_0", half=_blocks(spec, RUNS // 2))
 
 
 SPECS = {
@@ -153,10 +152,7 @@ SPECS = {
     "Q5_0": _Spec(22, 6, highs_at=2, offset=16),
     "Q5_1": _Spec(24, 8, highs_at=4, has_min=True),
 }
-KERNELS = {
-    **{name: _kernel(spec, False) for name, spec in SPECS.items()},
-    **{in_runs_name(name): _kernel(spec, True) for name, spec in SPECS.items()},
-}
+KERNELS = {name: _kernel(spec) for name, spec in SPECS.items()}
 
 
 def keep_in_runs(weight: np.ndarray, name: str, kept: np.ndarray) -> None:  # both: [rows, row_bytes] uint8

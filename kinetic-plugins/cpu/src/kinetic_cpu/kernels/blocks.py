@@ -15,9 +15,8 @@ def block_dtype(name: str, type_size: int) -> np.dtype:
     return np.dtype([(name, np.uint8, (type_size,))])
 
 
-def as_blocks(weight: np.ndarray, tensor_type: TensorType, name: str = "") -> np.ndarray:  # [rows, row_bytes] uint8
-    """A read-only zero-copy view of weight as [rows, row_bytes / type_size] blocks, the record named name
-    (default: the type's name)."""
-    blocks = np.ascontiguousarray(weight).view(block_dtype(name or tensor_type.name, tensor_type.type_size))
+def as_blocks(weight: np.ndarray, tensor_type: TensorType) -> np.ndarray:  # weight: [rows, row_bytes] uint8
+    """A read-only zero-copy view of weight as [rows, row_bytes / type_size] blocks."""
+    blocks = np.ascontiguousarray(weight).view(block_dtype(tensor_type.name, tensor_type.type_size))
     blocks.flags.writeable = False  # one compiled specialization whether the bytes are a file map or not
     return blocks

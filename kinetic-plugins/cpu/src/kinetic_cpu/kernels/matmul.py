@@ -38,7 +38,7 @@ def activations(kind: str, x: np.ndarray) -> tuple:  # x: [n_tokens, k] float32
 
 class Matrix:
     """A weight matrix ready for products: weight [rows, row_bytes] uint8, the raw bytes of GGUF type type_id
-    (a zero-copy view of the file's memory map is kept as it is)."""
+    (a zero-copy view of the file's memory map is read as it is, except by block32's types, which copy it)."""
 
     def __init__(self, weight: np.ndarray, type_id: int):
         self.type = plugins().tensor_types[type_id]
@@ -54,17 +54,17 @@ class Matrix:
         self._blocks = self._laid_out() if kernel else None
 
     def _laid_out(self) -> np.ndarray:
-        """The weights as the kernels read them: block32's types kept in runs where no AMX tile reads the raw
-        blocks, every other type as the file has it (zero-copy)."""
+        """The weights as the kernels read them: block32's types kept in runs, every other type as the file
+        has it (zero-copy)."""
         name = self.type.name
-        if name in block32.SPECS and self._tiling is None:
+        if name in block32.SPECS:
             kept = np.empty_like(self.weight)
             step = max(1, KEEP_BYTES // self.weight.shape[1])
             for start in range(0, self.rows, step):  # a part at a time: the file's pages go as the copy comes
                 part = slice(start, start + step)
                 block32.keep_in_runs(self.weight[part], name, kept[part])
                 drop_pages(self.weight[part])
-            return as_blocks(kept, self.type, block32.in_runs_name(name))
+            return as_blocks(kept, self.type)
         return as_blocks(self.weight, self.type)
 
     def __call__(self, x: np.ndarray, acts: Optional[tuple] = None) -> np.ndarray:
