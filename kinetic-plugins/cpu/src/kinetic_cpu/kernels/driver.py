@@ -18,11 +18,13 @@ from numba import njit, prange
 from numba.extending import overload
 
 from kinetic_cpu.kernels import amx, amx_k, block32, floats, kquants
+from kinetic_cpu.kernels.intrinsics import prefetch
 from kinetic_cpu.kernels.kernel import lanes_sum
 from kinetic_cpu.kernels.shares import take_jobs
 
 KERNELS = {**block32.KERNELS, **kquants.KERNELS, **floats.KERNELS}
 ROWS = 64  # rows per chunk: 4 AMX tiles, and still small enough for an even split over threads of unequal speed
+PREFETCH = 4096  # bytes ahead of a call that it asks the caches for: a worker's rows stream as one run
 PAD = 2  # spare acc rows (of 8 float32) after each worker's, so workers never write one cache line
 
 
@@ -114,6 +116,8 @@ def step_rows(w, r0, r1, acts, acc, out):
         at = r * steps * size
         s = 0
         while s + step <= steps:
+            for line in range(0, step * size, 64):  # the bytes this call reads, PREFETCH ahead
+                prefetch(w, at + s * size + PREFETCH + line)
             full(w, at + s * size, s, acts, acc)
             s += step
         if half_steps(w) > 0 and s + half_steps(w) <= steps:  # at most one: fewer than a full call remain

@@ -1,4 +1,4 @@
-"""Scalar numba intrinsics: float bit casts and an atomic counter."""
+"""Scalar numba intrinsics: float bit casts, an atomic counter and a prefetch hint."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from numba.extending import intrinsic
 
 from llvmlite import ir as llvm
 
-from kinetic_cpu.kernels.ir import F32, I32, I64, const
+from kinetic_cpu.kernels.ir import F32, I32, I64, byte_pointer, const
 
 
 @intrinsic
@@ -49,3 +49,18 @@ def fetch_add(typingctx, counter):
         return builder.atomic_rmw("add", data, const(I64, 1), "monotonic")
 
     return types.int64(counter), codegen
+
+
+@intrinsic
+def prefetch(typingctx, array, offset):
+    """prefetch(array, offset): a hint to bring the cache line at byte `offset` of the array's data into the
+    caches; it never faults, so it may point past the end."""
+
+    def codegen(context, builder, signature, args):
+        at = byte_pointer(context, builder, signature.args[0], args[0], args[1])
+        hint = llvm.FunctionType(llvm.VoidType(), [at.type, I32, I32, I32])
+        read, keep, data = const(I32, 0), const(I32, 3), const(I32, 1)  # a read, kept in every cache level
+        builder.call(builder.module.declare_intrinsic("llvm.prefetch", fnty=hint), [at, read, keep, data])
+        return context.get_dummy_value()
+
+    return types.none(array, types.intp), codegen
