@@ -1,4 +1,5 @@
-"""Running a Stack on the CPU: weights stay in the memory-mapped file; each sequence owns a KV cache."""
+"""Running a Stack on the CPU: weights are read from the memory-mapped file (the 32-weight block types from
+a copy kept in runs, kernels/block32.py); each sequence owns a KV cache."""
 
 from __future__ import annotations
 
