@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import resource
 import shutil
 import subprocess
 from pathlib import Path
 
 from kinetic import __version__, system
+from kinetic.engine.bench import peak_rss_bytes
 from kinetic.errors import KineticError
 from kinetic.paths import cache_dir
+from kinetic.system import GIB
 
 USUAL_FOLDERS = ("/usr/local/bin", "/opt/llama.cpp/bin", "~/llama.cpp/build/bin", "~/.local/bin")
 
@@ -31,7 +34,8 @@ def find_llama_bench(given: str) -> Path:
 def run_llama_bench(given: str, model: Path, threads: int, repetitions: int, gpu: bool = False,
                     cache_types: tuple[str, str] = ("f16", "f16")) -> dict:
     """llama-bench's best pp512 and tg128, flash attention on, with its build: on the CPU (-ngl 0), or with
-    every layer on the GPU (-ngl 99); with Kinetic's KV cache types (-ctk, -ctv)."""
+    every layer on the GPU (-ngl 99); with Kinetic's KV cache types (-ctk, -ctv). Its peak memory is the
+    largest of this process's finished children's, which llama-bench is."""
     binary = find_llama_bench(given)
     command = [str(binary), "-m", str(model), "-p", "512", "-n", "128", "-r", str(repetitions), "-t", str(threads),
                "-ngl", "99" if gpu else "0", "-fa", "1", "-ctk", cache_types[0], "-ctv", cache_types[1], "-o", "json"]
@@ -43,7 +47,7 @@ def run_llama_bench(given: str, model: Path, threads: int, repetitions: int, gpu
     first = runs[0]
     return {"build": f"b{first.get('build_number', '?')} ({first.get('build_commit', '?')})",
             "pp512": best.get("pp512"), "tg128": best.get("tg128"), "cpu": first.get("cpu_info", ""),
-            "gpu": first.get("gpu_info", "")}
+            "gpu": first.get("gpu_info", ""), "peak_rss_bytes": peak_rss_bytes(resource.RUSAGE_CHILDREN)}
 
 
 def compare_card(report: dict, llama: dict, name: str) -> list[str]:
@@ -52,7 +56,9 @@ def compare_card(report: dict, llama: dict, name: str) -> list[str]:
     lines = [f"## Kinetic vs llama.cpp: {name}", "",
              f"| test | Kinetic {__version__} | llama.cpp {llama['build']} | ratio |", "| --- | ---: | ---: | ---: |"]
     lines += [f"| {test} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f}x |" for test, ours, theirs in rows]
-    return lines + ["", f"{llama['cpu'] or system.cpu().model}, {system.os_description()}",
+    return lines + ["", f"peak memory: Kinetic {report['peak_rss_bytes'] / GIB:.2f} GiB, llama-bench "
+                        f"{llama['peak_rss_bytes'] / GIB:.2f} GiB",
+                    f"{llama['cpu'] or system.cpu().model}, {system.os_description()}",
                     f"Same file ({report['size_bytes'] / (1 << 30):.2f} GiB), on {report['device']}, "
                     f"{report['threads']} threads, "
                     f"flash attention on, best of {report['repetitions']}, t/s."]

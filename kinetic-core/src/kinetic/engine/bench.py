@@ -4,6 +4,7 @@ edit256: 256 greedy tokens of an answer that rewrites a short Rust file, drafted
 from __future__ import annotations
 
 import resource
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -53,9 +54,11 @@ def run_bench(runner: Runner, n_vocab: int, repetitions: int, n_prompt: int = 51
     return BenchResult(n_prompt / prefill, n_gen / decode)
 
 
-def peak_rss_bytes() -> int:
-    """The process's peak resident memory (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def peak_rss_bytes(who: int = resource.RUSAGE_SELF) -> int:
+    """The process's peak resident memory, or with RUSAGE_CHILDREN the largest of its finished children's
+    (Linux reports KiB, macOS bytes)."""
+    peak = resource.getrusage(who).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
 
 
 EDIT_TOKENS = 256
