@@ -54,10 +54,9 @@ def run_bench(runner: Runner, n_vocab: int, repetitions: int, n_prompt: int = 51
     return BenchResult(n_prompt / prefill, n_gen / decode)
 
 
-def peak_rss_bytes(who: int = resource.RUSAGE_SELF) -> int:
-    """The process's peak resident memory, or with RUSAGE_CHILDREN the largest of its finished children's
-    (Linux reports KiB, macOS bytes)."""
-    peak = resource.getrusage(who).ru_maxrss
+def peak_rss_bytes() -> int:
+    """The process's peak resident memory (Linux reports KiB, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
 
 
