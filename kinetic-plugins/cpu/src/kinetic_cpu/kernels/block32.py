@@ -20,6 +20,7 @@ from llvmlite import ir as llvm
 from numba import njit, prange
 
 from kinetic_cpu.kernels import decoders, dots, halves, ir
+from kinetic_cpu.kernels.activations import q8_0_group
 from kinetic_cpu.kernels.bitfields import bit_lanes, field
 from kinetic_cpu.kernels.ir import F32, I16, I32
 from kinetic_cpu.kernels.kernel import Kernel, step_intrinsic
@@ -161,10 +162,11 @@ def keep_in_runs(weight: np.ndarray, name: str, kept: np.ndarray) -> None:  # bo
     (for nibbles, byte run i of 4 holding runs i and i + 4), then each run's fifth bits, bit 4 * l + j of
     run i's 4n for weight j of the run in block l. Single blocks at a row's end stay as they are."""
     spec = SPECS[name]
-    n_blocks = weight.shape[1] // spec.size
-    whole = n_blocks // RUNS * RUNS
-    groups = [(first, RUNS) for first in range(0, whole, RUNS)]
-    groups += [(whole, RUNS // 2)] if n_blocks - whole >= RUNS // 2 else []
+    n_blocks, block, groups = weight.shape[1] // spec.size, 0, []
+    while block < n_blocks:
+        first, width = q8_0_group(block, n_blocks)
+        groups += [(first, width)] if width > 1 else []
+        block += width
     quant_bytes = 16 if spec.nibbles else 32
     layout = np.array([spec.size, spec.quants_at, quant_bytes, spec.highs_at or -1, spec.head(1) // 2])
     _keep_in_runs(weight, kept, np.array(groups, np.int64).reshape(-1, 2), layout)
@@ -174,17 +176,17 @@ def keep_in_runs(weight: np.ndarray, name: str, kept: np.ndarray) -> None:  # bo
 def _keep_in_runs(weight, kept, groups, layout):  # weight, kept: [rows, row_bytes] uint8; groups: [g, 2]
     """kept = weight with each group (first block, n) kept in runs (keep_in_runs); layout: block size, where
     the quants start, their bytes, where the fifth bits start (-1: none), f16 scales per block."""
-    size, quants_at, quant_bytes, highs_at, scales = layout
+    size, quants_at, quant_bytes, highs_at, n_scales = layout
     for r in prange(weight.shape[0]):
         kept[r] = weight[r]
         for g in range(groups.shape[0]):
             first, n = groups[g]
-            base, head = first * size, 2 * n * scales
+            base, head = first * size, 2 * n * n_scales
             highs = base + head + n * quant_bytes
             kept[r, highs : base + n * size] = 0
             for l in range(n):
                 block = base + l * size
-                for s in range(2 * scales):
+                for s in range(2 * n_scales):
                     kept[r, base + 2 * n * (s // 2) + 2 * l + s % 2] = weight[r, block + s]
                 for i in range(quant_bytes // 4):
                     for j in range(4):
