@@ -40,6 +40,8 @@ class Row:
     position: int
     parent: int = -1  # index in the pass of the row before this one on its path; -1 if none
     logits: bool = False  # whether to compute this row's logits
+    top: int = 0  # with logits, k > 0: only its k largest logits are read, so any logit that cannot be among
+    # them may come back as -inf (Shortlist); 0: every logit
 
 
 def linear_batches(rows: Sequence[Row], device: str) -> list[tuple[Any, list[int]]]:
@@ -93,6 +95,10 @@ class Runner(Protocol):
     def load(self, blob: bytes, into: Optional[DeviceSequence] = None) -> DeviceSequence:
         """A sequence in the state seq.save() gave (into `into`, replacing what it held, if given); a
         KineticError if the blob is not a state of this model on this device."""
+
+    def start_shortlist(self) -> bool:
+        """Keep what Shortlist needs (once), so that rows with a top k get only the logits that can be among
+        their k largest (Row.top); False where the runner cannot."""
 
 
 # the KV cache types every device keeps, by llama.cpp's names: float16, and ggml's q8_0 (blocks of 32 values

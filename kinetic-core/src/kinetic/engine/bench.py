@@ -36,12 +36,12 @@ def prefill_seconds(runner: Runner, n_vocab: int, n_prompt: int) -> float:
 
 
 def decode_seconds(runner: Runner, n_vocab: int, n_gen: int) -> float:
-    """n_gen single-token passes from an empty sequence, each asking for its logits."""
+    """n_gen single-token passes from an empty sequence, each asking for the logits a greedy pick reads."""
     seq = runner.new_sequence()
     tokens = bench_tokens(n_vocab, n_gen)
     start = time.perf_counter()
     for position, token in enumerate(tokens):
-        runner.forward([Row(seq, token, position, logits=True)])
+        runner.forward([Row(seq, token, position, logits=True, top=1)])
     return time.perf_counter() - start
 
 

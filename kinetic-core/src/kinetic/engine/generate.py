@@ -108,14 +108,14 @@ def run_alone(runner: Runner, steps: Generator[Step, Optional[np.ndarray], Any])
         steps.close()
 
 
-def feed_steps(seq: DeviceSequence, tokens: Sequence[int]) -> Generator[Pass, np.ndarray, np.ndarray]:
-    """Append tokens to seq in grid batches, one pass each; the logits [n_vocab] of the last one."""
+def feed_steps(seq: DeviceSequence, tokens: Sequence[int], top: int = 0) -> Generator[Pass, np.ndarray, np.ndarray]:
+    """Append tokens to seq in grid batches, one pass each; the logits [n_vocab] of the last one (Row.top: top)."""
     if not tokens:
         raise KineticError("the prompt is empty")
     first = seq.n_tokens
     logits = None
     for start, stop in prompt_batches(first, first + len(tokens)):
-        rows = [Row(seq, int(tokens[p - first]), p, parent=i - 1, logits=p == first + len(tokens) - 1)
+        rows = [Row(seq, int(tokens[p - first]), p, parent=i - 1, logits=p == first + len(tokens) - 1, top=top)
                 for i, p in enumerate(range(start, stop))]
         out = yield Pass(rows)
         if len(out):
@@ -146,6 +146,7 @@ class Generation:
     context: Sequence[int] = ()  # the tokens seq already holds, before prompt (samplers see them)
     drafter: Optional[Drafter] = None  # guesses checked in one pass each (RAD-1); None: one token per pass
     on_finish: Optional[Callable[["Generation", Sequence[int]], None]] = None  # (self, the tokens seq holds)
+    top: int = 0  # Row.top of the rows it picks from: how many of the largest logits pick_next reads (0: all)
     timings: Timings = field(default_factory=Timings)
 
     def __iter__(self) -> Iterator[int]:
@@ -156,7 +157,7 @@ class Generation:
         """The answer as passes to run and tokens picked (Pass, int), for a driver that may share each pass
         with other generations (the server's Convoy) or run it alone (__iter__)."""
         watch = Stopwatch(self.runner)
-        logits = yield from feed_steps(self.seq, self.prompt)
+        logits = yield from feed_steps(self.seq, self.prompt, self.top)
         self.timings.prompt_tokens = len(self.prompt)
         self.timings.prompt_seconds, self.timings.compile_seconds = watch.working(), watch.compiling()
         yield from self._decode(logits)
@@ -202,7 +203,8 @@ class Generation:
                 self.drafter.feedback(len(draft), j)
             draft = self._draft(history)
             position = self.seq.n_tokens
-            rows = [Row(self.seq, t, position + i, parent=i - 1, logits=True) for i, t in enumerate([token, *draft])]
+            rows = [Row(self.seq, t, position + i, parent=i - 1, logits=True, top=self.top)
+                    for i, t in enumerate([token, *draft])]
             rows_logits = yield Pass(rows, len(draft), self.drafter.kept() if draft else 0.0)
             del draft[len(rows_logits) - 1 :]  # guesses the driver left out
 

@@ -25,7 +25,7 @@ from kinetic.errors import KineticError
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
-from kinetic.sampling.chain import SamplerState, sample
+from kinetic.sampling.chain import SamplerState, exact_top, sample
 from kinetic.sampling.dry import NO_BREAKERS, DryBreakers, resolve_breakers
 from kinetic.sampling.settings import SamplingSettings, resolve_settings, with_fresh_seed
 from kinetic.tokenizer import Tokenizer
@@ -148,7 +148,8 @@ class Session:
             n = min(n, self.context_length - 1 - position)
             if n <= 0:
                 break
-            self.runner.forward([Row(seq, 0, position + i, parent=i - 1, logits=i == n - 1) for i in range(n)])
+            top = 1 if n == 1 else 0  # a greedy step's logits (Shortlist's kernels), then the whole layer's
+            self.runner.forward([Row(seq, 0, position + i, parent=i - 1, logits=i == n - 1, top=top) for i in range(n)])
             position += n
         seq.truncate(0)
 
@@ -194,6 +195,7 @@ class Session:
         keep = self.resume(seq, tokens, cached, reuse)
         states = self.prompt_states
         on_finish = None if states is None else (lambda g, held: states.store(g.seq, held, g.timings))
+        top = exact_top(settings, self.tokenizer.n_vocab) if matcher is None and on_pick is None else 0
         return Generation(self.runner, seq, tokens[keep:], pick_next, max_tokens, self.context_length,
                           frozenset(self.tokenizer.eog_ids), context=tokens[:keep], drafter=drafter or self.drafter,
-                          on_finish=on_finish)
+                          on_finish=on_finish, top=top)

@@ -1,4 +1,4 @@
-"""The numpy reference executor: every device and every family is tested against it (docs/exactness.md, section 7)."""
+"""The numpy reference executor: every device and every family is tested against it (docs/exactness.md, section 8)."""
 
 from kinetic.reference.executor import ReferenceRunner
 from kinetic.reference.generate import generate, generate_many

@@ -31,6 +31,7 @@ __all__ = [
     "SamplerState",
     "SamplingSettings",
     "draw",
+    "exact_top",
     "pick",
     "probabilities",
     "resolve_settings",
@@ -70,6 +71,18 @@ def sample(
     token = int(np.argmax(probs)) if settings.is_greedy else pick(probs, draw(settings, index, PICK_STREAM))
     state.observe(token, probs, settings)
     return token
+
+
+def exact_top(settings: SamplingSettings, n_vocab: int) -> int:
+    """How many of the largest logits the chain reads (Row.top): every stage after top-k sees only the k it
+    keeps, so the other logits may be left at -inf. 0 when every logit counts: logit bias, penalties and DRY can
+    raise any token past the others, top-n-sigma and Mirostat read them all, and without top-k so does the
+    chain, unless it is greedy with nothing that can drop the likeliest token (1)."""
+    if settings.mirostat or _may_change_scores(settings) or settings.top_n_sigma > 0:
+        return 0
+    if settings.is_greedy and not _may_drop_the_best(settings):
+        return 1
+    return settings.top_k if 0 < settings.top_k < n_vocab else 0
 
 
 def _may_drop_the_best(settings: SamplingSettings) -> bool:

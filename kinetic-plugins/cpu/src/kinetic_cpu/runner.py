@@ -12,6 +12,7 @@ from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence
 from kinetic_cpu.kernels.matmul import Matrix, activations
+from kinetic_cpu.shortlist import Shortlist
 from kinetic_cpu.spread import Spans, Spreader
 
 
@@ -32,6 +33,7 @@ class CpuRunner:
         self._norms: dict[str, np.ndarray] = {}
         self._matrices: dict[str, Matrix] = {}
         self._spreader = Spreader()
+        self._shortlist: Optional[Shortlist] = None  # on once start_shortlist() has kept its copy
 
     def new_sequence(self) -> CpuSequence:
         return CpuSequence(self.stack, self.context_length, self.cache_types)
@@ -55,8 +57,11 @@ class CpuRunner:
             start += len(indices)
         hidden = self._run([rows[i] for i in order], spans)
         place = {i: j for j, i in enumerate(order)}
-        asks = [place[i] for i, row in enumerate(rows) if row.logits]
-        return self._logits(hidden[asks]) if asks else np.empty((0, self.stack.n_vocab), np.float32)
+        asks = [(place[i], row.top) for i, row in enumerate(rows) if row.logits]
+        if not asks:
+            return np.empty((0, self.stack.n_vocab), np.float32)
+        at, tops = zip(*asks)
+        return self._logits(hidden[list(at)], tops)
 
     def _run(self, batch: list[Row], spans: Spans) -> np.ndarray:
         """Append each span of batch (its rows of one sequence, in order) to that sequence; the final hidden
@@ -164,6 +169,18 @@ class CpuRunner:
         out = self._linear(f.down, gated)
         return self._norm(f.post_norm, out) if f.post_norm is not None else out
 
-    def _logits(self, hidden: np.ndarray) -> np.ndarray:
-        return self._linear(self.stack.output, self._norm(self.stack.output_norm, hidden))
+    def _logits(self, hidden: np.ndarray, tops: Sequence[int]) -> np.ndarray:
+        """The logits of hidden [n, n_embd]: for a row that reads only its tops[t] largest (Row.top), with
+        Shortlist on, those and the others that can be among them; else all."""
+        x = self._norm(self.stack.output_norm, hidden)
+        if self._shortlist is None:
+            return self._linear(self.stack.output, x)
+        return self._shortlist.logits(x, tops)
+
+    def start_shortlist(self) -> bool:
+        """Keep the output layer's copy for Shortlist (once); False where its type has none."""
+        if self._shortlist is None:
+            output = self.stack.output
+            self._shortlist = Shortlist.of(self._matrix(output), output.raw(), output.type)
+        return self._shortlist is not None
 

@@ -127,6 +127,9 @@ class CudaRunner:
         seq.restore(blob)
         return seq
 
+    def start_shortlist(self) -> bool:
+        return False  # every row gets its whole logits (Row.top is read by the CPU's Shortlist only)
+
     def forward(self, rows: Sequence[Row]) -> np.ndarray:
         """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
         slot = {i: j for j, i in enumerate(i for i, row in enumerate(rows) if row.logits)}

@@ -1,4 +1,4 @@
-"""The kinetic-speed plugin: registers RAD-1, Warm Start, Zero Wait and Convoy."""
+"""The kinetic-speed plugin: registers RAD-1, Warm Start, Zero Wait, Shortlist and Convoy."""
 
 import os
 from pathlib import Path
@@ -30,6 +30,14 @@ def _attach_zero_wait(host: SpeedHost) -> Provision:
     return Provision(runs_ahead=True)
 
 
+def _attach_shortlist(host: SpeedHost) -> Optional[Provision]:
+    """Rows that read only their top k logits (Row.top) get those and the ones that could be among them, where
+    the runner keeps what it needs for that (the CPU, for a Q8_0 output layer); a runner that does not say,
+    does not."""
+    start = getattr(host.runner, "start_shortlist", None)
+    return Provision() if start is not None and start() else None
+
+
 def _attach_convoy(host: SpeedHost) -> Optional[Provision]:
     """Requests side by side where the runner reads each weight once for all the sequences of a pass (its
     kernels are batch-invariant, so every answer stays its own); a runner that does not say, does not."""
@@ -39,6 +47,7 @@ def _attach_convoy(host: SpeedHost) -> Optional[Provision]:
 RAD1 = SpeedTechnology(name="rad1", title="RAD-1", attach=_attach_rad1)
 WARM_START = SpeedTechnology(name="warm-start", title="Warm Start", attach=_attach_warm_start)
 ZERO_WAIT = SpeedTechnology(name="zero-wait", title="Zero Wait", attach=_attach_zero_wait)
+SHORTLIST = SpeedTechnology(name="shortlist", title="Shortlist", attach=_attach_shortlist)
 CONVOY = SpeedTechnology(name="convoy", title="Convoy", attach=_attach_convoy)
 
 
@@ -47,4 +56,5 @@ def register_speed_technologies(register):
     register(RAD1)
     register(WARM_START)
     register(ZERO_WAIT)
+    register(SHORTLIST)
     register(CONVOY)

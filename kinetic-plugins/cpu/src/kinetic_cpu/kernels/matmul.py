@@ -38,9 +38,10 @@ def activations(kind: str, x: np.ndarray) -> tuple:  # x: [n_tokens, k] float32
 
 class Matrix:
     """A weight matrix ready for products: weight [rows, row_bytes] uint8, the raw bytes of GGUF type type_id
-    (a zero-copy view of the file's memory map is read as it is, except by block32's types, which copy it)."""
+    (a zero-copy view of the file's memory map is read as it is, except by block32's types, which copy it),
+    or with kept=True, bytes block32.keep_in_runs already laid out."""
 
-    def __init__(self, weight: np.ndarray, type_id: int):
+    def __init__(self, weight: np.ndarray, type_id: int, kept: bool = False):
         self.type = plugins().tensor_types[type_id]
         if weight.ndim != 2 or weight.dtype != np.uint8 or weight.shape[1] % self.type.type_size:
             raise ValueError(f"{self.type.name} weights must be [rows, whole blocks] uint8, not {weight.dtype} "
@@ -51,7 +52,7 @@ class Matrix:
         kernel = KERNELS.get(self.type.name)
         self.activations = kernel.activations if kernel else "dequantize"
         self._tiling = _tiling(self.type.name) if amx.AVAILABLE else None  # batches on AMX tiles
-        self._blocks = self._laid_out() if kernel else None
+        self.blocks = (as_blocks(weight, self.type) if kept else self._laid_out()) if kernel else None
 
     def _laid_out(self) -> np.ndarray:
         """The weights as the kernels read them: block32's types kept in runs, every other type as the file
@@ -79,7 +80,7 @@ class Matrix:
 
     def product(self, acts: tuple, n_tokens: int, threads: int) -> np.ndarray:
         """The product for prepared activations on `threads` threads (1: this thread alone)."""
-        if self._blocks is None:
+        if self.blocks is None:
             return dequantizing_matmul(self.weight, self.type, plugins().tensor_types[0], acts[0])
         out = np.empty((n_tokens, self.rows), np.float32)
         if self._tiling is not None and n_tokens >= self._tiling.min_tokens:  # a decoded tile serves them all
@@ -89,9 +90,9 @@ class Matrix:
                      for start in range(0, n_tokens, TOKEN_TILE)]  # fmt: skip
         for part, tile in parts:
             if threads == 1:
-                rows(self._blocks, 0, self.rows, part, np.empty((len(tile) + PAD, 8), np.float32), tile)
+                rows(self.blocks, 0, self.rows, part, np.empty((len(tile) + PAD, 8), np.float32), tile)
             else:
-                run(self._blocks, part, tile, threads)
+                run(self.blocks, part, tile, threads)
         return out
 
 
