@@ -96,7 +96,7 @@ def adversarial():
     exact, raw = q8_0_matrix(values)
     shortlist = Shortlist.of(exact, raw, plugins().tensor_types["Q8_0"])
     weights = plugins().tensor_types["Q8_0"].dequantize(raw.reshape(-1, 34)).reshape(4096, 320)
-    copy = plugins().tensor_types["Q4_1"].dequantize(_raw_copy(weights)).reshape(4096, 320)
+    copy = plugins().tensor_types["Q4_1"].dequantize(copy_rows(raw)[0].reshape(-1, 20)).reshape(4096, 320)
     errors = weights - copy
     xs = [rng.standard_normal(320).astype(np.float32) for _ in range(4)]
     xs += [errors[row] / np.linalg.norm(errors[row]) for row in (0, 1, 7, 2000)]
@@ -104,11 +104,6 @@ def adversarial():
     spike = rng.standard_normal(320).astype(np.float32)
     spike[77] = 300.0
     return shortlist, np.array([*xs, spike], np.float32), errors
-
-
-def _raw_copy(weights: np.ndarray) -> np.ndarray:
-    raw, _ = copy_rows(weights)
-    return raw.reshape(-1, 20)
 
 
 @pytest.mark.parametrize("k", [1, 5, 40])

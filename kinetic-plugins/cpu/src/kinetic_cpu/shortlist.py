@@ -18,15 +18,15 @@ from kinetic_cpu.kernels.block32 import keep_in_runs
 from kinetic_cpu.kernels.matmul import KEEP_BYTES, Matrix, activations
 from kinetic_cpu.mapped_pages import drop_pages
 
-EXACT_TYPES = ("Q8_0",)  # output layers whose kernel takes the copy's activations, with the rounding bounded
+EXACT_TYPE = "Q8_0"  # the output layers it copies: their kernel takes the copy's activations, its rounding bounded
 RETRY = 32  # passes between tries of the way that was slower
 SHARED_ROWS = 64  # exact rows from which the threads share them
 
 
 class Shortlist:
-    """The output layer `exact` (its raw weights `weight` [rows, row_bytes] uint8 of type `kind`) with its copy."""
+    """The output layer `exact` (its raw Q8_0 weights `weight` [rows, row_bytes] uint8) with its copy."""
 
-    def __init__(self, exact: Matrix, weight: np.ndarray, kind: TensorType):
+    def __init__(self, exact: Matrix, weight: np.ndarray):
         self.exact = exact
         copy_type = plugins().tensor_types[shortlist.COPY]
         kept = np.empty((exact.rows, copy_type.nbytes(exact.k)), np.uint8)
@@ -34,8 +34,7 @@ class Shortlist:
         step = max(1, KEEP_BYTES // weight.shape[1])
         for start in range(0, exact.rows, step):
             part = slice(start, start + step)
-            rows = kind.dequantize(weight[part].reshape(-1, kind.type_size)).reshape(-1, exact.k)
-            raw, self.radius[part] = shortlist.copy_rows(rows)
+            raw, self.radius[part] = shortlist.copy_rows(weight[part])
             keep_in_runs(raw, shortlist.COPY, kept[part])
             drop_pages(weight[part])
         self.copy = Matrix(kept, copy_type.id, kept=True)
@@ -45,7 +44,7 @@ class Shortlist:
     @classmethod
     def of(cls, exact: Matrix, weight: np.ndarray, kind: TensorType) -> Optional[Shortlist]:
         """The Shortlist of an output layer, or None for a type it does not take."""
-        return cls(exact, weight, kind) if kind.name in EXACT_TYPES and exact.k % 32 == 0 else None
+        return cls(exact, weight) if kind.name == EXACT_TYPE else None
 
     def logits(self, x: np.ndarray, tops: Sequence[int]) -> np.ndarray:  # x: [n, k] float32
         """[n, rows] float32: the layer's logits of x, where tops[t] > 0 (Row.top) those that can be among row

@@ -26,12 +26,13 @@ def gamma(n: int) -> float:
     return n * UNIT / (1 - n * UNIT)
 
 
-def copy_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # w: [rows, k] float32, the exact weights
-    """-> the rows as raw Q4_1 blocks [rows, k / 32 * 20] uint8, and each row's radius [rows] float32."""
-    n_rows, k = w.shape
-    n_blocks = k // 32
-    nibbles, scales, sums = np.empty((n_rows, k // 2), np.uint8), np.empty((n_rows, n_blocks, 2), np.float32), np.empty((n_rows, 4))
-    _quantize_copy(w, nibbles, scales, sums)
+def copy_rows(raw_q8_0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # raw_q8_0: [rows, k / 32 * 34] uint8
+    """-> Q8_0 rows copied as raw Q4_1 blocks [rows, k / 32 * 20] uint8, and each row's radius [rows] float32."""
+    n_rows, n_blocks = raw_q8_0.shape[0], raw_q8_0.shape[1] // 34
+    blocks = raw_q8_0.reshape(n_rows, n_blocks, 34)
+    d = np.ascontiguousarray(blocks[:, :, :2]).view(np.float16)[:, :, 0].astype(np.float32)
+    nibbles, scales, sums = np.empty((n_rows, n_blocks * 16), np.uint8), np.empty((n_rows, n_blocks, 2), np.float32), np.empty((n_rows, 4))
+    _quantize_copy(d, blocks[:, :, 2:].view(np.int8), nibbles, scales, sums)
     raw = np.empty((n_rows, n_blocks, 20), np.uint8)
     raw[:, :, :4] = scales.astype(np.float16).view(np.uint8)
     raw[:, :, 4:] = nibbles.reshape(n_rows, n_blocks, 16)
@@ -43,14 +44,16 @@ def copy_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # w: [rows, k] f
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _quantize_copy(w, nibbles, scales, sums):  # w: [rows, k] float32; sums: [rows, 4] float64
-    """Each block of 32 as Q4_1 from its least and largest weight: d = (hi - lo) / 15 and m = lo as float16,
-    q = the nearest of 0 .. 15; sums[r] = ||W - W'||^2, ||W||^2, ||d q||^2 and ||m||^2 (m once per weight),
-    in float64, where every W - W' is exact."""
-    for r in prange(w.shape[0]):
+def _quantize_copy(d_w, q_w, nibbles, scales, sums):  # d_w: [rows, blocks] float32; q_w: [rows, blocks, 32] int8
+    """Each Q8_0 block of 32 (weights d_w q_w, exact in float32) as Q4_1 from its least and largest weight:
+    d = (hi - lo) / 15 and m = lo as float16, q = the nearest of 0 .. 15; sums[r] = ||W - W'||^2, ||W||^2,
+    ||d q||^2 and ||m||^2 (m once per weight), in float64, where every W - W' is exact."""
+    for r in prange(d_w.shape[0]):
         error = exact = scaled = minimums = 0.0
-        for b in range(w.shape[1] // 32):
-            block = w[r, 32 * b : 32 * b + 32]
+        block = np.empty(32, np.float32)
+        for b in range(d_w.shape[1]):
+            for j in range(32):
+                block[j] = d_w[r, b] * np.float32(q_w[r, b, j])
             lo, hi = block.min(), block.max()
             d, m = f16_round(np.float32((hi - lo) / np.float32(15.0))), f16_round(lo)
             scales[r, b, 0], scales[r, b, 1] = d, m
