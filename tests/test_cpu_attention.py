@@ -3,8 +3,9 @@
 Scores sum q[g, j] * k[j, t] over j in order (float16 values: each product exact); weighted sums add
 w[g, t] * v[t, j] over t in order, multiplying then adding. numpy's elementwise operations round each step
 as those loops do, so the references below are the definition, and the kernels must match them exactly, for
-every head count a call can take (and the unrolled bodies for 1 .. IN_FLIGHT), head sizes with and without
-a vector tail, and position counts and offsets that end mid-vector. With a q8_0 cache the kernels read its
+every head count a call can take (the unrolled bodies of HEAD_COUNTS), head sizes with and without a vector
+tail, and position counts and offsets that end mid-vector. ops.attend pads a KV head's group of query heads
+up to such a count; a head's output is the same bits whatever group it is in. With a q8_0 cache the kernels read its
 int8 blocks: the same sums over the values d * q the blocks stand for (exact in float64).
 """
 
@@ -19,8 +20,8 @@ from kinetic_cpu import ops
 from kinetic_cpu.cache import quantize_q8_0
 from kinetic_cpu.kernels import attention
 
-# A kernel call takes 1 .. IN_FLIGHT heads (16 with AVX-512, 4 without); ops groups larger counts.
-HEADS = sorted(h for h in {1, 2, 3, 5, attention.IN_FLIGHT - 1, attention.IN_FLIGHT} if h <= attention.IN_FLIGHT)
+# A kernel call takes a power of two of heads up to IN_FLIGHT (16 with AVX-512, 4 without).
+HEADS = attention.HEAD_COUNTS
 SHAPES = [(64, 37, 0), (24, 9, 5), (256, 70, 3), (8, 1, 0), (16, 30, 21)]  # (head size, positions, first)
 Q8_SHAPES = [(64, 37, 0), (32, 9, 5), (256, 70, 3), (32, 1, 0), (96, 30, 21)]  # q8_0: whole blocks of 32
 CASES = [("f16", *shape) for shape in SHAPES] + [("q8_0", *shape) for shape in Q8_SHAPES]
@@ -142,3 +143,22 @@ def test_rotation_is_llama_cpps_walsh_hadamard_matrix(n):
     (256, ("q8_0", "q8_0"), (256, 64)), (96, ("q8_0", "q8_0"), (0, 0)), (64, ("f16", "f16"), (0, 0))])
 def test_quantized_caches_turn_as_llama_cpps(head_dim, caches, turns):
     assert cache_rotations(head_dim, caches) == turns
+
+
+@pytest.mark.parametrize("group", [1, 3, 7, attention.IN_FLIGHT, attention.IN_FLIGHT + 3])
+@pytest.mark.parametrize("window", [0, 5])
+def test_a_heads_output_is_the_same_in_any_group(group, window):
+    """Query heads sharing a KV head (padded up to a kernel's head count, cut in calls of IN_FLIGHT) give
+    the bits each gives with a KV head of its own."""
+    rng = np.random.default_rng(group)
+    n_kv, hd, n, ctx = 2, 24, 3, 2 * attention.KEY_BLOCK
+    q = halves(rng, (n, n_kv * group, hd))
+    keys, values = halves(rng, (n_kv, ctx, hd)), halves(rng, (ctx, n_kv, hd))
+    positions = np.array([9, 10, 11])
+
+    def attend(keys, values):  # keys: [kv heads, ctx, hd], values: [ctx, kv heads, hd]
+        k_cache = np.stack([blocked(np.ascontiguousarray(k.T)) for k in keys])
+        return ops.attend(q, k_cache, np.ascontiguousarray(values), positions, 0.25, window)
+
+    own = attend(np.repeat(keys, group, axis=0), np.repeat(values, group, axis=1))
+    assert np.array_equal(attend(keys, values), own)

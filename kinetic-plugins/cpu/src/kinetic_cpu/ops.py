@@ -126,39 +126,57 @@ def attend(q, k_cache, v_cache, positions, scale, window, one_thread=False):
     span = int(positions[-1]) + 1
     workers = 1 if one_thread or n * n_head * span * hd < SERIAL_TERMS else numba.get_num_threads()
     group = n_head // k_cache.shape[0]  # query heads per KV head: a job takes them together
-    scores, sums = np.empty((workers, group, span)), np.empty((workers, group, hd))
-    _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, scores, sums)
+    width = min(attention.IN_FLIGHT, head_count(group))  # the most heads a kernel call takes
+    heads = np.zeros((workers, width, hd))
+    scores, sums = np.empty((workers, width, span)), np.empty((workers, width, hd))
+    _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums)
     return out
 
 
 @numba.njit(**_JIT)
-def _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, scores, sums):
+def head_count(heads):
+    """The count of heads a kernel call runs for `heads` heads (attention.HEAD_COUNTS): the power of two at
+    or above. The padding heads' query rows are zeros, and what they give is never read."""
+    count = 1
+    while count < heads:
+        count *= 2
+    return count
+
+
+@numba.njit(**_JIT)
+def _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums):
     """attend's jobs (kernels/shares.py), one row and one KV head with its query heads each, on as many
-    threads as scores holds scratch for."""
-    jobs = _HeadGroups(q, k_cache, v_cache, positions, scale, window, out, scores, sums)
-    run_jobs(jobs, q.shape[0] * k_cache.shape[0], scores.shape[0])
+    threads as the scratch has rows for."""
+    jobs = _HeadGroups(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums)
+    run_jobs(jobs, q.shape[0] * k_cache.shape[0], heads.shape[0])
 
 
 @numba.njit(**_JIT)
 def _attend_group(jobs, job, worker):
-    """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv, with the worker's scores and sums."""
-    q, k_cache, v_cache, positions, scale, window, out, workers_scores, workers_sums = jobs
-    scores, sums = workers_scores[worker], workers_sums[worker]
-    n_kv, hd, group = k_cache.shape[0], q.shape[2], scores.shape[0]
+    """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv, IN_FLIGHT at most a kernel call,
+    padded to a count the kernels take, with the worker's scratch."""
+    q, k_cache, v_cache, positions, scale, window, out, workers_q, workers_scores, workers_sums = jobs
+    heads, scores, sums = workers_q[worker], workers_scores[worker], workers_sums[worker]
+    n_kv, hd, width = k_cache.shape[0], q.shape[2], heads.shape[0]
+    group = q.shape[1] // n_kv
     i, kv = job // n_kv, job % n_kv
     last = positions[i]
     first = max(0, last - window + 1) if window > 0 else 0
     n = last - first + 1
-    heads, totals = q[i, kv * group : (kv + 1) * group], np.empty(group)
-    for g in range(0, group, attention.IN_FLIGHT):  # up to IN_FLIGHT heads a call: scores, softmax, sums
-        part = slice(g, g + attention.IN_FLIGHT)
+    totals = np.empty(width)
+    for g0 in range(0, group, width):
+        count = min(width, group - g0)
+        part = slice(0, head_count(count))
+        for g in range(width):
+            for j in range(hd):
+                heads[g, j] = q[i, kv * group + g0 + g, j] if g < count else 0.0
         attention.scores(heads[part], k_cache[kv], first, n, scores[part])
         attention.softmax(scores[part], n, scale, totals[part])
         attention.weighted(scores[part], n, v_cache[first:, kv], sums[part])
-    for g in range(group):
-        h = kv * group + g
-        for j in range(hd):
-            out[i, h * hd + j] = np.float32(sums[g, j] / totals[g])
+        for g in range(count):
+            h = kv * group + g0 + g
+            for j in range(hd):
+                out[i, h * hd + j] = np.float32(sums[g, j] / totals[g])
 
 
 class _HeadGroups(NamedTuple):
@@ -171,8 +189,9 @@ class _HeadGroups(NamedTuple):
     scale: float
     window: int
     out: np.ndarray
-    scores: np.ndarray  # [workers, G, >= span] float64 scratch
-    sums: np.ndarray  # [workers, G, hd] float64 scratch
+    heads: np.ndarray  # [workers, width, hd] float64 scratch: one call's query heads, zeros past them
+    scores: np.ndarray  # [workers, width, >= span] float64 scratch
+    sums: np.ndarray  # [workers, width, hd] float64 scratch
     run_job = _attend_group
 
 

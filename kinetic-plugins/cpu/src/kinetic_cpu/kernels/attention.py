@@ -12,9 +12,11 @@ A q8_0 cache (int8) holds each position's row as ggml's block_q8_0 bytes: per 32
 (2 bytes, little-endian) and 32 int8 q. A value d * q has at most 19 significant bits, exact in float64, so the
 q8_0 kernels run the same sums in the same order on the values the cache holds.
 
-Up to IN_FLIGHT heads (of one KV head) share each vector of keys or values loaded (8 positions or 8
-dimensions, converted to float64 once); with fewer heads each takes several vectors, so about IN_FLIGHT
-independent sums hide the fma or add latency. The key cache keeps blocks of KEY_BLOCK positions dimension
+A call takes a power of two of heads (of one KV head), up to IN_FLIGHT; they share each vector of keys
+or values loaded (8 positions or 8 dimensions, converted to float64 once); with fewer heads each takes
+several vectors, so about IN_FLIGHT independent sums hide the fma or add latency. Only those head counts
+have a body, which keeps the IR, and numba's compile time, small (ops.attend pads a group of heads up to
+the next count). The key cache keeps blocks of KEY_BLOCK positions dimension
 by dimension, so a step's keys are one run of memory the prefetcher follows. Vectors past an end are
 masked.
 """
@@ -39,11 +41,15 @@ Q8_VALUES, Q8_BYTES = 32, 34  # a q8_0 block: 32 values as a float16 scale and 3
 HALF = llvm.HalfType()
 
 
+HEAD_COUNTS = tuple(1 << i for i in range(IN_FLIGHT.bit_length()))  # the head counts a call takes
+
+
 def _by_heads(builder, heads, emit) -> None:
-    """emit(h) for h = heads (an i64 from 1 to IN_FLIGHT): one body unrolled for each head count."""
+    """emit(h) for h = heads (an i64 in HEAD_COUNTS): one body unrolled for each head count; any other count
+    does nothing."""
     done = builder.append_basic_block("heads.done")
     switch = builder.switch(heads, done)
-    for h in range(1, IN_FLIGHT + 1):
+    for h in HEAD_COUNTS:
         block = builder.append_basic_block(f"heads.{h}")
         switch.add_case(ir.const(I64, h), block)
         builder.position_at_end(block)
@@ -167,7 +173,7 @@ def _position_masks(builder, start, first, end, per_head: int):
 
 @intrinsic
 def scores(typingctx, q, keys, first, n, out):
-    """out[g, t < n] for g < q.shape[0] (1 .. IN_FLIGHT), t < n: see the module's docstring. keys: one KV
+    """out[g, t < n] for g < q.shape[0] (in HEAD_COUNTS), t < n: see the module's docstring. keys: one KV
     head's [blocks, width, KEY_BLOCK] (float32, width hd; or int8, width hd / 32 * 34 bytes of q8_0 blocks),
     so the keys read together lie together; the vectors start at multiples of 8 and mask off what lies
     before first or from first + n on."""
@@ -207,7 +213,7 @@ def scores(typingctx, q, keys, first, n, out):
 
 @intrinsic
 def weighted(typingctx, w, n, values, out):
-    """out[g, j] for g < w.shape[0] (1 .. IN_FLIGHT), j < out.shape[1]: see the module's docstring. values:
+    """out[g, j] for g < w.shape[0] (in HEAD_COUNTS), j < out.shape[1]: see the module's docstring. values:
     [n, hd] float32, or [n, hd / 32 * 34] int8 (q8_0 blocks)."""
     q8 = values.dtype == types.int8
 
@@ -267,7 +273,7 @@ def _peak(context, builder, scores_type, scores, g: int, n, scale):
 
 @intrinsic
 def softmax(typingctx, scores, n, scale, totals):
-    """For each row g of scores (1 .. IN_FLIGHT heads): scores[g, :n] *= scale, then each becomes
+    """For each row g of scores (a count of heads in HEAD_COUNTS): scores[g, :n] *= scale, then each becomes
     e^(score - peak) (exponential.exp), and totals[g] = their sum in position order. The heads' sums are
     independent chains, interleaved, so the in-order adds overlap."""
 
