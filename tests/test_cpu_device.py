@@ -5,10 +5,12 @@ real models; a q8_0 cache takes about half a float16 cache's bytes and stays clo
 from __future__ import annotations
 
 import dataclasses
+import threading
 import types
 from functools import lru_cache
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 from greedy_golden import divergences, load_golden
@@ -184,6 +186,26 @@ def test_short_sequences_spread_over_threads_by_attention():
     long = [("decode", slice(0, 1)), ("chunk", slice(1, 2 + SHORT_SPAN))]
     assert thread_groups(long, np.arange(2 + SHORT_SPAN), 2) == [long]
 
+
+
+def test_passes_run_on_one_thread_with_the_runners_thread_count(tmp_path, monkeypatch):
+    """Whichever thread asks (a server's Convoy, a request taking its turn), a pass runs on the CPU's home
+    thread with the -t it was loaded with: OpenMP pools of several calling threads throttle each other."""
+    path = write_random_model(tmp_path / "m.gguf", "llama", Dims(n_embd=64, n_head=4, n_head_kv=2, n_ff=128),
+                              weight_type="Q8_0", seed=7)
+    runner = plugins().devices["cpu"].upload(load_stack(path), UploadOptions(context_length=64, threads=1))
+    seen = []
+    run = runner._run
+    monkeypatch.setattr(runner, "_run", lambda *args: seen.append((threading.current_thread(), numba.get_num_threads()))
+                        or run(*args))
+    askers = [threading.Thread(target=runner.forward, args=([Row(runner.new_sequence(), 1, 0, logits=True)],))
+              for _ in range(3)]
+    for asker in askers:
+        asker.start()
+        asker.join()
+    runner.forward([Row(runner.new_sequence(), 1, 0, logits=True)])
+    assert len({thread for thread, _ in seen}) == 1 and seen[0][0] not in askers + [threading.main_thread()]
+    assert {threads for _, threads in seen} == {1}
 
 def one_by_one_reference(path: Path, tokens: list[int]) -> np.ndarray:
     from kinetic.reference.executor import ReferenceRunner

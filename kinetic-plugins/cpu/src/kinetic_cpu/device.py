@@ -19,10 +19,9 @@ def probe() -> Optional[str]:
 
 def upload(stack: Stack, options: UploadOptions):
     from kinetic_cpu.runner import CpuRunner
-    from kinetic_cpu.threads import use_threads
+    from kinetic_cpu.threads import thread_count
 
-    use_threads(options.threads)
-    return CpuRunner(stack, options)
+    return CpuRunner(stack, options, thread_count(options.threads))
 
 
 CPU = Device(name="cpu", title="the CPU", priority=0, probe=probe, upload=upload)

@@ -10,6 +10,7 @@ import numpy as np
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
+from kinetic_cpu.home import at_home
 from kinetic_cpu.cache import CpuSequence
 from kinetic_cpu.kernels.matmul import Matrix, activations
 from kinetic_cpu.shortlist import Shortlist
@@ -25,9 +26,10 @@ class CpuRunner:
     def compile_seconds(self) -> float:
         return compile_clock.CLOCK.seconds
 
-    def __init__(self, stack: Stack, options: UploadOptions):
+    def __init__(self, stack: Stack, options: UploadOptions, threads: int):
         check_cache_types(stack, options.cache_types, self.device_name)
         self.stack = stack
+        self.threads = threads  # numba's, for every pass (kinetic_cpu.home)
         self.context_length = options.context_length or stack.context_length
         self.cache_types = options.cache_types
         self._norms: dict[str, np.ndarray] = {}
@@ -48,7 +50,11 @@ class CpuRunner:
 
         One pass for all rows: each matrix is read once for every sequence's rows (Convoy); only attention
         runs per sequence. The pass holds the rows grouped by sequence, which changes no bit: every kernel
-        computes a row on its own (docs/exactness.md, section 1)."""
+        computes a row on its own (docs/exactness.md, section 1). It runs on the home thread, whichever
+        thread asks (kinetic_cpu.home)."""
+        return at_home(self.threads, self._forward, rows)
+
+    def _forward(self, rows: Sequence[Row]) -> np.ndarray:
         batches = linear_batches(rows, "the CPU")
         order = [i for _, indices in batches for i in indices]
         spans, start = [], 0
@@ -179,6 +185,9 @@ class CpuRunner:
 
     def start_shortlist(self) -> bool:
         """Keep the output layer's copy for Shortlist (once); False where its type has none."""
+        return at_home(self.threads, self._start_shortlist)
+
+    def _start_shortlist(self) -> bool:
         if self._shortlist is None:
             output = self.stack.output
             self._shortlist = Shortlist.of(self._matrix(output), output.raw(), output.type)

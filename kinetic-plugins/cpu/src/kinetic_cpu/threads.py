@@ -8,12 +8,11 @@ from typing import Optional
 from kinetic.errors import KineticError
 
 
-def use_threads(threads: Optional[int]) -> int:
+def thread_count(threads: Optional[int]) -> int:
+    """-t (at most the threads numba started with), else every core; the runner's passes take it (home.py)."""
     import numba
 
-    available = numba.config.NUMBA_NUM_THREADS
     chosen = threads or os.cpu_count() or 1
     if chosen < 1:
         raise KineticError(f"-t {threads}: give at least 1 thread")
-    numba.set_num_threads(min(chosen, available))
-    return min(chosen, available)
+    return min(chosen, numba.config.NUMBA_NUM_THREADS)
