@@ -7,7 +7,7 @@ import pytest
 
 from kinetic.contracts.device import Row
 from kinetic.engine.generate import Pass
-from kinetic.engine.pass_costs import PassCosts, drafts_worth_running
+from kinetic.engine.pass_costs import EXPLORE, PassCosts, drafts_worth_running
 
 
 def costs(seconds_by_rows: dict[int, float]) -> PassCosts:
@@ -60,3 +60,13 @@ def test_guesses_run_where_they_raise_tokens_per_second(seconds, passes, runs):
     assert [step.guesses for step in out] == runs
     for step, before in zip(out, passes):
         assert step.rows == before.rows[: len(before.rows) - before.guesses + step.guesses]
+
+
+def test_guesses_left_out_pass_after_pass_run_once_to_renew_the_costs():
+    """One slow pass of a size, or a drafter's run of misses, must not keep drafts out for good: the costs and
+    the record of guesses kept change only in passes that run guesses."""
+    table = costs(STEEP)
+    runs = [drafts_worth_running([decode(3, 0.2)], table)[0].guesses for _ in range(2 * EXPLORE)]
+    assert runs == ([0] * (EXPLORE - 1) + [3]) * 2
+    assert drafts_worth_running([decode(3, 0.9)], table)[0].guesses == 3  # worth it: the count starts again
+    assert [drafts_worth_running([decode(3, 0.2)], table)[0].guesses for _ in range(EXPLORE - 1)] == [0] * (EXPLORE - 1)

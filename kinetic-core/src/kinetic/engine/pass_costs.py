@@ -13,6 +13,7 @@ from typing import Optional
 from kinetic.engine.generate import Pass
 
 WEIGHT = 0.2  # of the latest pass in the running seconds of its size
+EXPLORE = 16  # passes in a row that leave out every guess they were offered, before one runs them all
 
 
 class PassCosts:
@@ -21,6 +22,7 @@ class PassCosts:
     def __init__(self) -> None:
         self._seconds: dict[int, float] = {}
         self._sizes: list[int] = []  # the sizes seen, in order
+        self._declined = 0  # passes in a row that left out every guess offered
 
     def record(self, rows: int, seconds: float) -> None:
         before = self._seconds.get(rows)
@@ -29,6 +31,17 @@ class PassCosts:
             self._seconds[rows] = seconds
         else:
             self._seconds[rows] = before + WEIGHT * (seconds - before)
+
+    def explored(self, taken: int, offered: int) -> int:
+        """The guesses a pass runs, given `taken` of `offered` were worth it: all of them every EXPLORE-th pass
+        in a row that would run none. Only passes that run guesses renew the costs of their sizes and the
+        drafters' records of guesses kept, so without this one slow pass of a size (a kernel trying a slower
+        way) or a run of misses (a sampled answer) would keep every later draft out."""
+        self._declined = 0 if taken else self._declined + 1
+        if self._declined < EXPLORE:
+            return taken
+        self._declined = 0
+        return offered
 
     def of(self, rows: int) -> Optional[float]:
         """The seconds of a pass of `rows` rows, on the line through the nearest sizes seen (below the
@@ -59,6 +72,7 @@ def drafts_worth_running(passes: list[Pass], costs: PassCosts) -> list[Pass]:
         rate = tokens / costs.of(rows + count)
         if rate > best_rate:
             taken, best_rate = count, rate
+    taken = costs.explored(taken, len(offers))
     kept_guesses = [0] * len(passes)
     for _, i, k in offers[:taken]:
         kept_guesses[i] = max(kept_guesses[i], k)

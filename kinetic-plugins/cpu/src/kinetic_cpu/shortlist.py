@@ -49,14 +49,15 @@ class Shortlist:
     def logits(self, x: np.ndarray, tops: Sequence[int]) -> np.ndarray:  # x: [n, k] float32
         """[n, rows] float32: the layer's logits of x, where tops[t] > 0 (Row.top) those that can be among row
         t's tops[t] largest and -inf for the others, by the copy or the full layer, whichever recent passes of
-        that many such rows and that top took less time for (the slower is tried again every RETRY passes)."""
+        that many such rows and that top took less time for (first the full layer, whose time a pass of a rare
+        size is safe with; the slower is tried again every RETRY passes)."""
         short = [t for t, k in enumerate(tops) if k]
         if not short:
             return self.exact(x)
         times = self._seconds.setdefault((max(tops), len(short)), [None, None])  # full layer, copy
         self._passes += 1
-        faster = times[1] is None or (times[0] is not None and times[1] <= times[0])
-        copied = faster != (self._passes % RETRY == 0)
+        copy_faster = times[0] is not None and (times[1] is None or times[1] <= times[0])
+        copied = copy_faster != (self._passes % RETRY == 0)
         started, compiled = time.perf_counter(), compile_clock.CLOCK.seconds
         out = self.exact(x) if not copied else self._with_full_rows(x, tops, short)
         if compile_clock.CLOCK.seconds == compiled:  # a pass that compiled a kernel says nothing of its speed
