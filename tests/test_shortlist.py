@@ -135,7 +135,7 @@ def test_rows_without_a_top_get_every_logit_whichever_way_is_taken(adversarial):
     shortlist, xs, _ = adversarial
     tops = [0, 3] * (len(xs) // 2)
     full = shortlist.exact(xs[: len(tops)])
-    for _ in range(4):  # the full layer first, then the copy, then the faster
+    for _ in range(4):  # whichever way each pass takes
         given = shortlist.logits(xs[: len(tops)], tops)
         assert np.array_equal(given[::2], full[::2])
         for t in range(1, len(tops), 2):

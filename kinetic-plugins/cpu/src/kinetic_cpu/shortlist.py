@@ -49,21 +49,31 @@ class Shortlist:
     def logits(self, x: np.ndarray, tops: Sequence[int]) -> np.ndarray:  # x: [n, k] float32
         """[n, rows] float32: the layer's logits of x, where tops[t] > 0 (Row.top) those that can be among row
         t's tops[t] largest and -inf for the others, by the copy or the full layer, whichever recent passes of
-        that many such rows and that top took less time for (first the full layer, whose time a pass of a rare
-        size is safe with; the slower is tried again every RETRY passes)."""
+        that many such rows and that top took less time for (_copy_first; the slower is tried again every RETRY
+        passes)."""
         short = [t for t, k in enumerate(tops) if k]
         if not short:
             return self.exact(x)
-        times = self._seconds.setdefault((max(tops), len(short)), [None, None])  # full layer, copy
+        top, n = max(tops), len(short)
+        times = self._seconds.setdefault((top, n), [None, None])  # full layer, copy
         self._passes += 1
-        copy_faster = times[0] is not None and (times[1] is None or times[1] <= times[0])
-        copied = copy_faster != (self._passes % RETRY == 0)
+        copied = self._copy_first(top, n) != (self._passes % RETRY == 0)
         started, compiled = time.perf_counter(), compile_clock.CLOCK.seconds
         out = self.exact(x) if not copied else self._with_full_rows(x, tops, short)
         if compile_clock.CLOCK.seconds == compiled:  # a pass that compiled a kernel says nothing of its speed
             seconds, before = time.perf_counter() - started, times[copied]
             times[copied] = seconds if before is None else before + (seconds - before) / 4
         return out
+
+    def _copy_first(self, top: int, n: int) -> bool:
+        """Whether n rows of this top take the copy: where both ways have times, the faster; else the full
+        layer first, then the copy, which several rows try only once it was faster for fewer: each row's exact
+        scores are its own, so the copy's part of a pass grows with its rows."""
+        full, copy = self._seconds[(top, n)]
+        if full is None or copy is not None:
+            return full is not None and copy <= full
+        return n == 1 or any(k == top and m < n and c is not None and f is not None and c <= f
+                             for (k, m), (f, c) in self._seconds.items())
 
     def _with_full_rows(self, x: np.ndarray, tops: Sequence[int], short: list[int]) -> np.ndarray:
         if len(short) == len(x):
