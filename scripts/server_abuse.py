@@ -170,7 +170,11 @@ def _leave_mid_stream(server: Server, path: str, chat: dict, piece: bytes) -> bo
         sock.sendall(request)
         got = b""
         while got.count(piece) < 3:
-            got += sock.recv(4096)
+            chunk = sock.recv(4096)
+            if not chunk:  # the server ended the answer before three pieces came
+                print(f"{path}: the stream ended after {got[:300]!r}", file=sys.stderr)
+                return False
+            got += chunk
     answered = server.request("POST", "/v1/chat/completions", CHAT)[0] == 200  # waits for the model
     return answered and predicted(server) - before < 100
 
