@@ -5,7 +5,10 @@ real models; a q8_0 cache takes about half a float16 cache's bytes and stays clo
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 import threading
+import time
 import types
 from functools import lru_cache
 from pathlib import Path
@@ -206,6 +209,23 @@ def test_passes_run_on_one_thread_with_the_runners_thread_count(tmp_path, monkey
     runner.forward([Row(runner.new_sequence(), 1, 0, logits=True)])
     assert len({thread for thread, _ in seen}) == 1 and seen[0][0] not in askers + [threading.main_thread()]
     assert {threads for _, threads in seen} == {1}
+
+
+def test_a_forked_child_makes_its_own_home_thread():
+    from kinetic_cpu.home import at_home
+
+    assert at_home(1, threading.current_thread) is not threading.current_thread()
+    child = os.fork()
+    if child == 0:  # the parent's home thread is not in the child: without a new one this call would hang
+        os._exit(0 if at_home(1, lambda: 42) == 42 else 1)
+    for _ in range(300):
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.1)
+    os.kill(child, signal.SIGKILL)
+    pytest.fail("the forked child's call to at_home did not return in 30 s")
 
 def one_by_one_reference(path: Path, tokens: list[int]) -> np.ndarray:
     from kinetic.reference.executor import ReferenceRunner
