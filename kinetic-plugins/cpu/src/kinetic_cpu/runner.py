@@ -10,8 +10,8 @@ import numpy as np
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
-from kinetic_cpu.home import at_home
 from kinetic_cpu.cache import CpuSequence
+from kinetic_cpu.home import at_home
 from kinetic_cpu.kernels.matmul import Matrix, activations
 from kinetic_cpu.shortlist import Shortlist
 from kinetic_cpu.spread import Spans, Spreader

@@ -70,8 +70,10 @@ class Shortlist:
         layer first, then the copy, which several rows try only once it was faster for fewer: each row's exact
         scores are its own, so the copy's part of a pass grows with its rows."""
         full, copy = self._seconds[(top, n)]
-        if full is None or copy is not None:
-            return full is not None and copy <= full
+        if full is None:
+            return False
+        if copy is not None:
+            return copy <= full
         return n == 1 or any(k == top and m < n and c is not None and f is not None and c <= f
                              for (k, m), (f, c) in self._seconds.items())
 
