@@ -43,7 +43,7 @@ PROMPTS = [
     "import numpy as np\n\n# multiply two matrices\n",
     "The three laws of thermodynamics are",
 ]
-FAMILIES = ("llama", "qwen2", "qwen3", "gemma3")
+
 
 
 @dataclass(frozen=True)
@@ -88,41 +88,22 @@ def kinetic_greedy(runner, prompt: list[int], n: int) -> list[int]:
 
 
 def random_files(folder: Path, tools: Path) -> list[Path]:
-    """One small random-weight model per family as F16 and Q8_0 (written by gguf-py) and, where tools has
-    llama-quantize, Q4_K_M quantized from its F32 file: the same weights in each type."""
+    """Each comparable random-weight model (kinetic.testing.gguf_factory.COMPARABLE: every family, and files
+    with what a file may add) as F16 and Q8_0 (written by gguf-py) and, where tools has llama-quantize,
+    Q4_K_M quantized from its F32 file: the same weights in each type."""
+    from kinetic.testing.gguf_factory import COMPARABLE, write_comparable_model
+
     folder.mkdir(parents=True, exist_ok=True)
     files = []
-    for family in FAMILIES:
+    for name, (arch, metadata) in COMPARABLE.items():
         for weights in ("F16", "Q8_0"):
-            files.append(random_model(folder / f"{family}-{weights}.gguf", family, weights))
+            files.append(write_comparable_model(folder / f"{name}-{weights}.gguf", arch, weights, metadata))
         if (tools / "llama-quantize").exists():
-            f32 = random_model(folder / f"{family}-F32.gguf", family, "F32")
-            files.append(folder / f"{family}-Q4_K_M.gguf")
+            f32 = write_comparable_model(folder / f"{name}-F32.gguf", arch, "F32", metadata)
+            files.append(folder / f"{name}-Q4_K_M.gguf")
             subprocess.run([str(tools / "llama-quantize"), str(f32), str(files[-1]), "Q4_K_M"], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return files
-
-
-def random_model(path: Path, family: str, weights: str) -> Path:
-    """kinetic.testing.gguf_factory's random model with two changes. A vocabulary of whole characters, without
-    byte tokens: llama-server leaves out the probabilities of a step whose token ends in part of a UTF-8 character,
-    which would misalign the steps. Norm weights near 1 and the output norm's near 4: the factory's are near 0,
-    which leaves the layers' outputs small and the logits flat, so that most greedy steps would be near-ties."""
-    import gguf
-
-    from kinetic.testing.gguf_factory import Dims, write_random_model
-
-    dims = Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512)  # rows of whole 256-weight K-quant blocks
-    tokens = ["<unk>", "<s>", "</s>", "\u2581", "\n"] + [chr(c) for c in range(33, 127)]
-    tokens += [f"tok{i}" for i in range(dims.n_vocab - len(tokens))]
-    vocab = {"tokenizer.ggml.tokens": tokens, "tokenizer.ggml.scores": [0.0] * len(tokens),
-             "tokenizer.ggml.token_type": [3, 3, 3] + [1] * (len(tokens) - 3)}
-    write_random_model(path, family, dims, weights, seed=1, metadata=vocab)
-    rng = np.random.default_rng(2)
-    norms = {t.name: rng.normal(1.0, 0.1, int(t.shape[0])).astype(np.float32) * (4 if t.name == "output_norm.weight"
-                                                                                 else 1)
-             for t in gguf.GGUFReader(path).tensors if t.name.endswith("norm.weight")}
-    return write_random_model(path, family, dims, weights, seed=1, metadata=vocab, extra_tensors=norms)
 
 
 def llama_environment(tools: Path, device: str) -> None:

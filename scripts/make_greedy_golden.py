@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the greedy golden files: llama.cpp's greedy tokens for a few fixed prompts, per real model.
 
-    python scripts/make_greedy_golden.py [qwen|gemma ...]
+    python scripts/make_greedy_golden.py [qwen|gemma|families ...]
 
 Runs llama-server on the model, has it tokenize each prompt (with the model's BOS), then asks
 /completion for N_PREDICT tokens at temperature 0 from the prompt's token ids, with the top-2
@@ -10,11 +10,15 @@ file as shipped ("as_shipped"), and on the same weights dequantized to F32 by ll
 ("dequantized"), where llama.cpp no longer rounds activations to 8 bits and so computes what the
 reference executor computes. Each run records the tokens and each step's top-2 margin in nats, so
 tests/test_reference_real.py can tell a real divergence from a near-tie without llama.cpp.
+"families" writes families.json instead: llama.cpp's greedy tokens on each comparable random-weight F16 file
+(kinetic.testing.gguf_factory.COMPARABLE: every family, and files with YaRN and linear rotary scaling) with the
+file's sha256, for tests/test_cpu_device.py to check every family against llama.cpp without it.
 Builds llama-server and llama-quantize once if they are missing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -26,6 +30,7 @@ import urllib.request
 from pathlib import Path
 
 from kinetic.testing import llama_cpp, real_models
+from kinetic.testing.gguf_factory import COMPARABLE, write_comparable_model
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden" / "greedy"
 N_PREDICT = 48
@@ -114,10 +119,30 @@ def make(key: str, tools: Path) -> Path:
     return out
 
 
+def make_families(tools: Path) -> Path:
+    def answers(port: int) -> list[dict]:
+        out = []
+        for text in PROMPTS:
+            ids = post(port, "/tokenize", {"content": text, "add_special": True})["tokens"]
+            out.append({"text": text, "prompt_ids": ids, "as_shipped": greedy(port, ids)})
+        return out
+
+    files = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (arch, metadata) in COMPARABLE.items():
+            model = write_comparable_model(Path(tmp) / f"{name}.gguf", arch, "F16", metadata)
+            files[name] = {"sha256": hashlib.sha256(model.read_bytes()).hexdigest(),
+                           "prompts": run_server(tools, model, answers)}
+    out = OUT_DIR / "families.json"
+    out.write_text(json.dumps({"llama_cpp": llama_cpp.VERSION, "n_predict": N_PREDICT, "files": files}, indent=1,
+                              ensure_ascii=False) + "\n")
+    return out
+
+
 def main(keys: list[str]) -> int:
     tools = llama_cpp.build(("llama-server", "llama-quantize"))
-    for key in keys or list(real_models.MODELS):
-        print(make(key, tools))
+    for key in keys or [*real_models.MODELS, "families"]:
+        print(make_families(tools) if key == "families" else make(key, tools))
     return 0
 
 

@@ -21,6 +21,13 @@ def load_golden(key: str, model: Path, n_tokens: int) -> dict:
     return golden
 
 
+def load_family_golden(name: str) -> dict:
+    """llama.cpp's run on the comparable random file `name` (kinetic.testing.gguf_factory.COMPARABLE): its sha256
+    and prompts, as load_golden's."""
+    golden = json.loads((GOLDEN / "families.json").read_text())
+    return golden["files"][name]
+
+
 def first_divergence(theirs: list[int], ours: list[int]) -> Optional[int]:
     return next((step for step, (a, b) in enumerate(zip(theirs, ours)) if a != b), None)
 

@@ -5,6 +5,7 @@ real models; a q8_0 cache takes about half a float16 cache's bytes and stays clo
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import signal
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import pytest
-from greedy_golden import divergences, load_golden
+from greedy_golden import divergences, load_family_golden, load_golden
 
 from kinetic.contracts.blocks import Attention
 from kinetic.contracts.device import Device, Row, UploadOptions, UploadRefused
@@ -26,10 +27,10 @@ from kinetic.engine.session import Session
 from kinetic.hookspecs import hookimpl
 from kinetic.model.load import load_stack
 from kinetic.plugins import load_plugins, plugins
-from kinetic.testing.gguf_factory import Dims, write_random_model
+from kinetic.testing.gguf_factory import ARCHITECTURES, COMPARABLE, Dims, write_comparable_model, write_random_model
 from kinetic_cpu.spread import SHORT_SPAN, thread_groups
 
-FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
+FAMILIES = ARCHITECTURES
 # The CPU quantizes activations to 8 bits per block where the reference multiplies in float32:
 # logits differ by a small fraction of their spread.
 TOLERANCE = 0.02
@@ -40,6 +41,7 @@ REAL_TOLERANCE = 0.05
 # that rule against itself: with and without its repacked Q4_K kernels (--no-repack) it parts at gaps of
 # 0.116 and 0.228 on scripts/conformance.py's prompts, so its bound is 0.25.
 NEAR_TIE = {"qwen": 0.1, "gemma": 0.25}
+RANDOM_NEAR_TIE = 0.1
 GOLDEN_TOKENS = 48
 # q8_0 against f16 caches along a golden answer, measured: mean 0.057 (Qwen) and 0.052 (Gemma) of the logits'
 # spread, max 0.66
@@ -244,6 +246,18 @@ def greedy_cpu(path: Path, prompt: list[int], n: int) -> list[int]:
         out.append(int(np.argmax(logits)))
         logits = runner.forward([Row(seq, out[-1], seq.n_tokens, logits=True)])[0]
     return out
+
+
+@pytest.mark.parametrize("name", COMPARABLE)
+def test_greedy_tokens_are_llama_cpps_on_random_files_of_every_family(name, tmp_path):
+    """llama.cpp's greedy tokens on a random F16 file (scripts/make_greedy_golden.py families), up to near-ties:
+    every family's blocks, and rotary scalings, as llama.cpp runs them."""
+    golden = load_family_golden(name)
+    arch, metadata = COMPARABLE[name]
+    path = write_comparable_model(tmp_path / f"{name}.gguf", arch, "F16", metadata)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == golden["sha256"], "not the weights llama.cpp ran"
+    outputs = [greedy_cpu(path, prompt["prompt_ids"], GOLDEN_TOKENS) for prompt in golden["prompts"]]
+    assert divergences({"prompts": golden["prompts"]}, "as_shipped", outputs, RANDOM_NEAR_TIE) == []
 
 
 def in_batches_last(runner, seq, prompt: list[int]) -> np.ndarray:

@@ -25,7 +25,7 @@ from kinetic.hookspecs import hookimpl
 from kinetic.model.load import load_stack
 from kinetic.plugins import load_plugins, plugins
 from kinetic.reference.executor import ReferenceRunner
-from kinetic.testing.gguf_factory import Dims, write_random_model
+from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_random_model
 from kinetic.testing.random_weights import random_blocks
 
 kinetic_cuda = pytest.importorskip("kinetic_cuda.device", reason="the kinetic-cuda plugin is not installed")
@@ -35,7 +35,7 @@ from kinetic_cuda.support import FLOATS, QUANTIZED  # noqa: E402
 REASON = kinetic_cuda.probe()
 gpu = pytest.mark.skipif(REASON is not None, reason=f"CUDA is not usable here: {REASON}")
 
-FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
+FAMILIES = ARCHITECTURES
 # int8 activations where the reference multiplies in float32 (as on the CPU device): the logits differ by
 # a small fraction of their spread, the mean difference under TOLERANCE and the largest under 10 times it.
 # Measured on the H200: mean 0.006 to 0.02 for Q8_0 files; 0.02 to 0.03 for the Q4_K_M mix, whose random
@@ -82,7 +82,7 @@ def random_model(request, tmp_path_factory) -> Path:
 
 
 def tolerance(path: Path) -> float:
-    return TOLERANCE[path.stem.split("-")[1]]
+    return TOLERANCE[path.stem.rsplit("-", 1)[1]]
 
 
 F16, Q8_0 = ("f16", "f16"), ("q8_0", "q8_0")

@@ -3,30 +3,39 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import pytest
 
 from kinetic import open_model
-from kinetic.contracts.blocks import Attention, GatedFeedForward
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Yarn
 from kinetic.contracts.device import Row
 from kinetic.errors import ModelFileError
 from kinetic.model import load_stack
 from kinetic.reference import ReferenceRunner, generate
-from kinetic.testing.gguf_factory import Dims, write_gguf, write_random_model
+from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_gguf, write_random_model
 
 DIMS = Dims(n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_vocab=300)
-FAMILIES = ("llama", "qwen2", "qwen3", "gemma3")
+FAMILIES = ARCHITECTURES
 
-# What distinguishes each family's blocks.
+# What distinguishes each family's blocks: rotation pairs, q/k/v biases, q/k norms (per head, across heads, or
+# per head after the rotation), norms before and after each block, activation, and the stack's scales
+# (embedding, residual, logits).
+_PLAIN = dict(neox=False, biases=False, head_norms=None, pre_norms=True, post_norms=False, activation="silu",
+              scales=(1.0, 1.0, 1.0), attention_scale=0.25)
 EXPECTED = {
-    "llama": dict(neox=False, biases=False, head_norms=False, post_norms=False, activation="silu", embedding_scale=1.0),
-    "qwen2": dict(neox=True, biases=True, head_norms=False, post_norms=False, activation="silu", embedding_scale=1.0),
-    "qwen3": dict(neox=True, biases=False, head_norms=True, post_norms=False, activation="silu", embedding_scale=1.0),
-    "gemma3": dict(neox=True, biases=False, head_norms=True, post_norms=True, activation="gelu_tanh",
-                   embedding_scale=8.0),
+    "llama": _PLAIN,
+    "qwen2": {**_PLAIN, "neox": True, "biases": True},
+    "qwen3": {**_PLAIN, "neox": True, "head_norms": "head"},
+    "gemma3": {**_PLAIN, "neox": True, "head_norms": "head", "post_norms": True, "activation": "gelu_tanh",
+               "scales": (8.0, 1.0, 1.0)},
+    "granite": {**_PLAIN, "scales": (12.0, np.float32(0.22), 0.125), "attention_scale": 0.015625},
+    "olmo2": {**_PLAIN, "neox": True, "head_norms": "across", "pre_norms": False, "post_norms": True},
+    "exaone4": {**_PLAIN, "neox": True, "head_norms": "head", "pre_norms": False, "post_norms": True},
+    "ernie4_5": _PLAIN,
+    "hunyuan-dense": {**_PLAIN, "neox": True, "head_norms": "after rotation"},
 }
+HEAD_NORMS = {"head": (16, 16, False), "across": (64, 32, False), "after rotation": (16, 16, True)}
 
 
 def random_model(tmp_path, arch: str, **kwargs):
@@ -46,18 +55,23 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
     stack = load_stack(path)
     expect = EXPECTED[arch]
     assert (stack.n_vocab, stack.n_embd, stack.context_length) == (300, 64, 256)
-    assert stack.embedding_scale == expect["embedding_scale"]
+    assert (stack.embedding_scale, stack.residual_scale, stack.logit_scale) == expect["scales"]
     assert [type(b) for b in stack.blocks] == [Attention, GatedFeedForward] * DIMS.n_layer
     for i, (attn, ffn) in enumerate(zip(stack.blocks[::2], stack.blocks[1::2])):
         assert (attn.n_head, attn.n_head_kv, attn.head_dim) == (4, 2, 16)
         assert attn.q.name == f"blk.{i}.attn_q.weight" and ffn.down.name == f"blk.{i}.ffn_down.weight"
-        assert attn.scale == pytest.approx(1 / math.sqrt(16))
+        assert attn.scale == pytest.approx(expect["attention_scale"])
         assert attn.rope.neox == expect["neox"] and attn.rope.n_dims == 16 and attn.rope.scale == 1.0
         assert (attn.q_bias is not None) == expect["biases"]
-        assert (attn.q_norm is not None and attn.k_norm is not None) == expect["head_norms"]
+        if expect["head_norms"] is None:
+            assert attn.q_norm is None and attn.k_norm is None
+        else:
+            widths = (attn.q_norm.weight.shape[0], attn.k_norm.weight.shape[0], attn.norms_after_rope)
+            assert widths == HEAD_NORMS[expect["head_norms"]]
+        assert (attn.norm is not None and ffn.norm is not None) == expect["pre_norms"]
         assert (attn.post_norm is not None and ffn.post_norm is not None) == expect["post_norms"]
         assert ffn.activation == expect["activation"]
-        assert attn.norm.eps == pytest.approx(1e-6)
+        assert (attn.norm or attn.post_norm).eps == pytest.approx(1e-6)
     assert stack.output.name == "output.weight"
 
 
@@ -97,12 +111,51 @@ def test_gemma3_pattern_may_be_an_array_of_layer_flags(tmp_path):
     assert [b.sliding_window for b in load_stack(path).blocks[::2]] == [None, 4]
 
 
+def test_yarn_scaling_reads_the_original_context(tmp_path):
+    path = random_model(tmp_path, "qwen3", metadata={"qwen3.rope.scaling.type": "yarn", "qwen3.rope.scaling.factor": 4.0,
+                                                     "qwen3.rope.scaling.original_context_length": 64})
+    rope = load_stack(path).blocks[0].rope
+    assert (rope.scale, rope.yarn) == (0.25, Yarn(original_context=64))
+
+
+def test_granite_without_finetuned_rope_does_not_rotate(tmp_path):
+    path = random_model(tmp_path, "granite", metadata={"granite.rope.scaling.finetuned": False})
+    assert {b.rope.n_dims for b in load_stack(path).blocks[::2]} == {0}
+
+
+def test_olmo2_with_a_window_slides_in_three_layers_of_four_unscaled(tmp_path):
+    path = write_random_model(tmp_path / "o.gguf", "olmo2", dataclasses.replace(DIMS, n_layer=8),
+                              metadata={"olmo2.attention.sliding_window": 4, "olmo2.rope.scaling.type": "yarn",
+                                        "olmo2.rope.scaling.factor": 8.0})
+    attention = load_stack(path).blocks[::2]
+    assert [b.sliding_window for b in attention] == [4, 4, 4, None] * 2
+    assert [(b.rope.scale, b.rope.yarn is not None) for b in attention[3:5]] == [(0.125, True), (1.0, False)]
+
+
+def test_exaone4_32b_rotates_only_in_its_window_layers(tmp_path):
+    path = write_random_model(tmp_path / "e.gguf", "exaone4", dataclasses.replace(DIMS, n_layer=64))
+    attention = load_stack(path).blocks[::2]
+    assert [(b.sliding_window, b.rope.n_dims) for b in attention[:4]] == [(4096, 16)] * 3 + [(None, 0)]
+
+
+def test_exaone4_prediction_layers_are_left_unused(tmp_path):
+    extra = {f"blk.2.{name}.weight": np.zeros(64, np.float32) for name in ("nextn.enorm", "nextn.hnorm")}
+    path = write_random_model(tmp_path / "e.gguf", "exaone4", dataclasses.replace(DIMS, n_layer=3),
+                              metadata={"exaone4.nextn_predict_layers": 1}, extra_tensors=extra)
+    assert len(load_stack(path).blocks) == 4
+
+
+def test_hunyuan_alpha_raises_the_rotary_base(tmp_path):
+    path = random_model(tmp_path, "hunyuan-dense", metadata={"hunyuan-dense.rope.scaling.alpha": 1000.0})
+    assert load_stack(path).blocks[0].rope.base == pytest.approx(10000.0 * 1000.0 ** (16 / 14), rel=1e-6)
+
+
 # -- what the loader refuses -----------------------------------------------------------------------
 
 def test_an_unmapped_tensor_is_refused_by_name(family_model, tmp_path):
     arch, _ = family_model
-    path = random_model(tmp_path, arch, extra_tensors={"blk.1.attn_output.bias": np.zeros(64, np.float32)})
-    with pytest.raises(ModelFileError, match=r"^tensor blk\.1\.attn_output\.bias is not supported yet$"):
+    path = random_model(tmp_path, arch, extra_tensors={"blk.1.ffn_down.bias": np.zeros(64, np.float32)})
+    with pytest.raises(ModelFileError, match=r"^tensor blk\.1\.ffn_down\.bias is not supported yet$"):
         load_stack(path)
 
 
@@ -144,12 +197,11 @@ def test_unknown_architecture_is_refused(tmp_path):
         load_stack(path)
 
 
-@pytest.mark.parametrize("kind", ["yarn", "longrope"])
-def test_rotary_scaling_other_than_linear_is_refused(family_model, tmp_path, kind):
+def test_longrope_rotary_scaling_is_refused(family_model, tmp_path):
     arch, _ = family_model
-    path = random_model(tmp_path, arch, metadata={f"{arch}.rope.scaling.type": kind,
+    path = random_model(tmp_path, arch, metadata={f"{arch}.rope.scaling.type": "longrope",
                                                   f"{arch}.rope.scaling.factor": 4.0})
-    with pytest.raises(ModelFileError, match=f"^{kind} rotary scaling is not supported yet$"):
+    with pytest.raises(ModelFileError, match="^longrope rotary scaling is not supported yet$"):
         load_stack(path)
 
 

@@ -14,12 +14,12 @@ import pytest
 
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
-from kinetic.testing.gguf_factory import Dims, write_random_model
+from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_random_model
 from kinetic_speed.rad1 import Rad1Drafter, TokenLog
 from kinetic_speed.rad1.drafter import FIRST_LENGTH, MAX_LENGTH
 from kinetic_speed.rad1.lookup import ContextSource, NgramIndex
 
-FAMILIES = ["llama", "qwen2", "qwen3", "gemma3"]
+FAMILIES = ARCHITECTURES
 SETTINGS = [
     {"temp": 0},
     {"temp": 0.8, "seed": 7},

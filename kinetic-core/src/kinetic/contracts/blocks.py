@@ -48,21 +48,34 @@ class RmsNorm:
 
 
 @dataclass(frozen=True)
+class Yarn:
+    """YaRN's blend of interpolated and extrapolated frequencies (Peng et al., 2023; docs/rotary.md)."""
+
+    original_context: int  # the context length the model was trained at before its scaling
+    beta_fast: float = 32.0  # pairs turning more than this often over that context keep their frequency
+    beta_slow: float = 1.0  # pairs turning less often than this are fully interpolated
+
+
+@dataclass(frozen=True)
 class Rope:
-    """Rotary position embedding (Su et al., 2021) over the first n_dims of each head."""
+    """Rotary position embedding (Su et al., 2021) over the first n_dims of each head; n_dims 0 rotates nothing.
+
+    kinetic.rotary derives what devices apply: each pair's position multiplier and the rotated values' factor."""
 
     n_dims: int
     base: float
     neox: bool  # rotate pairs (i, i + n_dims/2) as GPT-NeoX does, rather than adjacent pairs (i, i + 1)
     scale: float = 1.0  # linear position scaling: positions are multiplied by this
     freq_factors: Optional[Weight] = None  # per-pair divisors of the frequencies (Llama 3.1 long context)
+    yarn: Optional[Yarn] = None  # with YaRN, scale applies in full only to the slowest pairs
+    attn_factor: float = 1.0  # multiplies the rotated values (rope.scaling.attn_factor)
 
 
 @dataclass(frozen=True)
 class Attention:
     """Grouped-query self-attention with a KV cache; x += post_norm(o(attend(q, k, v))) on norm(x)."""
 
-    norm: RmsNorm
+    norm: Optional[RmsNorm]  # None: the block reads the residual stream itself (OLMo 2, EXAONE 4)
     q: Weight
     k: Weight
     v: Weight
@@ -75,8 +88,9 @@ class Attention:
     q_bias: Optional[Weight] = None
     k_bias: Optional[Weight] = None
     v_bias: Optional[Weight] = None
-    q_norm: Optional[RmsNorm] = None  # per head, before rope (Qwen3, Gemma 3)
+    q_norm: Optional[RmsNorm] = None  # per head when its width is head_dim, else across the heads (OLMo 2)
     k_norm: Optional[RmsNorm] = None
+    norms_after_rope: bool = False  # q_norm and k_norm follow the rotation (Hunyuan) rather than precede it
     post_norm: Optional[RmsNorm] = None  # on the block's output, before the residual add (Gemma 3)
     sliding_window: Optional[int] = None  # a token sees only the last sliding_window positions
 
@@ -85,7 +99,7 @@ class Attention:
 class GatedFeedForward:
     """x += post_norm(down(act(gate(norm(x))) * up(norm(x)))): SwiGLU / GeGLU (Shazeer, 2020)."""
 
-    norm: RmsNorm
+    norm: Optional[RmsNorm]  # None: the block reads the residual stream itself
     gate: Weight
     up: Weight
     down: Weight
@@ -108,3 +122,5 @@ class Stack:
     n_embd: int
     n_vocab: int
     context_length: int
+    residual_scale: float = 1.0  # every block's output is multiplied by this before it is added (Granite)
+    logit_scale: float = 1.0  # the logits are multiplied by this (Granite: 1 / its logit_scale key)

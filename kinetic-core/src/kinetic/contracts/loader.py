@@ -62,6 +62,10 @@ class Loader:
         if name in self.model.tensors:
             raise unsupported_tensor(name)
 
+    def leave(self, prefix: str) -> None:
+        """Accept the tensors whose names start with prefix and map none of them, as llama.cpp leaves them."""
+        self._used.update(name for name in self.model.tensors if name.startswith(prefix))
+
     def finish(self) -> None:
         """Refuse the file if it holds a tensor the family did not map."""
         for name in self.model.tensors:

@@ -18,14 +18,17 @@ def attention(w: Weights, block: Attention, x: np.ndarray, positions: np.ndarray
     """Every row attends to its own sequence: the cached tokens and this pass's rows of that sequence."""
     # x: [n, n_embd] float32; positions: [n]; groups: each sequence with the indices of its rows, in order
     n = len(x)
-    h = ops.rms_norm(x, w(block.norm.weight), block.norm.eps)
-    q = ops.linear(h, w(block.q), w(block.q_bias)).reshape(n, block.n_head, block.head_dim)
-    k = ops.linear(h, w(block.k), w(block.k_bias)).reshape(n, block.n_head_kv, block.head_dim)
+    h = _norm(w, block.norm, x)
+    q = ops.linear(h, w(block.q), w(block.q_bias))
+    k = ops.linear(h, w(block.k), w(block.k_bias))
     v = ops.linear(h, w(block.v), w(block.v_bias)).reshape(n, block.n_head_kv, block.head_dim)
-    q, k = _norm(w, block.q_norm, q), _norm(w, block.k_norm, k)
+    if not block.norms_after_rope:
+        q, k = _norm(w, block.q_norm, q), _norm(w, block.k_norm, k)
     freq_factors = w(block.rope.freq_factors)
-    q = ops.rope(q, positions, block.rope, freq_factors)
-    k = ops.rope(k, positions, block.rope, freq_factors)
+    q = ops.rope(q.reshape(n, block.n_head, block.head_dim), positions, block.rope, freq_factors)
+    k = ops.rope(k.reshape(n, block.n_head_kv, block.head_dim), positions, block.rope, freq_factors)
+    if block.norms_after_rope:
+        q, k = _norm(w, block.q_norm, q), _norm(w, block.k_norm, k)
     out = np.empty((n, block.n_head * block.head_dim), dtype=np.float32)
     for seq, rows in groups:
         cache = seq.cache(block_index)
@@ -37,10 +40,14 @@ def attention(w: Weights, block: Attention, x: np.ndarray, positions: np.ndarray
 
 def feed_forward(w: Weights, block: GatedFeedForward, x: np.ndarray) -> np.ndarray:
     # x: [n, n_embd] float32
-    h = ops.rms_norm(x, w(block.norm.weight), block.norm.eps)
+    h = _norm(w, block.norm, x)
     gated = ops.ACTIVATIONS[block.activation](ops.linear(h, w(block.gate))) * ops.linear(h, w(block.up))
     return _norm(w, block.post_norm, ops.linear(gated, w(block.down)))
 
 
 def _norm(w: Weights, norm: Optional[RmsNorm], x: np.ndarray) -> np.ndarray:
-    return x if norm is None else ops.rms_norm(x, w(norm.weight), norm.eps)
+    """norm over x's last axis in pieces of the norm's width (a head, or all heads together); x itself without one."""
+    if norm is None:
+        return x
+    width = len(w(norm.weight))
+    return ops.rms_norm(x.reshape(-1, width), w(norm.weight), norm.eps).reshape(x.shape)

@@ -58,16 +58,19 @@ class ReferenceRunner:
     def _run(self, tokens: np.ndarray, positions: np.ndarray, groups: list[tuple[Sequence, np.ndarray]]) -> np.ndarray:
         """The residual stream [n, n_embd] float32 after every block."""
         x = self.weight(self.stack.embedding)[tokens] * np.float32(self.stack.embedding_scale)
+        residual_scale = np.float32(self.stack.residual_scale)
         for index, block in enumerate(self.stack.blocks):
             if isinstance(block, Attention):
-                x = x + blocks.attention(self.weight, block, x, positions, groups, index)
+                out = blocks.attention(self.weight, block, x, positions, groups, index)
             elif isinstance(block, GatedFeedForward):
-                x = x + blocks.feed_forward(self.weight, block, x)
+                out = blocks.feed_forward(self.weight, block, x)
             else:
                 raise KineticError(f"the reference executor has no {type(block).__name__} block")
+            x = x + out * residual_scale
         return x
 
     def _logits(self, hidden: np.ndarray) -> np.ndarray:
         # hidden: [k, n_embd] float32 -> [k, n_vocab] float32
         norm = self.stack.output_norm
-        return ops.linear(ops.rms_norm(hidden, self.weight(norm.weight), norm.eps), self.weight(self.stack.output))
+        logits = ops.linear(ops.rms_norm(hidden, self.weight(norm.weight), norm.eps), self.weight(self.stack.output))
+        return logits * np.float32(self.stack.logit_scale)

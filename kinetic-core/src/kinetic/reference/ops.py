@@ -6,6 +6,7 @@ from typing import Optional
 
 import numpy as np
 
+from kinetic import rotary
 from kinetic.contracts.blocks import Rope
 
 
@@ -23,14 +24,16 @@ def linear(x: np.ndarray, weight: np.ndarray, bias: Optional[np.ndarray] = None)
 
 
 def rope(x: np.ndarray, positions: np.ndarray, spec: Rope, freq_factors: Optional[np.ndarray]) -> np.ndarray:
-    """Rotate pairs of each head's first n_dims by position * scale * base^(-2i / n_dims) (Su et al., 2021)."""
+    """Rotate pairs of each head's first n_dims by position * scale_k * base^(-2k / n_dims) (Su et al., 2021),
+    scale_k and the values' factor as kinetic.rotary derives them."""
     # x: [n, heads, head_dim] float32; positions: [n] int; freq_factors: [n_dims / 2] float32
     half = spec.n_dims // 2
-    freqs = spec.base ** (-2.0 * np.arange(half) / spec.n_dims)
+    freqs = rotary.pair_scales(spec) * spec.base ** (-2.0 * np.arange(half) / spec.n_dims)
     if freq_factors is not None:
         freqs = freqs / freq_factors
-    angles = (positions.astype(np.float64) * spec.scale)[:, None] * freqs[None, :]  # [n, half]
-    cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    angles = positions.astype(np.float64)[:, None] * freqs[None, :]  # [n, half]
+    factor = rotary.magnitude(spec)
+    cos, sin = np.cos(angles)[:, None, :] * factor, np.sin(angles)[:, None, :] * factor
     if spec.neox:  # pairs (i, i + half)
         first, second = np.arange(half), np.arange(half) + half
     else:  # pairs (2i, 2i + 1)

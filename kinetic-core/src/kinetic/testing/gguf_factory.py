@@ -1,7 +1,8 @@
 """Small GGUF files for tests, written with gguf-py (the writer llama.cpp's own converters use).
 
 write_gguf() writes given metadata and tensors; write_random_model() writes a random-weight model
-of a given architecture, named and shaped as llama.cpp expects, for families with no real model here.
+of a given architecture, named and shaped as llama.cpp expects, for families with no real model here;
+write_comparable_model() one whose greedy answers engines can be compared on (scripts/conformance.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,20 @@ from typing import Any, Collection, Mapping
 import gguf
 import numpy as np
 from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR_NAMES
+
+
+# Every architecture write_random_model writes: those of the built-in families.
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense")
+# Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
+VARIANTS = {
+    "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
+                             "qwen2.rope.scaling.original_context_length": 32}),
+    "llama-linear": ("llama", {"llama.rope.scaling.type": "linear", "llama.rope.scaling.factor": 2.0,
+                               "llama.rope.scaling.attn_factor": 0.9}),
+}
+# Granite's logits multiplied by 8 rather than divided: its factory scale leaves them too flat to compare
+COMPARABLE = {**{arch: (arch, {}) for arch in ARCHITECTURES}, "granite": ("granite", {"granite.logit_scale": 0.125}),
+              **VARIANTS}
 
 
 @dataclass(frozen=True)
@@ -29,15 +44,16 @@ class Dims:
         return self.n_embd // self.n_head
 
 
-def _shapes(d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
+def _shapes(arch: str, d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
     """numpy shapes ([rows, row length]) of the standard transformer tensors."""
     q, kv = d.n_head * d.head_dim, d.n_head_kv * d.head_dim
+    q_norm, k_norm = (q, kv) if arch in _NORMS_ACROSS_HEADS else (d.head_dim, d.head_dim)
     return {
         MODEL_TENSOR.TOKEN_EMBD: (d.n_vocab, d.n_embd), MODEL_TENSOR.OUTPUT: (d.n_vocab, d.n_embd),
         MODEL_TENSOR.OUTPUT_NORM: (d.n_embd,), MODEL_TENSOR.ATTN_NORM: (d.n_embd,),
         MODEL_TENSOR.ATTN_Q: (q, d.n_embd), MODEL_TENSOR.ATTN_K: (kv, d.n_embd), MODEL_TENSOR.ATTN_V: (kv, d.n_embd),
-        MODEL_TENSOR.ATTN_OUT: (d.n_embd, q), MODEL_TENSOR.ATTN_Q_NORM: (d.head_dim,),
-        MODEL_TENSOR.ATTN_K_NORM: (d.head_dim,), MODEL_TENSOR.ATTN_POST_NORM: (d.n_embd,),
+        MODEL_TENSOR.ATTN_OUT: (d.n_embd, q), MODEL_TENSOR.ATTN_Q_NORM: (q_norm,),
+        MODEL_TENSOR.ATTN_K_NORM: (k_norm,), MODEL_TENSOR.ATTN_POST_NORM: (d.n_embd,),
         MODEL_TENSOR.FFN_NORM: (d.n_embd,), MODEL_TENSOR.FFN_PRE_NORM: (d.n_embd,),
         MODEL_TENSOR.FFN_POST_NORM: (d.n_embd,), MODEL_TENSOR.FFN_GATE: (d.n_ff, d.n_embd),
         MODEL_TENSOR.FFN_UP: (d.n_ff, d.n_embd), MODEL_TENSOR.FFN_DOWN: (d.n_embd, d.n_ff),
@@ -83,7 +99,7 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
     """
     arch_enum = next(a for a, name in MODEL_ARCH_NAMES.items() if name == arch)
     rng = np.random.default_rng(seed)
-    shapes = _shapes(dims)
+    shapes = _shapes(arch, dims)
     qtype = gguf.GGMLQuantizationType[weight_type]
     tensors: dict[str, Any] = {}
     for kind in MODEL_TENSORS[arch_enum]:
@@ -102,12 +118,16 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
 
 # What llama.cpp's converters write for an architecture beyond the common tensors and keys.
 _BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V)}
+_NORMS_ACROSS_HEADS = ("olmo2",)
 
 
 def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
     if arch == "gemma3":  # a small window, so that short tests reach past it
         return {f"{arch}.attention.sliding_window": 4, f"{arch}.attention.key_length": d.head_dim,
                 f"{arch}.attention.value_length": d.head_dim, f"{arch}.rope.freq_base": 1000000.0}
+    if arch == "granite":  # scales of the size Granite 3's files hold
+        return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
+                f"{arch}.attention.scale": 0.015625}
     return {}
 
 
@@ -132,3 +152,21 @@ def _model_metadata(arch: str, d: Dims) -> dict[str, Any]:
         "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2,
         **_arch_metadata(arch, d),
     }
+
+
+def write_comparable_model(path: Path, arch: str, weight_type: str, metadata: Mapping[str, Any] = {}) -> Path:
+    """write_random_model's model with two changes, so that greedy answers rarely fall on near-ties. A vocabulary
+    of whole characters, without byte tokens: llama-server leaves out the probabilities of a step whose token
+    ends in part of a UTF-8 character, which would misalign the steps. Norm weights near 1 and the output
+    norm's near 4: the factory's are near 0, which leaves the layers' outputs small and the logits flat."""
+    dims = Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512)  # rows of whole 256-weight K-quant blocks
+    tokens = ["<unk>", "<s>", "</s>", "\u2581", "\n"] + [chr(c) for c in range(33, 127)]
+    tokens += [f"tok{i}" for i in range(dims.n_vocab - len(tokens))]
+    vocab = {"tokenizer.ggml.tokens": tokens, "tokenizer.ggml.scores": [0.0] * len(tokens),
+             "tokenizer.ggml.token_type": [3, 3, 3] + [1] * (len(tokens) - 3), **metadata}
+    write_random_model(path, arch, dims, weight_type, seed=1, metadata=vocab)
+    rng = np.random.default_rng(2)
+    norms = {t.name: rng.normal(1.0, 0.1, int(t.shape[0])).astype(np.float32) * (4 if t.name == "output_norm.weight"
+                                                                                 else 1)
+             for t in gguf.GGUFReader(path).tensors if t.name.endswith("norm.weight")}
+    return write_random_model(path, arch, dims, weight_type, seed=1, metadata=vocab, extra_tensors=norms)

@@ -71,8 +71,10 @@ def rms_norm(x, weight, eps):  # x: [n, d] float32, weight: [d] float32 -> [n, d
 
 
 @numba.njit(**_JIT)
-def rope_angles(positions, n_dims, base, scale, factors):  # positions: [n] int64 -> ([n, n_dims/2] float64,) * 2
-    """cos and sin of position * scale * base^(-2k/n_dims) / factor_k (Su et al., 2021), for every row and k."""
+def rope_angles(positions, n_dims, base, scales, factors, magnitude):
+    """cos and sin of position * scale_k * base^(-2k/n_dims) / factor_k (Su et al., 2021), times magnitude, for
+    every row and pair k (kinetic.rotary gives scales and magnitude)."""
+    # positions: [n] int64; scales, factors: [n_dims/2] -> ([n, n_dims/2] float64,) * 2
     half = n_dims // 2
     powers = np.empty(half)
     for k in range(half):
@@ -80,8 +82,8 @@ def rope_angles(positions, n_dims, base, scale, factors):  # positions: [n] int6
     cos, sin = np.empty((positions.size, half)), np.empty((positions.size, half))
     for i in range(positions.size):
         for k in range(half):
-            theta = positions[i] * scale * powers[k] / factors[k]
-            cos[i, k], sin[i, k] = math.cos(theta), math.sin(theta)
+            theta = positions[i] * scales[k] * powers[k] / factors[k]
+            cos[i, k], sin[i, k] = math.cos(theta) * magnitude, math.sin(theta) * magnitude
     return cos, sin
 
 

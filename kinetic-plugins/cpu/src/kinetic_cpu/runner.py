@@ -3,11 +3,13 @@ a copy kept in runs, kernels/block32.py); each sequence owns a KV cache."""
 
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Stack, Weight
+from kinetic import rotary
+from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence
@@ -75,13 +77,15 @@ class CpuRunner:
         tokens = np.array([row.token for row in batch], dtype=np.int64)
         positions = np.array([row.position for row in batch], dtype=np.int64)
         x = self._embed(tokens)
+        residual_scale = np.float32(self.stack.residual_scale)
         layer = 0
         for block in self.stack.blocks:
             if isinstance(block, Attention):
-                x = x + self._attention(block, x, spans, layer, positions)
+                out = self._attention(block, x, spans, layer, positions)
                 layer += 1
             else:
-                x = x + self._feed_forward(block, x)
+                out = self._feed_forward(block, x)
+            x = x + (out if residual_scale == 1 else out * residual_scale)
         for seq, span in spans:
             seq.n_tokens = int(positions[span.stop - 1]) + 1
         return x
@@ -93,8 +97,13 @@ class CpuRunner:
         rows = kind.dequantize(raw[tokens].reshape(-1, kind.type_size)).reshape(len(tokens), -1)
         return (rows * np.float32(self.stack.embedding_scale)).astype(np.float32)
 
-    def _norm(self, norm: RmsNorm, x: np.ndarray) -> np.ndarray:
-        return ops.rms_norm(x, self._vector(norm.weight), norm.eps)
+    def _norm(self, norm: Optional[RmsNorm], x: np.ndarray) -> np.ndarray:
+        """norm over x's last axis in pieces of the norm's width (a head, or all heads together); x itself
+        without one."""
+        if norm is None:
+            return x
+        weight = self._vector(norm.weight)
+        return ops.rms_norm(x.reshape(-1, len(weight)), weight, norm.eps).reshape(x.shape)
 
     def _vector(self, weight: Weight) -> np.ndarray:
         if weight.name not in self._norms:
@@ -126,16 +135,14 @@ class CpuRunner:
         h = self._norm(a.norm, x)
         n = len(x)
         q, k, v = self._linears(h, (a.q, a.q_bias), (a.k, a.k_bias), (a.v, a.v_bias))
-        q = q.reshape(n, a.n_head, a.head_dim)
-        k = k.reshape(n, a.n_head_kv, a.head_dim)
+        if not a.norms_after_rope:
+            q, k = self._norm(a.q_norm, q), self._norm(a.k_norm, k)
+        q = np.ascontiguousarray(q).reshape(n, a.n_head, a.head_dim)
+        k = np.ascontiguousarray(k).reshape(n, a.n_head_kv, a.head_dim)
         v = v.reshape(n, a.n_head_kv, a.head_dim)
-        if a.q_norm is not None:
-            q = self._norm(a.q_norm, q.reshape(-1, a.head_dim)).reshape(q.shape)
-            k = self._norm(a.k_norm, k.reshape(-1, a.head_dim)).reshape(k.shape)
-        factors = self._vector(a.rope.freq_factors) if a.rope.freq_factors is not None else self._ones(a.rope.n_dims)
-        cos, sin = ops.rope_angles(positions, a.rope.n_dims, a.rope.base, a.rope.scale, factors)
-        for part in (q, k):
-            ops.rope(part, cos, sin, a.rope.neox)
+        self._rotate(a.rope, positions, q, k)
+        if a.norms_after_rope:
+            q, k = self._norm(a.q_norm, q), self._norm(a.k_norm, k)
         turn_keys, turn_values = cache_rotations(a.head_dim, self.cache_types)
         if turn_keys:
             q, k = (ops.rotated(x.reshape(-1, a.head_dim), turn_keys).reshape(x.shape) for x in (q, k))
@@ -147,7 +154,7 @@ class CpuRunner:
         if turn_values:
             attended = ops.rotated(attended.reshape(-1, a.head_dim), turn_values).reshape(attended.shape)
         out = self._linear(a.o, attended)
-        return self._norm(a.post_norm, out) if a.post_norm is not None else out
+        return self._norm(a.post_norm, out)
 
     def _attend_each(self, a: Attention, layer: int, spans: Spans, positions: np.ndarray, q: np.ndarray,
                      k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -165,31 +172,44 @@ class CpuRunner:
         self._spreader.run(attend, spans, positions)
         return attended
 
-    def _ones(self, n_dims: int) -> np.ndarray:
-        return np.ones(n_dims // 2, dtype=np.float32)
+    def _rotate(self, rope: Rope, positions: np.ndarray, *parts: np.ndarray) -> None:
+        """Rotate each part ([n, heads, head_dim] float32) in place by the rows' positions."""
+        half = rope.n_dims // 2
+        factors = self._vector(rope.freq_factors) if rope.freq_factors is not None else np.ones(half, np.float32)
+        cos, sin = ops.rope_angles(positions, rope.n_dims, rope.base, rotary.pair_scales(rope), factors,
+                                   rotary.magnitude(rope))
+        for part in parts:
+            ops.rope(part, cos, sin, rope.neox)
 
     def _feed_forward(self, f: GatedFeedForward, x: np.ndarray) -> np.ndarray:
         h = self._norm(f.norm, x)
         gate, up = self._linears(h, (f.gate, None), (f.up, None))
         gated = ops.gate(gate, up, f.activation == "gelu_tanh")
         out = self._linear(f.down, gated)
-        return self._norm(f.post_norm, out) if f.post_norm is not None else out
+        return self._norm(f.post_norm, out)
 
     def _logits(self, hidden: np.ndarray, tops: Sequence[int]) -> np.ndarray:
         """The logits of hidden [n, n_embd]: for a row that reads only its tops[t] largest (Row.top), with
         Shortlist on, those and the others that can be among them; else all."""
         x = self._norm(self.stack.output_norm, hidden)
-        if self._shortlist is None:
-            return self._linear(self.stack.output, x)
-        return self._shortlist.logits(x, tops)
+        logits = self._linear(self.stack.output, x) if self._shortlist is None else self._shortlist.logits(x, tops)
+        return logits if self.stack.logit_scale == 1 else logits * np.float32(self.stack.logit_scale)
 
     def start_shortlist(self) -> bool:
         """Keep the output layer's copy for Shortlist (once); False where its type has none."""
         return at_home(self.threads, self._start_shortlist)
 
     def _start_shortlist(self) -> bool:
+        if not exact_scaling(self.stack.logit_scale):
+            return False
         if self._shortlist is None:
             output = self.stack.output
             self._shortlist = Shortlist.of(self._matrix(output), output.raw(), output.type)
         return self._shortlist is not None
 
+
+
+def exact_scaling(factor: float) -> bool:
+    """Whether multiplying by factor keeps every float32 logit's order and ties, as Shortlist's proof needs: a
+    power of two only moves the exponent."""
+    return math.frexp(factor)[0] == 0.5

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 import cupy
 import numpy as np
 
+from kinetic import rotary
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic.contracts.device import cache_rotations
 from kinetic_cuda import ops
@@ -56,30 +57,42 @@ def products(ws: Workspace, x: cupy.ndarray, n: int, jobs: list[tuple], accumula
     ops.matmul(group, ws.acts, x, n, accumulate)
 
 
-def residual(ws: Workspace, m: GpuMatrix, x: cupy.ndarray, n: int, post_norm: Optional[GpuNorm],
+def residual(ws: Workspace, m: GpuMatrix, x: cupy.ndarray, n: int, post_norm: Optional[GpuNorm], scale: float,
              prepared: bool = False) -> None:
-    """ws.x += post_norm(x . m^T): straight into ws.x when there is no post norm."""
-    if post_norm is None:
+    """ws.x += post_norm(x . m^T) * scale: straight into ws.x when there is neither."""
+    if post_norm is None and scale == 1:
         products(ws, x, n, [(m, ws.x, None)], accumulate=True, prepared=prepared)
         return
     products(ws, x, n, [(m, ws.y, None)], prepared=prepared)
-    post_norm(ws.y, n, ws.y)
-    ops.add(ws.x, ws.y, n)
+    if post_norm is not None:
+        post_norm(ws.y, n, ws.y)
+    ops.add(ws.x, ws.y, n, scale)
 
 
 def rope_table(rope: Rope, context: int) -> tuple[cupy.ndarray, cupy.ndarray]:
-    """cos and sin [context, n_dims / 2] float64 of position * scale * base^(-2k / n_dims) / factor_k, as
-    kinetic_cpu computes each angle."""
+    """cos and sin [context, n_dims / 2] float64 of position * scale_k * base^(-2k / n_dims) / factor_k, times
+    the magnitude (kinetic.rotary), as kinetic_cpu computes each angle."""
     half = rope.n_dims // 2
     factors = rope.freq_factors.to_float32().astype(np.float64) if rope.freq_factors is not None else np.ones(half)
     inverse = rope.base ** (-2.0 * np.arange(half) / rope.n_dims)
-    angles = np.arange(context, dtype=np.float64)[:, None] * rope.scale * inverse[None, :] / factors[None, :]
-    return cupy.asarray(np.cos(angles)), cupy.asarray(np.sin(angles))
+    positions = np.arange(context, dtype=np.float64)[:, None]
+    angles = positions * rotary.pair_scales(rope)[None, :] * inverse[None, :] / factors[None, :]
+    magnitude = rotary.magnitude(rope)
+    return cupy.asarray(np.cos(angles) * magnitude), cupy.asarray(np.sin(angles) * magnitude)
+
+
+def _norm_input(ws: Workspace, norm: Optional[GpuNorm], n: int, int8: bool) -> tuple[cupy.ndarray, bool]:
+    """The block's input, ws.h = norm(ws.x) or ws.x itself without a norm, and whether its int8 blocks are made."""
+    if norm is None:
+        return ws.x, False
+    norm(ws.x, n, ws.h, acts=ws.acts if int8 else None)
+    return ws.h, int8
 
 
 class GpuAttention:
-    def __init__(self, a: Attention, matrix: Matrices, tables: Callable[[Rope], tuple], cache_types: tuple[str, str]):
-        self.block = a
+    def __init__(self, a: Attention, matrix: Matrices, tables: Callable[[Rope], tuple], cache_types: tuple[str, str],
+                 residual_scale: float):
+        self.block, self.residual_scale = a, residual_scale
         self.q8 = tuple(t == "q8_0" for t in cache_types)  # keys', values'
         self.turn_keys, self.turn_values = cache_rotations(a.head_dim, cache_types)
         self.norm, self.q_norm, self.k_norm, self.post_norm = (_optional(x) for x in (a.norm, a.q_norm, a.k_norm,
@@ -92,14 +105,18 @@ class GpuAttention:
     def run(self, ws: Workspace, n: int, keys: cupy.ndarray, values: cupy.ndarray) -> None:
         """ws.x[:n] += this block's output; keys, values: its cache (kinetic_cuda.cache)."""
         a, positions = self.block, ws.inputs[1]
-        self.norm(ws.x, n, ws.h, acts=ws.acts if wants_int8(self.q, self.k, self.v) else None)
+        h, prepared = _norm_input(ws, self.norm, n, wants_int8(self.q, self.k, self.v))
         q, k, v = ws.view(ws.q, self.q_width), ws.view(ws.k, self.kv_width), ws.view(ws.v, self.kv_width)
-        products(ws, ws.h, n, [(self.q, q, self.q_bias), (self.k, k, self.k_bias), (self.v, v, self.v_bias)],
-                 prepared=True)
-        if self.q_norm is not None:
-            self.q_norm(q, n * a.n_head, q)
-            self.k_norm(k, n * a.n_head_kv, k)
-        ops.rope_store(q, k, v, positions, n, a, self.table, keys, values, self.q8)
+        products(ws, h, n, [(self.q, q, self.q_bias), (self.k, k, self.k_bias), (self.v, v, self.v_bias)],
+                 prepared=prepared)
+        if not a.norms_after_rope:
+            self._head_norms(q, k, n)
+        keep_keys = self.q8[0] or a.norms_after_rope
+        ops.rope_store(q, k, v, positions, n, a, self.table, keys, values, (keep_keys, self.q8[1]))
+        if a.norms_after_rope:
+            self._head_norms(q, k, n)
+            if not self.q8[0]:
+                ops.store_f16(k, positions, n, keys)
         if self.turn_keys:
             ops.rotate(q, n, self.turn_keys)
             ops.rotate(k, n, self.turn_keys)
@@ -114,19 +131,26 @@ class GpuAttention:
         att = ws.view(ws.att, self.q_width)
         if self.turn_values:
             ops.rotate(att, n, self.turn_values)
-        residual(ws, self.o, att, n, self.post_norm, prepared=quantized)
+        residual(ws, self.o, att, n, self.post_norm, self.residual_scale, prepared=quantized)
+
+    def _head_norms(self, q: cupy.ndarray, k: cupy.ndarray, n: int) -> None:
+        """q_norm and k_norm in place, over each head or across the heads (the norm's width says which)."""
+        if self.q_norm is not None:
+            self.q_norm(q, n * self.q_width // self.q_norm.weight.size, q)
+            self.k_norm(k, n * self.kv_width // self.k_norm.weight.size, k)
 
 
 class GpuFeedForward:
-    def __init__(self, f: GatedFeedForward, matrix: Matrices):
-        self.norm, self.post_norm = GpuNorm(f.norm), _optional(f.post_norm)
+    def __init__(self, f: GatedFeedForward, matrix: Matrices, residual_scale: float):
+        self.norm, self.post_norm = _optional(f.norm), _optional(f.post_norm)
+        self.residual_scale = residual_scale
         self.gate, self.up, self.down = (matrix(w) for w in (f.gate, f.up, f.down))
         self.gelu = f.activation == "gelu_tanh"
         self.width = self.gate.rows
 
     def run(self, ws: Workspace, n: int) -> None:
-        self.norm(ws.x, n, ws.h, acts=ws.acts if wants_int8(self.gate, self.up) else None)
+        h, prepared = _norm_input(ws, self.norm, n, wants_int8(self.gate, self.up))
         g, u = ws.view(ws.gate, self.width), ws.view(ws.up, self.width)
-        products(ws, ws.h, n, [(self.gate, g, None), (self.up, u, None)], prepared=True)
+        products(ws, h, n, [(self.gate, g, None), (self.up, u, None)], prepared=prepared)
         ops.gate(g, u, n, self.gelu, ws.acts if self.down.quantized else None)
-        residual(ws, self.down, g, n, self.post_norm, prepared=True)
+        residual(ws, self.down, g, n, self.post_norm, self.residual_scale, prepared=True)

@@ -93,17 +93,23 @@ def rms_norm(x: cupy.ndarray, n: int, weight: cupy.ndarray, eps: float, out: cup
 
 
 def rope_store(q: cupy.ndarray, k: cupy.ndarray, v: cupy.ndarray, positions: cupy.ndarray, n: int, block,
-               table: tuple, keys: cupy.ndarray, values: cupy.ndarray, q8: tuple[bool, bool]) -> None:
+               table: tuple, keys: cupy.ndarray, values: cupy.ndarray, keep: tuple[bool, bool]) -> None:
     """Rotates q: [n, n_head, head_dim] in place, and k: [n, n_head_kv, head_dim] into the cache keys with v into
     values ([context, kv_width] float16 bits each, rows positions[:n]); block: the Attention; table: the (cos, sin)
-    of its rotation's angles, [context, n_dims / 2] float64 each. Where q8 says the keys' (or values') cache is
-    q8_0, they stay in k (v) instead, rotated, for store_q8."""
+    of its rotation's angles, [context, n_dims / 2] float64 each. Where keep (keys', values') says so, they stay
+    in k (v) instead, rotated, for store_q8 or store_f16."""
     n_dims, width = block.rope.n_dims, block.n_head_kv * block.head_dim
     jobs = n * ((block.n_head + block.n_head_kv) * (n_dims // 2) + block.n_head_kv * (block.head_dim - n_dims) + width)
     args = (q, k, v, positions, np.int32(n), np.int32(block.n_head), np.int32(block.n_head_kv),
             np.int32(block.head_dim), np.int32(n_dims), *table, np.int32(block.rope.neox), keys, values,
-            *(np.int32(flag) for flag in q8))
+            *(np.int32(flag) for flag in keep))
     kernel("rope_store")((_blocks(jobs),), (THREADS,), args)
+
+
+def store_f16(x: cupy.ndarray, positions: cupy.ndarray, n: int, cache: cupy.ndarray) -> None:
+    """Rows x[:n] ([rows, width] float32) into a float16 cache ([context, width]) at rows positions[:n]."""
+    width = x.shape[1]
+    kernel("store_f16")((_blocks(n * width),), (THREADS,), (x, positions, np.int64(n * width), np.int32(width), cache))
 
 
 def store_q8(x: cupy.ndarray, positions: cupy.ndarray, n: int, cache: cupy.ndarray) -> None:
@@ -148,6 +154,13 @@ def gate(g: cupy.ndarray, up: cupy.ndarray, n: int, gelu: bool, acts: Optional[A
     kernel("gate")((_blocks(total),), (THREADS,), (g, up, np.int64(total), np.int32(gelu)) + _acts(acts))
 
 
-def add(x: cupy.ndarray, y: cupy.ndarray, n: int) -> None:
+def add(x: cupy.ndarray, y: cupy.ndarray, n: int, scale: float = 1.0) -> None:
+    """x[:n] += y[:n] * scale."""
     total = n * x.shape[1]
-    kernel("add")((_blocks(total),), (THREADS,), (x, y, np.int64(total)))
+    kernel("add")((_blocks(total),), (THREADS,), (x, y, np.int64(total), np.float32(scale)))
+
+
+def scale(x: cupy.ndarray, n: int, by: float) -> None:
+    """x[:n] *= by."""
+    total = n * x.shape[1]
+    kernel("scale")((_blocks(total),), (THREADS,), (x, np.int64(total), np.float32(by)))

@@ -26,7 +26,8 @@ GIB = 1 << 30
 STATE_MAGIC = b"KCUDAKV2"
 MIN_CONTEXT = 4096  # shrinking to fit stops here (reference docs, -c)
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
-KERNELS = ("quantize_q8", "gate", "add", "rms_norm", "rope_store", "store_q8", "hadamard", *ops.ATTENTION_KERNELS)
+KERNELS = ("quantize_q8", "gate", "add", "scale", "rms_norm", "rope_store", "store_q8", "store_f16", "hadamard",
+           *ops.ATTENTION_KERNELS)
 
 
 class CudaSequence:
@@ -89,8 +90,9 @@ class CudaRunner:
         self.device_name = gpu_name()
         self._matrices: dict[str, GpuMatrix] = {}
         self._tables: dict[tuple, tuple] = {}
-        self.blocks = [GpuAttention(b, self._matrix, self._table, self.cache_types) if isinstance(b, Attention)
-                       else GpuFeedForward(b, self._matrix) for b in stack.blocks]
+        scale = stack.residual_scale
+        self.blocks = [GpuAttention(b, self._matrix, self._table, self.cache_types, scale) if isinstance(b, Attention)
+                       else GpuFeedForward(b, self._matrix, scale) for b in stack.blocks]
         self.embedding, self.output = self._matrix(stack.embedding), self._matrix(stack.output)
         self.output_norm = GpuNorm(stack.output_norm)
         self.ws = Workspace(shape, rows, self.context_length)
@@ -106,7 +108,8 @@ class CudaRunner:
         return self._matrices[weight.name]
 
     def _table(self, rope: Rope) -> tuple:
-        key = (rope.n_dims, rope.base, rope.scale, rope.freq_factors.name if rope.freq_factors else None)
+        key = (rope.n_dims, rope.base, rope.scale, rope.freq_factors.name if rope.freq_factors else None, rope.yarn,
+               rope.attn_factor)
         if key not in self._tables:
             self._tables[key] = rope_table(rope, self.context_length)
         return self._tables[key]
@@ -186,6 +189,8 @@ class CudaRunner:
         if n_logits:
             self.output_norm(ws.x, n_logits, ws.h, rows=ws.inputs[2], acts=ws.acts if self.output.quantized else None)
             products(ws, ws.h, n_logits, [(self.output, ws.logits, None)], prepared=True)
+            if self.stack.logit_scale != 1:
+                ops.scale(ws.logits, n_logits, self.stack.logit_scale)
 
 
 def pinned(size: int) -> np.ndarray:

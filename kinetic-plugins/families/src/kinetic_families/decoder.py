@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from kinetic.contracts.blocks import Attention, Block, GatedFeedForward, Rope, RmsNorm, Stack
+from kinetic.contracts.blocks import Attention, Block, GatedFeedForward, Rope, RmsNorm, Stack, Weight, Yarn
 from kinetic.contracts.loader import Loader
 from kinetic.errors import ModelFileError
 
@@ -17,7 +17,8 @@ from kinetic.errors import ModelFileError
 class Dims:
     """The hyper-parameters every decoder here has."""
 
-    n_layer: int
+    n_layer: int  # the layers a token runs through
+    n_nextn: int  # after them, layers that predict further tokens (nextn_predict_layers), which llama.cpp skips
     n_embd: int
     n_head: int
     n_head_kv: int
@@ -34,8 +35,10 @@ def read_dims(loader: Loader) -> Dims:
     head_dim = loader.hp("attention.key_length", int, n_embd // n_head)
     if loader.hp("attention.value_length", int, head_dim) != head_dim:
         raise ModelFileError("values of another width than keys (attention.value_length) are not supported yet")
+    n_nextn = loader.hp("nextn_predict_layers", int, 0)
     return Dims(
-        n_layer=loader.hp("block_count", int),
+        n_layer=loader.hp("block_count", int) - n_nextn,
+        n_nextn=n_nextn,
         n_embd=n_embd,
         n_head=n_head,
         n_head_kv=loader.hp("attention.head_count_kv", int, n_head),
@@ -47,38 +50,57 @@ def read_dims(loader: Loader) -> Dims:
     )
 
 
-def rope_scale(loader: Loader) -> float:
-    """The position scale of the file's rotary scaling: 1 / rope.scaling.factor for linear, 1 for none."""
+def rotary(loader: Loader, d: Dims, neox: bool, freq_factors: Optional[Weight] = None,
+           base: Optional[float] = None) -> Rope:
+    """The file's rotary embedding over d.n_rot dimensions (at rope.freq_base unless base is given), with its
+    scaling: rope.scaling.type none, linear or yarn, as llama.cpp reads it (llama-model.cpp, load_hparams;
+    llama-context.cpp)."""
     kind = loader.hp("rope.scaling.type", str, "linear")  # llama.cpp's default when the key is absent
-    if kind not in ("none", "linear"):
+    if kind not in ("none", "linear", "yarn"):
         raise ModelFileError(f"{kind} rotary scaling is not supported yet")
-    if loader.hp("rope.scaling.attn_factor", float, 1.0) != 1.0:
-        raise ModelFileError("rope.scaling.attn_factor is not supported yet")
     factor = loader.hp("rope.scaling.factor", float, None)
     if factor is None:
         factor = loader.hp("rope.scale_linear", float, 0.0)  # the key's older name
-    return 1.0 if kind == "none" or factor == 0.0 else 1.0 / factor
+    yarn = Yarn(loader.hp("rope.scaling.original_context_length", int, d.context_length)) if kind == "yarn" else None
+    return Rope(d.n_rot, base if base is not None else loader.hp("rope.freq_base", float, 10000.0), neox,
+                scale=1.0 if kind == "none" or factor == 0.0 else 1.0 / factor, freq_factors=freq_factors,
+                yarn=yarn, attn_factor=loader.hp("rope.scaling.attn_factor", float, 1.0))
+
+
+def sliding_layers(loader: Loader, n_layer: int, period: int) -> list[bool]:
+    """Which layers attend within the window: attention.sliding_window_pattern as a per-layer array, or a period
+    n (the family's default when absent) whose last layer is global (llama.cpp: llama_hparams::set_swa_pattern)."""
+    pattern = loader.hp("attention.sliding_window_pattern", (int, list), period)
+    if isinstance(pattern, list):
+        if len(pattern) != n_layer:
+            raise ModelFileError(f"metadata key {loader.arch}.attention.sliding_window_pattern has {len(pattern)} "
+                                 f"entries for {n_layer} layers")
+        return [bool(flag) for flag in pattern]
+    return [pattern == 0 or i % pattern < pattern - 1 for i in range(n_layer)]
 
 
 def norm(loader: Loader, name: str, width: int, eps: float) -> RmsNorm:
     return RmsNorm(loader.weight(name, (width,)), eps)
 
 
-def head_norms(loader: Loader, i: int, d: Dims) -> dict[str, RmsNorm]:
-    """Per-head RMS norms of queries and keys, before the rotation (Qwen3, Gemma 3)."""
+def head_norms(loader: Loader, i: int, d: Dims, across: bool = False) -> dict[str, RmsNorm]:
+    """RMS norms of queries and keys: per head (Qwen3, Gemma 3), or across all heads (OLMo 2)."""
+    q_width, k_width = (d.n_head * d.head_dim, d.n_head_kv * d.head_dim) if across else (d.head_dim, d.head_dim)
     return {
-        "q_norm": norm(loader, f"blk.{i}.attn_q_norm.weight", d.head_dim, d.eps),
-        "k_norm": norm(loader, f"blk.{i}.attn_k_norm.weight", d.head_dim, d.eps),
+        "q_norm": norm(loader, f"blk.{i}.attn_q_norm.weight", q_width, d.eps),
+        "k_norm": norm(loader, f"blk.{i}.attn_k_norm.weight", k_width, d.eps),
     }
 
 
-def attention(loader: Loader, i: int, d: Dims, rope: Rope, scale: float, **extra) -> Attention:
-    """Layer i's attention: separate q, k, v (each with an optional bias, as llama.cpp allows) and output."""
+def attention(loader: Loader, i: int, d: Dims, rope: Rope, scale: float, pre_norm: bool = True,
+              **extra) -> Attention:
+    """Layer i's attention: separate q, k, v (each with an optional bias, as llama.cpp allows) and output, after
+    attn_norm unless pre_norm is False."""
     blk = f"blk.{i}."
     loader.refuse(blk + "attn_qkv.weight")
     q_rows, kv_rows = d.n_head * d.head_dim, d.n_head_kv * d.head_dim
     return Attention(
-        norm=norm(loader, blk + "attn_norm.weight", d.n_embd, d.eps),
+        norm=norm(loader, blk + "attn_norm.weight", d.n_embd, d.eps) if pre_norm else None,
         q=loader.weight(blk + "attn_q.weight", (q_rows, d.n_embd)),
         k=loader.weight(blk + "attn_k.weight", (kv_rows, d.n_embd)),
         v=loader.weight(blk + "attn_v.weight", (kv_rows, d.n_embd)),
@@ -95,11 +117,11 @@ def attention(loader: Loader, i: int, d: Dims, rope: Rope, scale: float, **extra
     )
 
 
-def feed_forward(loader: Loader, i: int, d: Dims, activation: str,
-                 post_norm: Optional[RmsNorm] = None) -> GatedFeedForward:
+def feed_forward(loader: Loader, i: int, d: Dims, activation: str, post_norm: Optional[RmsNorm] = None,
+                 pre_norm: bool = True) -> GatedFeedForward:
     blk = f"blk.{i}."
     return GatedFeedForward(
-        norm=norm(loader, blk + "ffn_norm.weight", d.n_embd, d.eps),
+        norm=norm(loader, blk + "ffn_norm.weight", d.n_embd, d.eps) if pre_norm else None,
         gate=loader.weight(blk + "ffn_gate.weight", (d.n_ff, d.n_embd)),
         up=loader.weight(blk + "ffn_up.weight", (d.n_ff, d.n_embd)),
         down=loader.weight(blk + "ffn_down.weight", (d.n_embd, d.n_ff)),
@@ -108,10 +130,19 @@ def feed_forward(loader: Loader, i: int, d: Dims, activation: str,
     )
 
 
-def stack(loader: Loader, d: Dims, blocks: list[Block], embedding_scale: float = 1.0) -> Stack:
-    """The whole decoder; without output.weight the output projection is the token embedding (tied)."""
+def post_norms(loader: Loader, i: int, d: Dims) -> tuple[RmsNorm, RmsNorm]:
+    """Layer i's norms on the attention's and the feed-forward's outputs (Gemma 3, OLMo 2, EXAONE 4)."""
+    return (norm(loader, f"blk.{i}.post_attention_norm.weight", d.n_embd, d.eps),
+            norm(loader, f"blk.{i}.post_ffw_norm.weight", d.n_embd, d.eps))
+
+
+def stack(loader: Loader, d: Dims, blocks: list[Block], embedding_scale: float = 1.0, **scales: float) -> Stack:
+    """The whole decoder; without output.weight the output projection is the token embedding (tied). scales:
+    Stack's residual_scale and logit_scale, where the family has them."""
     embedding = loader.weight("token_embd.weight", (None, d.n_embd))
     n_vocab = embedding.shape[0]
+    for i in range(d.n_layer, d.n_layer + d.n_nextn):
+        loader.leave(f"blk.{i}.")
     return Stack(
         embedding=embedding,
         embedding_scale=embedding_scale,
@@ -121,4 +152,5 @@ def stack(loader: Loader, d: Dims, blocks: list[Block], embedding_scale: float =
         n_embd=d.n_embd,
         n_vocab=n_vocab,
         context_length=d.context_length,
+        **scales,
     )

@@ -22,7 +22,8 @@ from kinetic.contracts.blocks import Rope, Stack
 from kinetic.contracts.loader import Loader
 from kinetic.errors import ModelFileError
 
-from kinetic_families.decoder import Dims, attention, feed_forward, head_norms, norm, read_dims, rope_scale, stack
+from kinetic_families.decoder import (Dims, attention, feed_forward, head_norms, post_norms, read_dims, rotary,
+                                     sliding_layers, stack)
 
 DEFAULT_PATTERN = 6  # llama.cpp's: five sliding-window layers, then one global
 
@@ -32,32 +33,19 @@ def build(loader: Loader) -> Stack:
     if loader.hp("final_logit_softcapping", float, 0.0):
         raise ModelFileError("logit softcapping is not supported yet")
     window = loader.hp("attention.sliding_window", int, 0)
-    sliding = sliding_layers(loader, d.n_layer) if window > 0 else [False] * d.n_layer
-    global_rope = Rope(d.n_rot, loader.hp("rope.freq_base", float, 10000.0), neox=True, scale=rope_scale(loader))
+    sliding = sliding_layers(loader, d.n_layer, DEFAULT_PATTERN) if window > 0 else [False] * d.n_layer
+    global_rope = rotary(loader, d, neox=True)
     local_rope = Rope(d.n_rot, loader.hp("rope.freq_base_swa", float, 10000.0), neox=True)
     blocks = []
     for i in range(d.n_layer):
-        blk = f"blk.{i}."
+        after_attention, after_ffn = post_norms(loader, i, d)
         blocks += [
             attention(loader, i, d, local_rope if sliding[i] else global_rope, attention_scale(d),
-                      **head_norms(loader, i, d),
-                      post_norm=norm(loader, blk + "post_attention_norm.weight", d.n_embd, d.eps),
+                      **head_norms(loader, i, d), post_norm=after_attention,
                       sliding_window=window if sliding[i] else None),
-            feed_forward(loader, i, d, "gelu_tanh",
-                         post_norm=norm(loader, blk + "post_ffw_norm.weight", d.n_embd, d.eps)),
+            feed_forward(loader, i, d, "gelu_tanh", post_norm=after_ffn),
         ]
     return stack(loader, d, blocks, embedding_scale=math.sqrt(d.n_embd))
-
-
-def sliding_layers(loader: Loader, n_layer: int) -> list[bool]:
-    """Which layers attend within the window: a per-layer array, or a period n whose last layer is global."""
-    pattern = loader.hp("attention.sliding_window_pattern", (int, list), DEFAULT_PATTERN)
-    if isinstance(pattern, list):
-        if len(pattern) != n_layer:
-            raise ModelFileError(
-                f"metadata key gemma3.attention.sliding_window_pattern has {len(pattern)} entries for {n_layer} layers")
-        return [bool(flag) for flag in pattern]
-    return [pattern == 0 or i % pattern < pattern - 1 for i in range(n_layer)]
 
 
 def attention_scale(d: Dims) -> float:

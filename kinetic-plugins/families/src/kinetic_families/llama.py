@@ -13,24 +13,18 @@ from __future__ import annotations
 import math
 
 from kinetic.contracts import Family
-from kinetic.contracts.blocks import Rope, Stack
+from kinetic.contracts.blocks import Stack
 from kinetic.contracts.loader import Loader
 from kinetic.errors import ModelFileError
 
-from kinetic_families.decoder import attention, feed_forward, read_dims, rope_scale, stack
+from kinetic_families.decoder import attention, feed_forward, read_dims, rotary, stack
 
 
 def build(loader: Loader) -> Stack:
     d = read_dims(loader)
     if loader.hp("expert_count", int, 0):
         raise ModelFileError("llama mixture of experts (llama.expert_count) is not supported yet")
-    rope = Rope(
-        n_dims=d.n_rot,
-        base=loader.hp("rope.freq_base", float, 10000.0),
-        neox=False,
-        scale=rope_scale(loader),
-        freq_factors=loader.optional("rope_freqs.weight", (d.n_rot // 2,)),
-    )
+    rope = rotary(loader, d, neox=False, freq_factors=loader.optional("rope_freqs.weight", (d.n_rot // 2,)))
     blocks = []
     for i in range(d.n_layer):
         blocks += [attention(loader, i, d, rope, 1 / math.sqrt(d.head_dim)), feed_forward(loader, i, d, "silu")]

@@ -13,15 +13,15 @@ from __future__ import annotations
 import math
 
 from kinetic.contracts import Family
-from kinetic.contracts.blocks import Rope, Stack
+from kinetic.contracts.blocks import Stack
 from kinetic.contracts.loader import Loader
 
-from kinetic_families.decoder import attention, feed_forward, read_dims, rope_scale, stack
+from kinetic_families.decoder import attention, feed_forward, read_dims, rotary, stack
 
 
 def build(loader: Loader) -> Stack:
     d = read_dims(loader)
-    rope = Rope(d.n_rot, loader.hp("rope.freq_base", float, 10000.0), neox=True, scale=rope_scale(loader))
+    rope = rotary(loader, d, neox=True)
     blocks = []
     for i in range(d.n_layer):
         blocks += [attention(loader, i, d, rope, 1 / math.sqrt(d.head_dim)), feed_forward(loader, i, d, "silu")]

@@ -71,9 +71,23 @@ extern "C" __global__ void hadamard(float* __restrict__ x, int n) {
     own[t] = (float)__dmul_rn(chunk[t], 1.0 / sqrt((double)n));
 }
 
-extern "C" __global__ void add(float* __restrict__ x, const float* __restrict__ y, long total) {  // x += y
+// x += y * scale, rounded after the product as kinetic_cpu's runner does (a scale of 1 changes no bit)
+extern "C" __global__ void add(float* __restrict__ x, const float* __restrict__ y, long total, float scale) {
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i < total) x[i] = __fadd_rn(x[i], y[i]);
+    if (i < total) x[i] = __fadd_rn(x[i], __fmul_rn(y[i], scale));
+}
+
+// Rows x [n, width] into a float16 cache's rows positions[:n] (rope_store's layout)
+extern "C" __global__ void store_f16(const float* __restrict__ x, const int* __restrict__ positions, long total,
+                                     int width, u16* __restrict__ cache) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < total) cache[(long)positions[i / width] * width + i % width] = f2h(x[i]);
+}
+
+// x *= scale
+extern "C" __global__ void scale(float* __restrict__ x, long total, float by) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < total) x[i] = __fmul_rn(x[i], by);
 }
 
 // out[i] = row tokens[i] of the embedding E [n_vocab, row_bytes] * scale; a thread per chunk of 32

@@ -55,7 +55,7 @@ extern "C" __global__ void rope_store(float* __restrict__ q, float* __restrict__
                                       const int* __restrict__ positions, int n, int n_head, int n_head_kv,
                                       int head_dim, int n_dims, const double* __restrict__ cosines,
                                       const double* __restrict__ sines, int neox, u16* __restrict__ keys,
-                                      u16* __restrict__ values, int key_q8, int value_q8) {
+                                      u16* __restrict__ values, int keep_keys, int keep_values) {
     int half = n_dims / 2, heads = n_head + n_head_kv, width = n_head_kv * head_dim, plain = head_dim - n_dims;
     long job = blockIdx.x * (long)blockDim.x + threadIdx.x;
     long pairs = (long)n * heads * half, unturned = (long)n * n_head_kv * plain;
@@ -67,7 +67,7 @@ extern "C" __global__ void rope_store(float* __restrict__ q, float* __restrict__
         const float* from = h < n_head ? q + ((long)i * n_head + h) * head_dim : k + (long)i * width + (h - n_head) * head_dim;
         double x0 = from[a], x1 = from[b];
         float y0 = (float)(x0 * c - x1 * s), y1 = (float)(x0 * s + x1 * c);
-        if (h < n_head || key_q8) {  // a q8_0 cache's keys stay in k, for store_q8
+        if (h < n_head || keep_keys) {  // kept keys stay in k, for store_q8 or store_f16
             float* to = h < n_head ? q + ((long)i * n_head + h) * head_dim : k + (long)i * width + (h - n_head) * head_dim;
             to[a] = y0;
             to[b] = y1;
@@ -76,12 +76,12 @@ extern "C" __global__ void rope_store(float* __restrict__ q, float* __restrict__
             to[a] = f2h(y0);
             to[b] = f2h(y1);
         }
-    } else if (job < pairs + unturned && !key_q8) {
+    } else if (job < pairs + unturned && !keep_keys) {
         job -= pairs;
         int j = job % plain, h = (job / plain) % n_head_kv, i = job / plain / n_head_kv;
         long at = (long)h * head_dim + n_dims + j;
         keys[(long)positions[i] * width + at] = f2h(k[(long)i * width + at]);
-    } else if (job >= pairs + unturned && job < pairs + unturned + (long)n * width && !value_q8) {
+    } else if (job >= pairs + unturned && job < pairs + unturned + (long)n * width && !keep_values) {
         job -= pairs + unturned;
         int i = job / width, j = job % width;
         values[(long)positions[i] * width + j] = f2h(v[job]);

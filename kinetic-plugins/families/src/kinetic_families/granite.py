@@ -1,0 +1,42 @@
+"""Granite ("granite"): IBM Granite 3 dense models.
+
+Llama's layout, rotary embeddings on adjacent pairs, with four scales from the file: token embeddings
+multiplied by embedding_scale, attention scores by attention.scale, every block's output by residual_scale
+before it is added, and the logits divided by logit_scale (llama.cpp: src/models/granite.cpp).
+
+Hyper-parameters: granite.{block_count, embedding_length, feed_forward_length, context_length,
+attention.head_count, attention.head_count_kv, attention.layer_norm_rms_epsilon, rope.freq_base,
+rope.scaling.* (rope.scaling.finetuned false: no rotation), logit_scale, residual_scale, embedding_scale,
+attention.scale}. Tensors: decoder.py's, plus the optional rope_freqs.weight [n_rot / 2].
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kinetic.contracts import Family
+from kinetic.contracts.blocks import Rope, Stack
+from kinetic.contracts.loader import Loader
+
+from kinetic_families.decoder import attention, feed_forward, read_dims, rotary, stack
+
+
+def build(loader: Loader) -> Stack:
+    d = read_dims(loader)
+    if loader.hp("rope.scaling.finetuned", bool, True):  # Granite's switch for the rotation
+        rope = rotary(loader, d, neox=False, freq_factors=loader.optional("rope_freqs.weight", (d.n_rot // 2,)))
+    else:
+        rope = Rope(0, 10000.0, neox=False)
+    scale = loader.hp("attention.scale", float, 0.0) or 1 / math.sqrt(d.head_dim)
+    blocks = []
+    for i in range(d.n_layer):
+        blocks += [attention(loader, i, d, rope, scale), feed_forward(loader, i, d, "silu")]
+    # llama.cpp multiplies the logits by 1.0f / logit_scale, a float32 quotient
+    logit_scale = float(np.float32(1) / np.float32(loader.hp("logit_scale", float)))
+    return stack(loader, d, blocks, embedding_scale=loader.hp("embedding_scale", float, 0.0) or 1.0,
+                 residual_scale=loader.hp("residual_scale", float, 0.0) or 1.0, logit_scale=logit_scale)
+
+
+FAMILY = Family(name="granite", architectures=("granite",), build=build)
