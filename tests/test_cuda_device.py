@@ -46,25 +46,20 @@ TOLERANCE = {"Q8_0": 0.02, "Q4_K_M": 0.04}
 NEAR_TIE = 0.1
 # the mix of a Q4_K_M file: Q4_K, with Q6_K for values, down projections and the embedding, F16 output
 MIXED = {"attn_q": "Q4_K", "attn_k": "Q4_K", "attn_v": "Q6_K", "attn_output": "Q4_K", "ffn_gate": "Q4_K",
-         "ffn_up": "Q4_K", "ffn_down": "Q6_K", "token_embd": "Q6_K", "output": "F16"}
+         "ffn_up": "Q4_K", "ffn_down": "Q6_K", "in_proj": "Q4_K", "out_proj": "Q4_K", "token_embd": "Q6_K",
+         "output": "F16"}
 
 
 def mixed_model(path: Path, arch: str, dims: Dims) -> Path:
     """A random model whose matrices are MIXED's types (random blocks: gguf-py cannot quantize K-quants)."""
+    write_random_model(path, arch, dims, weight_type="F32", seed=5)
     rng = np.random.default_rng(11)
-    shapes = {"attn_q": (dims.n_embd, dims.n_embd), "attn_k": (dims.n_head_kv * dims.head_dim, dims.n_embd),
-              "attn_v": (dims.n_head_kv * dims.head_dim, dims.n_embd), "attn_output": (dims.n_embd, dims.n_embd),
-              "ffn_gate": (dims.n_ff, dims.n_embd), "ffn_up": (dims.n_ff, dims.n_embd),
-              "ffn_down": (dims.n_embd, dims.n_ff), "token_embd": (dims.n_vocab, dims.n_embd),
-              "output": (dims.n_vocab, dims.n_embd)}
-    names = {f"blk.{i}.{kind}.weight": kind for i in range(dims.n_layer) for kind in MIXED if kind in shapes
-             and kind not in ("token_embd", "output")}
-    names.update({"token_embd.weight": "token_embd"} | ({} if arch == "gemma3" else {"output.weight": "output"}))
     extra = {}
-    for name, kind in names.items():
-        rows, k = shapes[kind]
-        raw = random_blocks(MIXED[kind], rows, k, rng)
-        extra[name] = (raw, gguf.GGMLQuantizationType[MIXED[kind]])
+    for tensor in gguf.GGUFReader(path).tensors:
+        kind = tensor.name.split(".")[-2] if tensor.name.startswith("blk.") else tensor.name.split(".")[0]
+        if kind in MIXED:
+            rows, k = (int(n) for n in tensor.shape[::-1])
+            extra[tensor.name] = (random_blocks(MIXED[kind], rows, k, rng), gguf.GGMLQuantizationType[MIXED[kind]])
     return write_random_model(path, arch, dims, weight_type="F32", seed=5, extra_tensors=extra)
 
 

@@ -107,7 +107,19 @@ class GatedFeedForward:
     post_norm: Optional[RmsNorm] = None
 
 
-Block = Union[Attention, GatedFeedForward]
+@dataclass(frozen=True)
+class ShortConv:
+    """LFM2's gated short convolution (Liquid AI, 2025): b, c, u = in_proj(norm(x)) split in three equal parts,
+    then x += out_proj(c * conv(b * u)), conv causal per channel over the last `width` positions' b * u (positions
+    before the first count as 0). A device keeps each position's b * u, so that a sequence truncates exactly."""
+
+    norm: RmsNorm
+    in_proj: Weight  # [3 * n_embd, n_embd]: b, c, u
+    conv: Weight  # [n_embd, width]: each channel's weights, the oldest position's first
+    out_proj: Weight  # [n_embd, n_embd]
+
+
+Block = Union[Attention, GatedFeedForward, ShortConv]
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, ShortConv, Weight
 from kinetic.reference import ops
 from kinetic.reference.sequence import Sequence
 
@@ -43,6 +43,26 @@ def feed_forward(w: Weights, block: GatedFeedForward, x: np.ndarray) -> np.ndarr
     h = _norm(w, block.norm, x)
     gated = ops.ACTIVATIONS[block.activation](ops.linear(h, w(block.gate))) * ops.linear(h, w(block.up))
     return _norm(w, block.post_norm, ops.linear(gated, w(block.down)))
+
+
+def short_conv(w: Weights, block: ShortConv, x: np.ndarray, groups: list[tuple[Sequence, np.ndarray]],
+               block_index: int) -> np.ndarray:
+    """Each row convolves its own sequence's kept b * u rows, its own the last."""
+    # x: [n, n_embd] float32; groups: each sequence with the indices of its rows, in order
+    b, c, u = np.split(ops.linear(_norm(w, block.norm, x), w(block.in_proj)), 3, axis=1)
+    bu = b * u
+    weights = w(block.conv).astype(np.float64)  # [n_embd, width]
+    width = weights.shape[1]
+    convolved = np.empty_like(bu)
+    for seq, rows in groups:
+        kept = seq.rows(block_index)
+        kept.append(bu[rows])
+        padded = np.concatenate([np.zeros((width - 1, bu.shape[1]), np.float32), kept.rows])
+        first = len(kept.rows) - len(rows)  # the group's first row's index among the kept ones
+        for i, row in enumerate(rows):
+            window = padded[first + i : first + i + width].astype(np.float64)  # [width, n_embd]
+            convolved[row] = np.einsum("wc,cw->c", window, weights)
+    return ops.linear(c * convolved, w(block.out_proj))
 
 
 def _norm(w: Weights, norm: Optional[RmsNorm], x: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""One sequence of the reference executor: its positions and, per attention block, keys and values."""
+"""One sequence of the reference executor: its positions and, per attention block, keys and values; per
+short convolution, its inputs."""
 
 from __future__ import annotations
 
@@ -27,6 +28,20 @@ class KvCache:
             self.keys, self.values = self.keys[:n], self.values[:n]
 
 
+@dataclass
+class Rows:
+    """One block's rows kept per token of the sequence, in arrival order (a short convolution's inputs)."""
+
+    rows: Optional[np.ndarray] = None  # [m, width] float32
+
+    def append(self, x: np.ndarray) -> None:
+        self.rows = x if self.rows is None else np.concatenate([self.rows, x])
+
+    def truncate(self, n: int) -> None:
+        if self.rows is not None:
+            self.rows = self.rows[:n]
+
+
 @dataclass(eq=False)
 class Sequence:
     """One conversation's state; a Row of a forward pass appends to it."""
@@ -34,6 +49,7 @@ class Sequence:
     runner: Any  # the ReferenceRunner it belongs to
     positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [m] of cached tokens
     caches: dict[int, KvCache] = field(default_factory=dict)  # by block index in the stack
+    kept_rows: dict[int, Rows] = field(default_factory=dict)  # likewise
 
     @property
     def n_tokens(self) -> int:
@@ -43,13 +59,16 @@ class Sequence:
     def cache(self, block_index: int) -> KvCache:
         return self.caches.setdefault(block_index, KvCache())
 
+    def rows(self, block_index: int) -> Rows:
+        return self.kept_rows.setdefault(block_index, Rows())
+
     def truncate(self, n: int) -> None:
         """Back to the first n tokens."""
         if not 0 <= n <= self.n_tokens:
             raise ValueError(f"cannot truncate a sequence of {self.n_tokens} tokens to {n}")
         self.positions = self.positions[:n]
-        for cache in self.caches.values():
-            cache.truncate(n)
+        for kept in (*self.caches.values(), *self.kept_rows.values()):
+            kept.truncate(n)
 
     def forward(self, tokens: Seq[int], positions: Optional[Seq[int]] = None) -> np.ndarray:
         """Logits [len(tokens), n_vocab] float32 for tokens at positions (by default, right after the last)."""

@@ -17,7 +17,8 @@ from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR
 
 
 # Every architecture write_random_model writes: those of the built-in families.
-ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense")
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense",
+                 "lfm2")
 # Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
 VARIANTS = {
     "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
@@ -57,6 +58,8 @@ def _shapes(arch: str, d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
         MODEL_TENSOR.FFN_NORM: (d.n_embd,), MODEL_TENSOR.FFN_PRE_NORM: (d.n_embd,),
         MODEL_TENSOR.FFN_POST_NORM: (d.n_embd,), MODEL_TENSOR.FFN_GATE: (d.n_ff, d.n_embd),
         MODEL_TENSOR.FFN_UP: (d.n_ff, d.n_embd), MODEL_TENSOR.FFN_DOWN: (d.n_embd, d.n_ff),
+        MODEL_TENSOR.TOKEN_EMBD_NORM: (d.n_embd,), MODEL_TENSOR.SHORTCONV_INPROJ: (3 * d.n_embd, d.n_embd),
+        MODEL_TENSOR.SHORTCONV_CONV: (d.n_embd, SHORT_CONV_WIDTH), MODEL_TENSOR.SHORTCONV_OUTPROJ: (d.n_embd, d.n_embd),
     }
 
 
@@ -106,10 +109,10 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
         if kind not in shapes:
             continue
         names = [TENSOR_NAMES[kind]] if "{bid}" not in TENSOR_NAMES[kind] else [
-            TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer)]
+            TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer) if _in_layer(arch, kind, b)]
         for name in names:
             values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
-            tensors[name + ".weight"] = _stored(values, qtype)
+            tensors[name + ".weight"] = values if kind in _ALWAYS_F32 else _stored(values, qtype)
             if kind in _BIASES.get(arch, ()):
                 tensors[name + ".bias"] = rng.standard_normal(shapes[kind][:1], dtype=np.float32) * 0.1
     tensors = {name: t for name, t in {**tensors, **extra_tensors}.items() if name not in without}
@@ -119,12 +122,31 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
 # What llama.cpp's converters write for an architecture beyond the common tensors and keys.
 _BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V)}
 _NORMS_ACROSS_HEADS = ("olmo2",)
+_ALWAYS_F32 = (MODEL_TENSOR.SHORTCONV_CONV,)  # as llama.cpp's converter keeps them (conversion/base.py)
+SHORT_CONV_WIDTH = 3  # LFM2's shortconv.l_cache
+_ATTENTION = (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MODEL_TENSOR.ATTN_OUT,
+              MODEL_TENSOR.ATTN_Q_NORM, MODEL_TENSOR.ATTN_K_NORM)
+_SHORT_CONV = (MODEL_TENSOR.SHORTCONV_INPROJ, MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SHORTCONV_OUTPROJ)
+
+
+def _attends(arch: str, layer: int) -> bool:
+    """Whether a layer of arch holds attention: LFM2's even layers convolve instead."""
+    return arch != "lfm2" or layer % 2 == 1
+
+
+def _in_layer(arch: str, kind: MODEL_TENSOR, layer: int) -> bool:
+    if kind in _ATTENTION:
+        return _attends(arch, layer)
+    return kind not in _SHORT_CONV or not _attends(arch, layer)
 
 
 def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
     if arch == "gemma3":  # a small window, so that short tests reach past it
         return {f"{arch}.attention.sliding_window": 4, f"{arch}.attention.key_length": d.head_dim,
                 f"{arch}.attention.value_length": d.head_dim, f"{arch}.rope.freq_base": 1000000.0}
+    if arch == "lfm2":
+        return {f"{arch}.shortconv.l_cache": SHORT_CONV_WIDTH,
+                f"{arch}.attention.head_count_kv": [d.n_head_kv if _attends(arch, i) else 0 for i in range(d.n_layer)]}
     if arch == "granite":  # scales of the size Granite 3's files hold
         return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
                 f"{arch}.attention.scale": 0.015625}

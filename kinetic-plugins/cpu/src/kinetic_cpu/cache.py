@@ -1,11 +1,12 @@
-"""A conversation's KV cache on the CPU, of either cache type (-ctk, -ctv): f16 or q8_0."""
+"""A conversation's KV cache on the CPU, of either cache type (-ctk, -ctv): f16 or q8_0, and its short
+convolutions' kept rows."""
 
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, Stack
+from kinetic.contracts.blocks import Attention, ShortConv, Stack
 from kinetic.contracts.device import state_blob, state_magic, state_tokens
 from kinetic.errors import KineticError
 from kinetic_cpu import ops
@@ -62,7 +63,8 @@ class CpuSequence:
     p % KEY_BLOCK: kernels/attention.py) and values [context, n_head_kv, width] per attention block. An f16
     cache keeps float32 holding float16-rounded values, as llama.cpp's default float16 cache does (float32
     storage spares a conversion per read); a q8_0 cache keeps each position's q8_0 blocks' bytes (int8), a
-    position's key column or value row holding them as ggml's block_q8_0 does."""
+    position's key column or value row holding them as ggml's block_q8_0 does. Each short convolution keeps its
+    input rows [context, n_embd] float32, position by position, so that the sequence truncates exactly."""
 
     def __init__(self, stack: Stack, context_length: int, cache_types: tuple[str, str]):
         attentions = [b for b in stack.blocks if isinstance(b, Attention)]
@@ -72,6 +74,8 @@ class CpuSequence:
                      for a in attentions]
         self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtypes(value_type)[0])
                        for a in attentions]
+        self.conv_rows = [np.zeros((context_length, stack.n_embd), np.float32)
+                          for b in stack.blocks if isinstance(b, ShortConv)]
         self.context_length = context_length
         self.n_tokens = 0
 
@@ -86,13 +90,14 @@ class CpuSequence:
 
     def save(self) -> bytes:
         """n_tokens, then each layer's keys [n_head_kv, width, n] and values [n, n_head_kv, width] as the
-        cache holds them (f16 as float16): exact."""
+        cache holds them (f16 as float16), then each short convolution's rows [n, n_embd]: exact."""
         n = self.n_tokens
         key_saved, value_saved = (_dtypes(t)[1] for t in self.cache_types)
         parts = []
         for keys, values in zip(self.keys, self.values):
             by_position = keys.transpose(0, 2, 1, 3).reshape(keys.shape[0], keys.shape[2], -1)[:, :, :n]
             parts += [by_position.astype(key_saved).tobytes(), values[:n].astype(value_saved).tobytes()]
+        parts += [rows[:n].tobytes() for rows in self.conv_rows]
         return state_blob(state_magic(STATE_MAGIC, self.cache_types), n, parts)
 
     def restore(self, blob: bytes) -> None:
@@ -100,7 +105,7 @@ class CpuSequence:
         n, head = state_tokens(blob, state_magic(STATE_MAGIC, self.cache_types), "CPU")
         key_saved, value_saved = (np.dtype(_dtypes(t)[1]) for t in self.cache_types)
         per_token = sum(keys[:, 0, :, 0].size * key_saved.itemsize + values[0].size * value_saved.itemsize
-                        for keys, values in zip(self.keys, self.values))
+                        for keys, values in zip(self.keys, self.values)) + sum(r[0].nbytes for r in self.conv_rows)
         if not 0 <= n <= self.context_length or len(blob) != head + n * per_token:
             raise KineticError("the saved state does not fit this model and context")
         at = head
@@ -114,4 +119,7 @@ class CpuSequence:
             count = n * values[0].size
             values[:n] = np.frombuffer(blob, value_saved, count, at).reshape((n,) + values.shape[1:])
             at += count * value_saved.itemsize
+        for rows in self.conv_rows:
+            rows[:n] = np.frombuffer(blob, np.float32, n * rows.shape[1], at).reshape(n, -1)
+            at += rows[:n].nbytes
         self.n_tokens = n

@@ -9,11 +9,12 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic import rotary
-from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Stack, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, ShortConv, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence
 from kinetic_cpu.home import at_home
+from kinetic_cpu.kernels import short_conv
 from kinetic_cpu.kernels.matmul import Matrix, activations
 from kinetic_cpu.shortlist import Shortlist
 from kinetic_cpu.spread import Spans, Spreader
@@ -78,11 +79,14 @@ class CpuRunner:
         positions = np.array([row.position for row in batch], dtype=np.int64)
         x = self._embed(tokens)
         residual_scale = np.float32(self.stack.residual_scale)
-        layer = 0
+        attentions = convolutions = 0  # kept state of each kind is numbered in block order
         for block in self.stack.blocks:
             if isinstance(block, Attention):
-                out = self._attention(block, x, spans, layer, positions)
-                layer += 1
+                out = self._attention(block, x, spans, attentions, positions)
+                attentions += 1
+            elif isinstance(block, ShortConv):
+                out = self._short_conv(block, x, spans, convolutions, positions)
+                convolutions += 1
             else:
                 out = self._feed_forward(block, x)
             x = x + (out if residual_scale == 1 else out * residual_scale)
@@ -171,6 +175,18 @@ class CpuRunner:
 
         self._spreader.run(attend, spans, positions)
         return attended
+
+    def _short_conv(self, s: ShortConv, x: np.ndarray, spans: Spans, layer: int, positions: np.ndarray) -> np.ndarray:
+        """Each sequence's rows keep their b * u, then convolve its kept rows (kernels/short_conv.py)."""
+        b, c, u = np.split(self._linear(s.in_proj, self._norm(s.norm, x)), 3, axis=1)
+        kept = b * u
+        weights = self._vector(s.conv).reshape(s.conv.shape)
+        convolved = np.empty_like(kept)
+        for seq, span in spans:
+            at = positions[span]
+            seq.conv_rows[layer][at] = kept[span]
+            convolved[span] = short_conv.convolve(seq.conv_rows[layer], at, weights)
+        return self._linear(s.out_proj, c * convolved)
 
     def _rotate(self, rope: Rope, positions: np.ndarray, *parts: np.ndarray) -> None:
         """Rotate each part ([n, heads, head_dim] float32) in place by the rows' positions."""

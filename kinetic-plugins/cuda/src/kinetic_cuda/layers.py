@@ -12,7 +12,7 @@ import cupy
 import numpy as np
 
 from kinetic import rotary
-from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, ShortConv, Weight
 from kinetic.contracts.device import cache_rotations
 from kinetic_cuda import ops
 from kinetic_cuda.weights import GpuMatrix, vector
@@ -138,6 +138,21 @@ class GpuAttention:
         if self.q_norm is not None:
             self.q_norm(q, n * self.q_width // self.q_norm.weight.size, q)
             self.k_norm(k, n * self.kv_width // self.k_norm.weight.size, k)
+
+
+class GpuShortConv:
+    def __init__(self, s: ShortConv, matrix: Matrices, residual_scale: float):
+        self.norm, self.residual_scale = GpuNorm(s.norm), residual_scale
+        self.in_proj, self.out_proj = matrix(s.in_proj), matrix(s.out_proj)
+        self.weights = vector(s.conv)
+
+    def run(self, ws: Workspace, n: int, kept: cupy.ndarray) -> None:
+        """ws.x[:n] += this block's output; kept: its rows of the sequence ([context, n_embd] float32)."""
+        h, prepared = _norm_input(ws, self.norm, n, wants_int8(self.in_proj))
+        bcu = ws.view(ws.gate, self.in_proj.rows)
+        products(ws, h, n, [(self.in_proj, bcu, None)], prepared=prepared)
+        ops.short_conv(bcu, ws.inputs[1], n, kept, self.weights, ws.h)
+        residual(ws, self.out_proj, ws.h, n, None, self.residual_scale)
 
 
 class GpuFeedForward:

@@ -112,6 +112,17 @@ def store_f16(x: cupy.ndarray, positions: cupy.ndarray, n: int, cache: cupy.ndar
     kernel("store_f16")((_blocks(n * width),), (THREADS,), (x, positions, np.int64(n * width), np.int32(width), cache))
 
 
+def short_conv(bcu: cupy.ndarray, positions: cupy.ndarray, n: int, kept: cupy.ndarray, weights: cupy.ndarray,
+               out: cupy.ndarray) -> None:
+    """Rows bcu[:n] ([rows, 3 d]: b, c, u) keep b * u at their positions in kept ([context, d] float32), then
+    out[:n] ([rows, d]) = c * their convolution over kept, weights [d * width] (kernels/elementwise.cu)."""
+    d = kept.shape[1]
+    total = np.int64(n * d)
+    kernel("short_conv_keep")((_blocks(n * d),), (THREADS,), (bcu, positions, total, np.int32(d), kept))
+    kernel("short_conv")((_blocks(n * d),), (THREADS,), (bcu, positions, total, np.int32(d), kept, weights,
+                                                         np.int32(weights.size // d), out))
+
+
 def store_q8(x: cupy.ndarray, positions: cupy.ndarray, n: int, cache: cupy.ndarray) -> None:
     """Rows x[:n] ([rows, width] float32) into a q8_0 cache ([context * width * 17 / 16] bytes: attention.cu) at
     rows positions[:n]."""

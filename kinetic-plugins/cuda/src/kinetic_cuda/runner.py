@@ -9,14 +9,14 @@ from typing import Optional, Sequence
 import cupy
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, Rope, Stack, Weight
+from kinetic.contracts.blocks import Attention, Rope, ShortConv, Stack, Weight
 from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_cache_types, linear_batches, state_blob,
                                       state_magic, state_tokens)
 from kinetic.errors import KineticError
 from kinetic_cuda import cache as cache_module
 from kinetic_cuda import ops
 from kinetic_cuda.gpu import free_memory, gpu_name
-from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, products, rope_table
+from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, GpuShortConv, products, rope_table
 from kinetic_cuda.module import compile_seconds, kernel
 from kinetic_cuda.support import TITLE, matrices
 from kinetic_cuda.weights import GpuMatrix, upload_bytes
@@ -27,15 +27,16 @@ STATE_MAGIC = b"KCUDAKV2"
 MIN_CONTEXT = 4096  # shrinking to fit stops here (reference docs, -c)
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
 KERNELS = ("quantize_q8", "gate", "add", "scale", "rms_norm", "rope_store", "store_q8", "store_f16", "hadamard",
-           *ops.ATTENTION_KERNELS)
+           "short_conv_keep", "short_conv", *ops.ATTENTION_KERNELS)
+Caches = tuple[list[tuple[cupy.ndarray, cupy.ndarray]], list[cupy.ndarray]]  # keys and values; short convs' rows
 
 
 class CudaSequence:
-    """One conversation: a KV cache per attention block (keys, values: kinetic_cuda.cache), and its decode graph."""
+    """One conversation: a KV cache per attention block (keys, values: kinetic_cuda.cache), each short
+    convolution's kept rows ([context, n_embd] float32, a row per position), and its decode graph."""
 
-    def __init__(self, caches: list[tuple[cupy.ndarray, cupy.ndarray]], stream, cache_types: tuple[str, str],
-                 widths: list[int]):
-        self.caches = caches
+    def __init__(self, caches: Caches, stream, cache_types: tuple[str, str], widths: list[int]):
+        self.caches, self.conv_rows = caches
         self.stream = stream  # the runner's, which every pass and copy of this cache goes on
         self.cache_types, self.widths = cache_types, widths
         self.n_tokens = 0
@@ -45,13 +46,15 @@ class CudaSequence:
         self.n_tokens = min(self.n_tokens, max(0, n))
 
     def save(self) -> bytes:
-        """n_tokens, then each block's keys and values for them: the cache's own bits, so exact."""
+        """n_tokens, then each block's keys and values for them, then each short convolution's rows: the cache's
+        own bits, so exact."""
         n = self.n_tokens
         parts = []
         with self.stream:
             for pair, width in zip(self.caches, self.widths):
                 for cache, cache_type in zip(pair, self.cache_types):
                     parts += cache_module.held(cache, cache_type, n, width, self.stream)
+            parts += [rows[:n].get(stream=self.stream).tobytes() for rows in self.conv_rows]
             self.stream.synchronize()
         return state_blob(state_magic(STATE_MAGIC, self.cache_types), n, parts)
 
@@ -59,6 +62,7 @@ class CudaSequence:
         """The state save() gave; a KineticError if blob is not one of this model's on this device."""
         n, head = state_tokens(blob, state_magic(STATE_MAGIC, self.cache_types), "CUDA")
         per_token = sum(cache_module.bytes_per_token(t, width) for width in self.widths for t in self.cache_types)
+        per_token += sum(rows[0].nbytes for rows in self.conv_rows)
         context = cache_module.positions(self.caches[0][0], self.cache_types[0], self.widths[0])
         if not 0 <= n <= context or len(blob) != head + n * per_token:
             raise KineticError("the saved state does not fit this model and context")
@@ -67,6 +71,9 @@ class CudaSequence:
             for pair, width in zip(self.caches, self.widths):
                 for cache, cache_type in zip(pair, self.cache_types):
                     at = cache_module.put(cache, cache_type, n, width, blob, at, self.stream)
+            for rows in self.conv_rows:
+                rows[:n].set(np.frombuffer(blob, np.float32, n * rows.shape[1], at).reshape(n, -1), stream=self.stream)
+                at += n * rows[0].nbytes
             self.stream.synchronize()
         self.n_tokens = n
 
@@ -85,6 +92,7 @@ class CudaRunner:
         self.cache_types = options.cache_types
         shape = Shape.of(stack)
         self._widths = [b.n_head_kv * b.head_dim for b in stack.blocks if isinstance(b, Attention)]
+        self._convolutions = shape.convolutions
         self.context_length = _context_that_fits(stack, shape, self._widths, options)
         rows = rows_per_pass(shape, self.context_length)
         self.device_name = gpu_name()
@@ -92,6 +100,7 @@ class CudaRunner:
         self._tables: dict[tuple, tuple] = {}
         scale = stack.residual_scale
         self.blocks = [GpuAttention(b, self._matrix, self._table, self.cache_types, scale) if isinstance(b, Attention)
+                       else GpuShortConv(b, self._matrix, scale) if isinstance(b, ShortConv)
                        else GpuFeedForward(b, self._matrix, scale) for b in stack.blocks]
         self.embedding, self.output = self._matrix(stack.embedding), self._matrix(stack.output)
         self.output_norm = GpuNorm(stack.output_norm)
@@ -114,9 +123,11 @@ class CudaRunner:
             self._tables[key] = rope_table(rope, self.context_length)
         return self._tables[key]
 
-    def _new_caches(self) -> list[tuple[cupy.ndarray, cupy.ndarray]]:
-        return [tuple(cache_module.new_cache(t, self.context_length, width) for t in self.cache_types)
-                for width in self._widths]
+    def _new_caches(self) -> Caches:
+        kv = [tuple(cache_module.new_cache(t, self.context_length, width) for t in self.cache_types)
+              for width in self._widths]
+        return kv, [cupy.zeros((self.context_length, self.stack.n_embd), cupy.float32)
+                    for _ in range(self._convolutions)]
 
     def new_sequence(self) -> CudaSequence:
         """A sequence on a reserved cache; its cache is reused by a later sequence once it is collected."""
@@ -180,10 +191,12 @@ class CudaRunner:
         """Queue a pass of n rows whose inputs are in ws.inputs; logits of the first n_logits asking rows."""
         ws = self.ws
         ops.embed(self.embedding, ws.inputs[0], n, ws.x, self.stack.embedding_scale)
-        caches = iter(seq.caches)
+        caches, conv_rows = iter(seq.caches), iter(seq.conv_rows)
         for block in self.blocks:
             if isinstance(block, GpuAttention):
                 block.run(ws, n, *next(caches))
+            elif isinstance(block, GpuShortConv):
+                block.run(ws, n, next(conv_rows))
             else:
                 block.run(ws, n)
         if n_logits:
@@ -217,4 +230,5 @@ def _context_that_fits(stack: Stack, shape: Shape, widths: list[int], options: U
 def _scratch_bytes(shape: Shape, widths: list[int], context: int, cache_types: tuple[str, str] = ("f16", "f16")) -> int:
     """The KV cache of one sequence and the pass workspace, for a context of this many tokens."""
     cache = sum(context * cache_module.bytes_per_token(t, width) for width in widths for t in cache_types)
+    cache += context * 4 * shape.n_embd * shape.convolutions
     return cache + workspace_bytes(shape, rows_per_pass(shape, context), context)

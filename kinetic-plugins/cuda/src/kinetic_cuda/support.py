@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Stack, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, ShortConv, Stack, Weight
 
 TITLE = "CUDA"  # how messages name the device
 QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # against int8 activations
@@ -20,13 +20,15 @@ def matrices(stack: Stack) -> list[Weight]:
             out += [block.q, block.k, block.v, block.o]
         elif isinstance(block, GatedFeedForward):
             out += [block.gate, block.up, block.down]
+        elif isinstance(block, ShortConv):
+            out += [block.in_proj, block.out_proj]
     return out
 
 
 def refusal(stack: Stack) -> Optional[str]:
     """None if the device runs every block and weight of the stack, else one line saying what it lacks."""
     for block in stack.blocks:
-        if not isinstance(block, (Attention, GatedFeedForward)):
+        if not isinstance(block, (Attention, GatedFeedForward, ShortConv)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"
         if isinstance(block, Attention):
             heads_fit = block.head_dim <= MAX_HEAD_DIM and block.head_dim % 8 == 0  # 8 keys a load

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import cupy
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Stack
+from kinetic.contracts.blocks import Attention, GatedFeedForward, ShortConv, Stack
 
 SCORES_BYTES = 1 << 30  # attention scores scratch; fewer rows per pass where long contexts need it
 MAX_ROWS = 512
@@ -21,16 +21,18 @@ class Shape:
     n_vocab: int
     q_width: int  # widest n_head * head_dim
     kv_width: int  # widest n_head_kv * head_dim
-    n_ff: int
+    n_ff: int  # widest feed-forward, or short convolution's b, c, u (3 n_embd), whichever is wider
     n_head: int
+    convolutions: int = 0  # short convolutions, each keeping a row of n_embd float32 per position
 
     @staticmethod
     def of(stack: Stack) -> "Shape":
         attentions = [b for b in stack.blocks if isinstance(b, Attention)]
-        ffs = [b for b in stack.blocks if isinstance(b, GatedFeedForward)]
+        widths = [b.gate.shape[0] if isinstance(b, GatedFeedForward) else b.in_proj.shape[0] for b in stack.blocks
+                  if isinstance(b, (GatedFeedForward, ShortConv))]
         return Shape(stack.n_embd, stack.n_vocab, max((a.n_head * a.head_dim for a in attentions), default=0),
-                     max((a.n_head_kv * a.head_dim for a in attentions), default=0),
-                     max((f.gate.shape[0] for f in ffs), default=0), max((a.n_head for a in attentions), default=1))
+                     max((a.n_head_kv * a.head_dim for a in attentions), default=0), max(widths, default=0),
+                     max((a.n_head for a in attentions), default=1), sum(isinstance(b, ShortConv) for b in stack.blocks))
 
     @property
     def widest(self) -> int:

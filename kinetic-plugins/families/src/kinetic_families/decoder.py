@@ -36,18 +36,33 @@ def read_dims(loader: Loader) -> Dims:
     if loader.hp("attention.value_length", int, head_dim) != head_dim:
         raise ModelFileError("values of another width than keys (attention.value_length) are not supported yet")
     n_nextn = loader.hp("nextn_predict_layers", int, 0)
+    kv_heads = {n for n in kv_heads_by_layer(loader, n_head) if n}  # 0: a layer without attention (LFM2)
+    if len(kv_heads) > 1:
+        raise ModelFileError("layers with different numbers of KV heads are not supported yet")
     return Dims(
         n_layer=loader.hp("block_count", int) - n_nextn,
         n_nextn=n_nextn,
         n_embd=n_embd,
         n_head=n_head,
-        n_head_kv=loader.hp("attention.head_count_kv", int, n_head),
+        n_head_kv=kv_heads.pop() if kv_heads else n_head,
         head_dim=head_dim,
         n_rot=loader.hp("rope.dimension_count", int, head_dim),
         n_ff=loader.hp("feed_forward_length", int),
         eps=loader.hp("attention.layer_norm_rms_epsilon", float),
         context_length=loader.hp("context_length", int),
     )
+
+
+def kv_heads_by_layer(loader: Loader, n_head: int) -> list[int]:
+    """attention.head_count_kv of each layer: the key's one number for all, or its array (llama.cpp reads both)."""
+    value = loader.hp("attention.head_count_kv", (int, list), n_head)
+    n_layer = loader.hp("block_count", int)
+    if isinstance(value, int):
+        return [value] * n_layer
+    if len(value) != n_layer:
+        raise ModelFileError(f"metadata key {loader.arch}.attention.head_count_kv has {len(value)} entries for "
+                             f"{n_layer} layers")
+    return [int(n) for n in value]
 
 
 def rotary(loader: Loader, d: Dims, neox: bool, freq_factors: Optional[Weight] = None,
@@ -136,7 +151,8 @@ def post_norms(loader: Loader, i: int, d: Dims) -> tuple[RmsNorm, RmsNorm]:
             norm(loader, f"blk.{i}.post_ffw_norm.weight", d.n_embd, d.eps))
 
 
-def stack(loader: Loader, d: Dims, blocks: list[Block], embedding_scale: float = 1.0, **scales: float) -> Stack:
+def stack(loader: Loader, d: Dims, blocks: list[Block], embedding_scale: float = 1.0,
+          output_norm: str = "output_norm.weight", **scales: float) -> Stack:
     """The whole decoder; without output.weight the output projection is the token embedding (tied). scales:
     Stack's residual_scale and logit_scale, where the family has them."""
     embedding = loader.weight("token_embd.weight", (None, d.n_embd))
@@ -147,7 +163,7 @@ def stack(loader: Loader, d: Dims, blocks: list[Block], embedding_scale: float =
         embedding=embedding,
         embedding_scale=embedding_scale,
         blocks=tuple(blocks),
-        output_norm=norm(loader, "output_norm.weight", d.n_embd, d.eps),
+        output_norm=norm(loader, output_norm, d.n_embd, d.eps),
         output=loader.optional("output.weight", (n_vocab, d.n_embd)) or embedding,
         n_embd=d.n_embd,
         n_vocab=n_vocab,

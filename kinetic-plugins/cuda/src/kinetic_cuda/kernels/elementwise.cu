@@ -84,6 +84,31 @@ extern "C" __global__ void store_f16(const float* __restrict__ x, const int* __r
     if (i < total) cache[(long)positions[i / width] * width + i % width] = f2h(x[i]);
 }
 
+// LFM2's short convolution (contracts.blocks.ShortConv), in two launches so that a pass's rows are all kept before
+// any is convolved. bcu: [n, 3 * d], each row's b, c, u; kept: [context, d] float32, a row per position.
+// short_conv_keep: kept[positions[i]] = b * u, a thread per value
+extern "C" __global__ void short_conv_keep(const float* __restrict__ bcu, const int* __restrict__ positions, long total,
+                                           int d, float* __restrict__ kept) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    long row = i / d, c = i % d;
+    kept[(long)positions[row] * d + c] = __fmul_rn(bcu[row * 3 * d + c], bcu[row * 3 * d + 2 * d + c]);
+}
+
+// out[i] = c * (the sum over j of weights[ch, j] * kept[p - width + 1 + j, ch]), p = positions[i], positions
+// before 0 counting as 0: in double, the oldest first, as kinetic_cpu's kernels/short_conv.py; a thread per value
+extern "C" __global__ void short_conv(const float* __restrict__ bcu, const int* __restrict__ positions, long total,
+                                      int d, const float* __restrict__ kept, const float* __restrict__ weights,
+                                      int width, float* __restrict__ out) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    long row = i / d, ch = i % d, first = (long)positions[row] - width + 1;
+    double sum = 0.0;
+    for (int j = first < 0 ? (int)-first : 0; j < width; j++)
+        sum = __dadd_rn(sum, __dmul_rn((double)kept[(first + j) * d + ch], (double)weights[ch * width + j]));
+    out[i] = __fmul_rn(bcu[row * 3 * d + d + ch], (float)sum);
+}
+
 // x *= scale
 extern "C" __global__ void scale(float* __restrict__ x, long total, float by) {
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
