@@ -57,7 +57,7 @@ def mixed_model(path: Path, arch: str, dims: Dims) -> Path:
     extra = {}
     for tensor in gguf.GGUFReader(path).tensors:
         kind = tensor.name.split(".")[-2] if tensor.name.startswith("blk.") else tensor.name.split(".")[0]
-        if kind in MIXED:
+        if tensor.name.endswith(".weight") and kind in MIXED:
             rows, k = (int(n) for n in tensor.shape[::-1])
             extra[tensor.name] = (random_blocks(MIXED[kind], rows, k, rng), gguf.GGMLQuantizationType[MIXED[kind]])
     return write_random_model(path, arch, dims, weight_type="F32", seed=5, extra_tensors=extra)
