@@ -101,6 +101,8 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
     metadata adds or overrides keys, extra_tensors adds tensors, without leaves the named tensors out.
     """
     arch_enum = next(a for a, name in MODEL_ARCH_NAMES.items() if name == arch)
+    metadata = {**_model_metadata(arch, dims), **metadata}
+    attends = _attending_layers(arch, metadata, dims.n_layer)
     rng = np.random.default_rng(seed)
     shapes = _shapes(arch, dims)
     qtype = gguf.GGMLQuantizationType[weight_type]
@@ -109,14 +111,14 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
         if kind not in shapes:
             continue
         names = [TENSOR_NAMES[kind]] if "{bid}" not in TENSOR_NAMES[kind] else [
-            TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer) if _in_layer(arch, kind, b)]
+            TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer) if _in_layer(kind, attends[b])]
         for name in names:
             values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
             tensors[name + ".weight"] = values if kind in _ALWAYS_F32 else _stored(values, qtype)
             if kind in _BIASES.get(arch, ()):
                 tensors[name + ".bias"] = rng.standard_normal(shapes[kind][:1], dtype=np.float32) * 0.1
     tensors = {name: t for name, t in {**tensors, **extra_tensors}.items() if name not in without}
-    return write_gguf(path, arch, {**_model_metadata(arch, dims), **metadata}, tensors)
+    return write_gguf(path, arch, metadata, tensors)
 
 
 # What llama.cpp's converters write for an architecture beyond the common tensors and keys.
@@ -129,15 +131,16 @@ _ATTENTION = (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MOD
 _SHORT_CONV = (MODEL_TENSOR.SHORTCONV_INPROJ, MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SHORTCONV_OUTPROJ)
 
 
-def _attends(arch: str, layer: int) -> bool:
-    """Whether a layer of arch holds attention: LFM2's even layers convolve instead."""
-    return arch != "lfm2" or layer % 2 == 1
+def _attending_layers(arch: str, metadata: Mapping[str, Any], n_layer: int) -> list[bool]:
+    """Which layers hold attention: where the file's KV head count (per layer, LFM2) is not 0."""
+    heads = metadata.get(f"{arch}.attention.head_count_kv", 1)
+    return [bool(n) for n in heads] if isinstance(heads, list) else [True] * n_layer
 
 
-def _in_layer(arch: str, kind: MODEL_TENSOR, layer: int) -> bool:
+def _in_layer(kind: MODEL_TENSOR, attends: bool) -> bool:
     if kind in _ATTENTION:
-        return _attends(arch, layer)
-    return kind not in _SHORT_CONV or not _attends(arch, layer)
+        return attends
+    return kind not in _SHORT_CONV or not attends
 
 
 def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
@@ -146,7 +149,7 @@ def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
                 f"{arch}.attention.value_length": d.head_dim, f"{arch}.rope.freq_base": 1000000.0}
     if arch == "lfm2":
         return {f"{arch}.shortconv.l_cache": SHORT_CONV_WIDTH,
-                f"{arch}.attention.head_count_kv": [d.n_head_kv if _attends(arch, i) else 0 for i in range(d.n_layer)]}
+                f"{arch}.attention.head_count_kv": [d.n_head_kv * (i % 2) for i in range(d.n_layer)]}  # odd: attention
     if arch == "granite":  # scales of the size Granite 3's files hold
         return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
                 f"{arch}.attention.scale": 0.015625}

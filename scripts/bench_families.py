@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""`kinetic bench --compare` on random-weight files shaped like the smallest real model of each new family,
+for families with no real model here (issue 22's speed table).
+
+    python scripts/bench_families.py --llama-dir DIR [--models lfm2-350m] [--dir DIR] [-t 2] [-r 3]
+
+Each file is written once (gguf-py, F32, with kinetic.testing.gguf_factory's tensors and keys), quantized to
+Q4_K_M by DIR/llama-quantize, then measured by `kinetic bench --compare DIR/llama-bench`: pp512 and tg128 of
+Kinetic beside llama-bench's on the same file and threads, one engine at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from kinetic.paths import cache_dir
+from kinetic.testing.gguf_factory import Dims, write_random_model
+
+# The smallest real model of each family: its dimensions and the keys that give its layers their kinds.
+LFM2_350M_KINDS = "ccaccaccacacacac"  # LiquidAI/LFM2-350M's layer_types: c conv, a attention
+SHAPES = {
+    "lfm2-350m": ("lfm2", Dims(n_layer=16, n_embd=1024, n_head=16, n_head_kv=8, n_ff=4608, n_vocab=65536),
+                  {"lfm2.attention.head_count_kv": [8 if kind == "a" else 0 for kind in LFM2_350M_KINDS],
+                   "lfm2.rope.freq_base": 1000000.0, "lfm2.context_length": 128000}),
+}
+
+
+def shaped_file(name: str, folder: Path, tools: Path) -> Path:
+    quantized = folder / f"{name}-Q4_K_M.gguf"
+    if not quantized.exists():
+        arch, dims, metadata = SHAPES[name]
+        f32 = write_random_model(folder / f"{name}-F32.gguf", arch, dims, "F32", seed=1, metadata=metadata)
+        subprocess.run([str(tools / "llama-quantize"), str(f32), str(quantized), "Q4_K_M"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        f32.unlink()
+    return quantized
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--llama-dir", type=Path, required=True, help="folder with llama-quantize and llama-bench")
+    parser.add_argument("--models", default=",".join(SHAPES))
+    parser.add_argument("--dir", type=Path, default=cache_dir() / "bench-families")
+    parser.add_argument("-t", "--threads", type=int, default=2)
+    parser.add_argument("-r", "--repetitions", type=int, default=3)
+    args = parser.parse_args(argv)
+    args.dir.mkdir(parents=True, exist_ok=True)
+    for name in args.models.split(","):
+        path = shaped_file(name, args.dir, args.llama_dir)
+        print(f"== {name} ({path})", flush=True)
+        subprocess.run([sys.executable, "-m", "kinetic", "bench", str(path), "-t", str(args.threads), "-r",
+                        str(args.repetitions), "--compare", str(args.llama_dir / "llama-bench")], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
