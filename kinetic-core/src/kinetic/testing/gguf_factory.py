@@ -25,6 +25,10 @@ VARIANTS = {
                              "qwen2.rope.scaling.original_context_length": 32}),
     "llama-linear": ("llama", {"llama.rope.scaling.type": "linear", "llama.rope.scaling.factor": 2.0,
                                "llama.rope.scaling.attn_factor": 0.9}),
+    "olmo2-window": ("olmo2", {"olmo2.attention.sliding_window": 8, "olmo2.attention.sliding_window_pattern": 2,
+                               "olmo2.rope.scaling.type": "yarn", "olmo2.rope.scaling.factor": 4.0,
+                               "olmo2.rope.scaling.original_context_length": 32}),
+    "hunyuan-dense-alpha": ("hunyuan-dense", {"hunyuan-dense.rope.scaling.alpha": 50.0}),
 }
 # Granite's logits multiplied by 8 rather than divided: its factory scale leaves them too flat to compare
 COMPARABLE = {**{arch: (arch, {}) for arch in ARCHITECTURES}, "granite": ("granite", {"granite.logit_scale": 0.125}),
