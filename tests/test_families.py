@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kinetic import open_model
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Yarn
+from kinetic.contracts.blocks import Attention, GatedFeedForward, ShortConv, Yarn
 from kinetic.contracts.device import Row
 from kinetic.errors import ModelFileError
 from kinetic.model import load_stack
@@ -22,7 +22,7 @@ FAMILIES = ARCHITECTURES
 # per head after the rotation), norms before and after each block, activation, and the stack's scales
 # (embedding, residual, logits).
 _PLAIN = dict(neox=False, biases=False, head_norms=None, pre_norms=True, post_norms=False, activation="silu",
-              scales=(1.0, 1.0, 1.0), attention_scale=0.25)
+              scales=(1.0, 1.0, 1.0), attention_scale=0.25, mixers=(Attention, Attention))
 EXPECTED = {
     "llama": _PLAIN,
     "qwen2": {**_PLAIN, "neox": True, "biases": True},
@@ -34,6 +34,7 @@ EXPECTED = {
     "exaone4": {**_PLAIN, "neox": True, "head_norms": "head", "pre_norms": False, "post_norms": True},
     "ernie4_5": _PLAIN,
     "hunyuan-dense": {**_PLAIN, "neox": True, "head_norms": "after rotation"},
+    "lfm2": {**_PLAIN, "neox": True, "head_norms": "head", "mixers": (ShortConv, Attention)},
 }
 HEAD_NORMS = {"head": (16, 16, False), "across": (64, 32, False), "after rotation": (16, 16, True)}
 
@@ -56,8 +57,11 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
     expect = EXPECTED[arch]
     assert (stack.n_vocab, stack.n_embd, stack.context_length) == (300, 64, 256)
     assert (stack.embedding_scale, stack.residual_scale, stack.logit_scale) == expect["scales"]
-    assert [type(b) for b in stack.blocks] == [Attention, GatedFeedForward] * DIMS.n_layer
+    assert [type(b) for b in stack.blocks] == [kind for mixer in expect["mixers"] for kind in (mixer, GatedFeedForward)]
     for i, (attn, ffn) in enumerate(zip(stack.blocks[::2], stack.blocks[1::2])):
+        if isinstance(attn, ShortConv):
+            assert (attn.conv.shape, attn.in_proj.name) == ((64, 3), f"blk.{i}.shortconv.in_proj.weight")
+            continue
         assert (attn.n_head, attn.n_head_kv, attn.head_dim) == (4, 2, 16)
         assert attn.q.name == f"blk.{i}.attn_q.weight" and ffn.down.name == f"blk.{i}.ffn_down.weight"
         assert attn.scale == pytest.approx(expect["attention_scale"])
@@ -73,6 +77,7 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
         assert ffn.activation == expect["activation"]
         assert (attn.norm or attn.post_norm).eps == pytest.approx(1e-6)
     assert stack.output.name == "output.weight"
+    assert stack.output_norm.weight.name == ("token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight")
 
 
 def test_output_is_tied_to_the_embedding_without_output_weight(tmp_path):
