@@ -14,6 +14,7 @@ from kinetic.engine.options import SessionOptions
 from kinetic.engine.prefill import Prefill, ahead_end
 from kinetic.engine.session import Session
 from kinetic.server import ServedModel, make_app
+from kinetic.testing.gguf_factory import write_comparable_model
 
 DOCUMENT = "Report. " + " ".join(f"Section {i}: the river rose {i} cm on day {i}." for i in range(70))
 QUESTION = "What does section 12 say?"
@@ -23,6 +24,16 @@ LOCAL = {"Host": "localhost"}
 @pytest.fixture(scope="module")
 def session(qwen_gguf) -> Session:
     return Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=2048, off=("warm-start",)))
+
+
+@pytest.fixture(scope="module", params=["qwen", "lfm2"])
+def any_session(request, tmp_path_factory) -> Session:
+    """Qwen, or a random-weight LFM2 file (short convolutions) with a vocabulary of characters."""
+    if request.param == "qwen":
+        return request.getfixturevalue("session")
+    path = write_comparable_model(tmp_path_factory.mktemp("lfm2") / "lfm2.gguf", "lfm2", "Q8_0",
+                                  {"tokenizer.chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}"})
+    return Session(path, SessionOptions(device="cpu", ctx_size=4096, off=("warm-start",)))
 
 
 def client(session: Session) -> testing.TestClient:
@@ -36,8 +47,8 @@ def ask(client: testing.TestClient, route: str, text: str, **fields) -> dict:
 
 
 @pytest.mark.parametrize("settings", [{"temperature": 0}, {"temperature": 0.8, "seed": 3}], ids=["greedy", "seeded"])
-def test_prefills_change_no_answer_and_the_request_runs_only_the_rest(session, settings):
-    fresh, ahead = client(session), client(session)
+def test_prefills_change_no_answer_and_the_request_runs_only_the_rest(any_session, settings):
+    fresh, ahead = client(any_session), client(any_session)
     message = f"{DOCUMENT}\n\n{QUESTION}"
     wanted = ask(fresh, "/v1/chat/completions", message, max_tokens=12, **settings)
     typed = [ask(ahead, "/v1/prefill", message[:n]) for n in (len(DOCUMENT) // 2, len(DOCUMENT) + 9, len(message))]
