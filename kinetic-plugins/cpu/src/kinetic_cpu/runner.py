@@ -224,7 +224,6 @@ class CpuRunner:
         return self._shortlist is not None
 
 
-
 def exact_scaling(factor: float) -> bool:
     """Whether multiplying by factor keeps every float32 logit's order and ties, as Shortlist's proof needs: a
     power of two only moves the exponent."""
