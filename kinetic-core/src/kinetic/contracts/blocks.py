@@ -119,7 +119,30 @@ class ShortConv:
     out_proj: Weight  # [n_embd, n_embd]
 
 
-Block = Union[Attention, GatedFeedForward, ShortConv]
+@dataclass(frozen=True)
+class Mamba2:
+    """Mamba-2's selective state-space mixer (Dao and Gu, 2024), as llama.cpp runs it (src/models/mamba-base.cpp).
+
+    z, v, dt = in_proj(norm(x)) split; v = silu(conv(v) + conv_bias), conv causal per channel over the last
+    `width` positions' v; u, B, C = v split, u in n_head heads, B and C in n_group groups. Per head h of group g:
+    t = softplus(dt_h + dt_bias_h); S_h = S_h exp(t a_h) + t u_h B_g^T (S_h: [head_dim, d_state], 0 before the
+    first position); y_h = S_h C_g + d_h u_h. Then x += out_proj(out_norm(y * silu(z))), out_norm over each group."""
+
+    norm: RmsNorm
+    in_proj: Weight  # [2 d_inner + 2 n_group d_state + n_head, n_embd]: z, v, dt
+    conv: Weight  # [d_inner + 2 n_group d_state, width]: each channel's weights, the oldest position's first
+    conv_bias: Optional[Weight]  # [d_inner + 2 n_group d_state]
+    dt_bias: Weight  # [n_head]
+    a: Weight  # [n_head, 1]: each head's decay rate (negative: -exp(A_log))
+    d: Weight  # [n_head, 1]: each head's skip weight
+    out_norm: RmsNorm  # weight [n_group, d_inner / n_group]
+    out_proj: Weight  # [n_embd, d_inner]
+    n_head: int
+    n_group: int
+    d_state: int
+
+
+Block = Union[Attention, GatedFeedForward, ShortConv, Mamba2]
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, ShortConv, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, RmsNorm, ShortConv, Weight
 from kinetic.reference import ops
 from kinetic.reference.sequence import Sequence
 
@@ -63,6 +63,54 @@ def short_conv(w: Weights, block: ShortConv, x: np.ndarray, groups: list[tuple[S
             window = padded[first + i : first + i + width].astype(np.float64)  # [width, n_embd]
             convolved[row] = np.einsum("wc,cw->c", window, weights)
     return ops.linear(c * convolved, w(block.out_proj))
+
+
+def mamba2(w: Weights, block: Mamba2, x: np.ndarray, groups: list[tuple[Sequence, np.ndarray]],
+           block_index: int) -> np.ndarray:
+    """Each row convolves its own sequence's kept v rows, then steps that sequence's state (float64)."""
+    # x: [n, n_embd] float32; groups: each sequence with the indices of its rows, in order
+    d_inner = block.out_proj.shape[1]
+    conv = w(block.conv).astype(np.float64)  # [channels, width]
+    channels, width = conv.shape
+    zvdt = ops.linear(_norm(w, block.norm, x), w(block.in_proj))
+    z, v, dt = zvdt[:, :d_inner], zvdt[:, d_inner : d_inner + channels], zvdt[:, d_inner + channels :]
+    y = np.empty((len(x), d_inner), np.float32)
+    for seq, rows in groups:
+        kept = seq.rows(block_index)
+        kept.append(v[rows])
+        padded = np.concatenate([np.zeros((width - 1, channels), np.float32), kept.rows])
+        first = len(kept.rows) - len(rows)
+        states = seq.states(block_index)
+        for i, row in enumerate(rows):
+            window = padded[first + i : first + i + width].astype(np.float64)  # [width, channels]
+            convolved = np.einsum("wc,cw->c", window, conv).astype(np.float32)
+            if block.conv_bias is not None:
+                convolved = convolved + w(block.conv_bias)
+            state = states[-1] if states else np.zeros((block.n_head, d_inner // block.n_head, block.d_state))
+            state, y[row] = _ssm_step(w, block, ops.silu(convolved), dt[row], state)
+            states.append(state)
+    gated = (y * ops.silu(z)).reshape(len(x), block.n_group, -1)  # each group normed with its own weights
+    normed = ops.rms_norm(gated, w(block.out_norm.weight), block.out_norm.eps).reshape(len(x), -1)
+    return ops.linear(normed, w(block.out_proj))
+
+
+def _ssm_step(w: Weights, block: Mamba2, v: np.ndarray, dt: np.ndarray,
+              state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One position of the selective scan: the new state [n_head, head_dim, d_state] float64 and y [d_inner]."""
+    # v: [channels] float32 (u, B, C); dt: [n_head] float32
+    d_inner = block.out_proj.shape[1]
+    grouped = block.d_state * block.n_group
+    u = v[:d_inner].astype(np.float64).reshape(block.n_head, -1)
+    b = v[d_inner : d_inner + grouped].astype(np.float64).reshape(block.n_group, block.d_state)
+    c = v[d_inner + grouped :].astype(np.float64).reshape(block.n_group, block.d_state)
+    heads_per_group = block.n_head // block.n_group
+    b, c = np.repeat(b, heads_per_group, axis=0), np.repeat(c, heads_per_group, axis=0)  # [n_head, d_state]
+    t = dt.astype(np.float64) + w(block.dt_bias)
+    t = np.where(t > 20.0, t, np.log1p(np.exp(np.minimum(t, 20.0))))  # softplus, as ggml cuts it
+    decay = np.exp(t * w(block.a)[:, 0])
+    state = state * decay[:, None, None] + (t[:, None] * u)[:, :, None] * b[:, None, :]
+    y = np.einsum("hds,hs->hd", state, c) + w(block.d)[:, 0:1] * u
+    return state, y.reshape(-1).astype(np.float32)
 
 
 def _norm(w: Weights, norm: Optional[RmsNorm], x: np.ndarray) -> np.ndarray:

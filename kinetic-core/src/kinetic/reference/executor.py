@@ -12,7 +12,7 @@ from typing import Optional, Sequence as Seq
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, ShortConv, Stack, Weight
 from kinetic.contracts.device import Row
 from kinetic.errors import KineticError
 from kinetic.reference import blocks, ops
@@ -66,6 +66,8 @@ class ReferenceRunner:
                 out = blocks.feed_forward(self.weight, block, x)
             elif isinstance(block, ShortConv):
                 out = blocks.short_conv(self.weight, block, x, groups, index)
+            elif isinstance(block, Mamba2):
+                out = blocks.mamba2(self.weight, block, x, groups, index)
             else:
                 raise KineticError(f"the reference executor has no {type(block).__name__} block")
             x = x + out * residual_scale

@@ -50,6 +50,7 @@ class Sequence:
     positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [m] of cached tokens
     caches: dict[int, KvCache] = field(default_factory=dict)  # by block index in the stack
     kept_rows: dict[int, Rows] = field(default_factory=dict)  # likewise
+    kept_states: dict[int, list[np.ndarray]] = field(default_factory=dict)  # likewise: the state after each token
 
     @property
     def n_tokens(self) -> int:
@@ -62,6 +63,9 @@ class Sequence:
     def rows(self, block_index: int) -> Rows:
         return self.kept_rows.setdefault(block_index, Rows())
 
+    def states(self, block_index: int) -> list[np.ndarray]:
+        return self.kept_states.setdefault(block_index, [])
+
     def truncate(self, n: int) -> None:
         """Back to the first n tokens."""
         if not 0 <= n <= self.n_tokens:
@@ -69,6 +73,8 @@ class Sequence:
         self.positions = self.positions[:n]
         for kept in (*self.caches.values(), *self.kept_rows.values()):
             kept.truncate(n)
+        for states in self.kept_states.values():
+            del states[n:]
 
     def forward(self, tokens: Seq[int], positions: Optional[Seq[int]] = None) -> np.ndarray:
         """Logits [len(tokens), n_vocab] float32 for tokens at positions (by default, right after the last)."""

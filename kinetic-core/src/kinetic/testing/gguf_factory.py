@@ -18,7 +18,7 @@ from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR
 
 # Every architecture write_random_model writes: those of the built-in families.
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense",
-                 "lfm2")
+                 "lfm2", "granitehybrid")
 # Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
 VARIANTS = {
     "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
@@ -64,7 +64,18 @@ def _shapes(arch: str, d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
         MODEL_TENSOR.FFN_UP: (d.n_ff, d.n_embd), MODEL_TENSOR.FFN_DOWN: (d.n_embd, d.n_ff),
         MODEL_TENSOR.TOKEN_EMBD_NORM: (d.n_embd,), MODEL_TENSOR.SHORTCONV_INPROJ: (3 * d.n_embd, d.n_embd),
         MODEL_TENSOR.SHORTCONV_CONV: (d.n_embd, SHORT_CONV_WIDTH), MODEL_TENSOR.SHORTCONV_OUTPROJ: (d.n_embd, d.n_embd),
+        **_ssm_shapes(d),
     }
+
+
+def _ssm_shapes(d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
+    """Mamba-2's tensors, with SSM's sizes (Granite 4.0 H's: d_inner = 2 n_embd, one group)."""
+    inner, channels = 2 * d.n_embd, 2 * d.n_embd + 2 * SSM["group_count"] * SSM["state_size"]
+    heads = SSM["time_step_rank"]
+    return {MODEL_TENSOR.SSM_IN: (inner + channels + heads, d.n_embd), MODEL_TENSOR.SSM_CONV1D: (channels, SSM["conv_kernel"]),
+            MODEL_TENSOR.SSM_DT: (heads,), MODEL_TENSOR.SSM_A: (heads, 1), MODEL_TENSOR.SSM_D: (heads, 1),
+            MODEL_TENSOR.SSM_NORM: (SSM["group_count"], inner // SSM["group_count"]),
+            MODEL_TENSOR.SSM_OUT: (d.n_embd, inner)}
 
 
 def write_gguf(path: Path, arch: str, metadata: Mapping[str, Any], tensors: Mapping[str, Any]) -> Path:
@@ -118,7 +129,10 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
             TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer) if _in_layer(kind, attends[b])]
         for name in names:
             values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
-            tensors[name + ".weight"] = values if kind in _ALWAYS_F32 else _stored(values, qtype)
+            if kind is MODEL_TENSOR.SSM_A:  # a decay rate: -exp(A_log), as the converter stores it
+                values = -np.exp(values)
+            suffix = _SUFFIXES.get(kind, ".weight")
+            tensors[name + suffix] = values if kind in _ALWAYS_F32 else _stored(values, qtype)
             if kind in _BIASES.get(arch, ()):
                 tensors[name + ".bias"] = rng.standard_normal(shapes[kind][:1], dtype=np.float32) * 0.1
     tensors = {name: t for name, t in {**tensors, **extra_tensors}.items() if name not in without}
@@ -126,17 +140,24 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
 
 
 # What llama.cpp's converters write for an architecture beyond the common tensors and keys.
-_BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V)}
+_BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V),
+           "granitehybrid": (MODEL_TENSOR.SSM_CONV1D,)}
+_SUFFIXES = {MODEL_TENSOR.SSM_DT: ".bias", MODEL_TENSOR.SSM_A: "", MODEL_TENSOR.SSM_D: ""}  # llama.cpp's names
 _NORMS_ACROSS_HEADS = ("olmo2",)
-_ALWAYS_F32 = (MODEL_TENSOR.SHORTCONV_CONV,)  # as llama.cpp's converter keeps them (conversion/base.py)
+# as llama.cpp's converter keeps them (conversion/base.py)
+_ALWAYS_F32 = (MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SSM_CONV1D, MODEL_TENSOR.SSM_A, MODEL_TENSOR.SSM_D,
+               MODEL_TENSOR.SSM_NORM)
+SSM = {"conv_kernel": 4, "state_size": 16, "time_step_rank": 8, "group_count": 1}  # granitehybrid.ssm.*
 SHORT_CONV_WIDTH = 3  # LFM2's shortconv.l_cache
 _ATTENTION = (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MODEL_TENSOR.ATTN_OUT,
               MODEL_TENSOR.ATTN_Q_NORM, MODEL_TENSOR.ATTN_K_NORM)
-_SHORT_CONV = (MODEL_TENSOR.SHORTCONV_INPROJ, MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SHORTCONV_OUTPROJ)
+_RECURRENT = (MODEL_TENSOR.SHORTCONV_INPROJ, MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SHORTCONV_OUTPROJ,
+              MODEL_TENSOR.SSM_IN, MODEL_TENSOR.SSM_CONV1D, MODEL_TENSOR.SSM_DT, MODEL_TENSOR.SSM_A, MODEL_TENSOR.SSM_D,
+              MODEL_TENSOR.SSM_NORM, MODEL_TENSOR.SSM_OUT)
 
 
 def _attending_layers(arch: str, metadata: Mapping[str, Any], n_layer: int) -> list[bool]:
-    """Which layers hold attention: where the file's KV head count (per layer, LFM2) is not 0."""
+    """Which layers hold attention: where the file's KV head count (per layer: LFM2, Granite 4.0 H) is not 0."""
     heads = metadata.get(f"{arch}.attention.head_count_kv", 1)
     return [bool(n) for n in heads] if isinstance(heads, list) else [True] * n_layer
 
@@ -144,7 +165,7 @@ def _attending_layers(arch: str, metadata: Mapping[str, Any], n_layer: int) -> l
 def _in_layer(kind: MODEL_TENSOR, attends: bool) -> bool:
     if kind in _ATTENTION:
         return attends
-    return kind not in _SHORT_CONV or not attends
+    return kind not in _RECURRENT or not attends
 
 
 def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
@@ -154,6 +175,10 @@ def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
     if arch == "lfm2":
         return {f"{arch}.shortconv.l_cache": SHORT_CONV_WIDTH,
                 f"{arch}.attention.head_count_kv": [d.n_head_kv * (i % 2) for i in range(d.n_layer)]}  # odd: attention
+    if arch == "granitehybrid":
+        return {**{f"{arch}.ssm.{key}": value for key, value in SSM.items()}, f"{arch}.ssm.inner_size": 2 * d.n_embd,
+                f"{arch}.attention.head_count_kv": [d.n_head_kv * (i % 2) for i in range(d.n_layer)],
+                f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0}
     if arch == "granite":  # scales of the size Granite 3's files hold
         return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
                 f"{arch}.attention.scale": 0.015625}
@@ -195,7 +220,7 @@ def write_comparable_model(path: Path, arch: str, weight_type: str, metadata: Ma
              "tokenizer.ggml.token_type": [3, 3, 3] + [1] * (len(tokens) - 3), **metadata}
     write_random_model(path, arch, dims, weight_type, seed=1, metadata=vocab)
     rng = np.random.default_rng(2)
-    norms = {t.name: rng.normal(1.0, 0.1, int(t.shape[0])).astype(np.float32) * (4 if t.name == "output_norm.weight"
-                                                                                 else 1)
+    norms = {t.name: rng.normal(1.0, 0.1, tuple(int(n) for n in t.shape[::-1])).astype(np.float32)
+             * (4 if t.name == "output_norm.weight" else 1)
              for t in gguf.GGUFReader(path).tensors if t.name.endswith("norm.weight")}
     return write_random_model(path, arch, dims, weight_type, seed=1, metadata=vocab, extra_tensors=norms)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from kinetic.contracts.blocks import Attention, Block, GatedFeedForward, Rope, RmsNorm, Stack, Weight, Yarn
+from kinetic.contracts.blocks import Attention, Block, GatedFeedForward, Mamba2, Rope, RmsNorm, Stack, Weight, Yarn
 from kinetic.contracts.loader import Loader
 from kinetic.errors import ModelFileError
 
@@ -142,6 +142,28 @@ def feed_forward(loader: Loader, i: int, d: Dims, activation: str, post_norm: Op
         down=loader.weight(blk + "ffn_down.weight", (d.n_embd, d.n_ff)),
         activation=activation,
         post_norm=post_norm,
+    )
+
+
+def mamba2(loader: Loader, i: int, d: Dims) -> Mamba2:
+    """Layer i's Mamba-2 mixer, sized by ssm.* (Granite 4.0 H, Falcon-H1)."""
+    blk = f"blk.{i}."
+    width, inner = loader.hp("ssm.conv_kernel", int), loader.hp("ssm.inner_size", int)
+    state, heads, groups = (loader.hp(f"ssm.{key}", int) for key in ("state_size", "time_step_rank", "group_count"))
+    channels = inner + 2 * groups * state
+    return Mamba2(
+        norm=norm(loader, blk + "attn_norm.weight", d.n_embd, d.eps),
+        in_proj=loader.weight(blk + "ssm_in.weight", (inner + channels + heads, d.n_embd)),
+        conv=loader.weight(blk + "ssm_conv1d.weight", (channels, width)),
+        conv_bias=loader.optional(blk + "ssm_conv1d.bias", (channels,)),
+        dt_bias=loader.weight(blk + "ssm_dt.bias", (heads,)),
+        a=loader.weight(blk + "ssm_a", (heads, 1)),
+        d=loader.weight(blk + "ssm_d", (heads, 1)),
+        out_norm=RmsNorm(loader.weight(blk + "ssm_norm.weight", (groups, inner // groups)), d.eps),
+        out_proj=loader.weight(blk + "ssm_out.weight", (d.n_embd, inner)),
+        n_head=heads,
+        n_group=groups,
+        d_state=state,
     )
 
 

@@ -20,23 +20,34 @@ from kinetic.contracts import Family
 from kinetic.contracts.blocks import Rope, Stack
 from kinetic.contracts.loader import Loader
 
-from kinetic_families.decoder import attention, feed_forward, read_dims, rotary, stack
+from kinetic_families.decoder import Dims, attention, feed_forward, read_dims, rotary, stack
 
 
 def build(loader: Loader) -> Stack:
     d = read_dims(loader)
-    if loader.hp("rope.scaling.finetuned", bool, True):  # Granite's switch for the rotation
-        rope = rotary(loader, d, neox=False, freq_factors=loader.optional("rope_freqs.weight", (d.n_rot // 2,)))
-    else:
-        rope = Rope(0, 10000.0, neox=False)
-    scale = loader.hp("attention.scale", float, 0.0) or 1 / math.sqrt(d.head_dim)
+    rope, scale = granite_rope(loader, d), attention_scale(loader, d)
     blocks = []
     for i in range(d.n_layer):
         blocks += [attention(loader, i, d, rope, scale), feed_forward(loader, i, d, "silu")]
-    # llama.cpp multiplies the logits by 1.0f / logit_scale, a float32 quotient
-    logit_scale = float(np.float32(1) / np.float32(loader.hp("logit_scale", float)))
-    return stack(loader, d, blocks, embedding_scale=loader.hp("embedding_scale", float, 0.0) or 1.0,
-                 residual_scale=loader.hp("residual_scale", float, 0.0) or 1.0, logit_scale=logit_scale)
+    return stack(loader, d, blocks, **granite_scales(loader, loader.hp("logit_scale", float)))
+
+
+def granite_rope(loader: Loader, d: Dims) -> Rope:
+    if loader.hp("rope.scaling.finetuned", bool, True):  # Granite's switch for the rotation
+        return rotary(loader, d, neox=False, freq_factors=loader.optional("rope_freqs.weight", (d.n_rot // 2,)))
+    return Rope(0, 10000.0, neox=False)
+
+
+def attention_scale(loader: Loader, d: Dims) -> float:
+    return loader.hp("attention.scale", float, 0.0) or 1 / math.sqrt(d.head_dim)
+
+
+def granite_scales(loader: Loader, logit_scale: float) -> dict[str, float]:
+    """The stack's embedding, residual and logit scales; 0 in the file means none. llama.cpp multiplies the
+    logits by 1.0f / logit_scale, a float32 quotient."""
+    return {"embedding_scale": loader.hp("embedding_scale", float, 0.0) or 1.0,
+            "residual_scale": loader.hp("residual_scale", float, 0.0) or 1.0,
+            "logit_scale": float(np.float32(1) / np.float32(logit_scale)) if logit_scale else 1.0}
 
 
 FAMILY = Family(name="granite", architectures=("granite",), build=build)
