@@ -21,10 +21,17 @@ from kinetic.testing.gguf_factory import Dims, write_random_model
 
 # The smallest real model of each family: its dimensions and the keys that give its layers their kinds.
 LFM2_350M_KINDS = "ccaccaccacacacac"  # LiquidAI/LFM2-350M's layer_types: c conv, a attention
+GRANITE_H_350M_ATTENTION = (10, 13, 17, 27)  # about Granite-4.0-H-350M: 4 of 32 layers attend, 28 are Mamba-2
 SHAPES = {
     "lfm2-350m": ("lfm2", Dims(n_layer=16, n_embd=1024, n_head=16, n_head_kv=8, n_ff=4608, n_vocab=65536),
                   {"lfm2.attention.head_count_kv": [8 if kind == "a" else 0 for kind in LFM2_350M_KINDS],
                    "lfm2.rope.freq_base": 1000000.0, "lfm2.context_length": 128000}),
+    "granite-4.0-h-350m": ("granitehybrid",
+                           Dims(n_layer=32, n_embd=768, n_head=12, n_head_kv=4, n_ff=2048, n_vocab=100352),
+                           {"granitehybrid.attention.head_count_kv": [4 if i in GRANITE_H_350M_ATTENTION else 0
+                                                                      for i in range(32)],
+                            "granitehybrid.ssm.state_size": 128, "granitehybrid.ssm.time_step_rank": 48,
+                            "granitehybrid.context_length": 32768}),
 }
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kinetic import open_model
-from kinetic.contracts.blocks import Attention, GatedFeedForward, ShortConv, Yarn
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, ShortConv, Yarn
 from kinetic.contracts.device import Row
 from kinetic.errors import ModelFileError
 from kinetic.model import load_stack
@@ -35,6 +35,7 @@ EXPECTED = {
     "ernie4_5": _PLAIN,
     "hunyuan-dense": {**_PLAIN, "neox": True, "head_norms": "after rotation"},
     "lfm2": {**_PLAIN, "neox": True, "head_norms": "head", "mixers": (ShortConv, Attention)},
+    "granitehybrid": {**_PLAIN, "scales": (12.0, np.float32(0.22), 1.0), "mixers": (Mamba2, Attention)},
 }
 HEAD_NORMS = {"head": (16, 16, False), "across": (64, 32, False), "after rotation": (16, 16, True)}
 
@@ -61,6 +62,10 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
     for i, (attn, ffn) in enumerate(zip(stack.blocks[::2], stack.blocks[1::2])):
         if isinstance(attn, ShortConv):
             assert (attn.conv.shape, attn.in_proj.name) == ((64, 3), f"blk.{i}.shortconv.in_proj.weight")
+            continue
+        if isinstance(attn, Mamba2):
+            assert (attn.n_head, attn.n_group, attn.d_state, attn.conv.shape) == (8, 1, 16, (160, 4))
+            assert attn.conv_bias.name == f"blk.{i}.ssm_conv1d.bias" and attn.a.name == f"blk.{i}.ssm_a"
             continue
         assert (attn.n_head, attn.n_head_kv, attn.head_dim) == (4, 2, 16)
         assert attn.q.name == f"blk.{i}.attn_q.weight" and ffn.down.name == f"blk.{i}.ffn_down.weight"
@@ -117,7 +122,8 @@ def test_gemma3_pattern_may_be_an_array_of_layer_flags(tmp_path):
 
 
 def test_yarn_scaling_reads_the_original_context(tmp_path):
-    path = random_model(tmp_path, "qwen3", metadata={"qwen3.rope.scaling.type": "yarn", "qwen3.rope.scaling.factor": 4.0,
+    path = random_model(tmp_path, "qwen3", metadata={"qwen3.rope.scaling.type": "yarn",
+                                                     "qwen3.rope.scaling.factor": 4.0,
                                                      "qwen3.rope.scaling.original_context_length": 64})
     rope = load_stack(path).blocks[0].rope
     assert (rope.scale, rope.yarn) == (0.25, Yarn(original_context=64))

@@ -49,7 +49,7 @@ class Dims:
         return self.n_embd // self.n_head
 
 
-def _shapes(arch: str, d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
+def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSOR, tuple[int, ...]]:
     """numpy shapes ([rows, row length]) of the standard transformer tensors."""
     q, kv = d.n_head * d.head_dim, d.n_head_kv * d.head_dim
     q_norm, k_norm = (q, kv) if arch in _NORMS_ACROSS_HEADS else (d.head_dim, d.head_dim)
@@ -64,17 +64,19 @@ def _shapes(arch: str, d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
         MODEL_TENSOR.FFN_UP: (d.n_ff, d.n_embd), MODEL_TENSOR.FFN_DOWN: (d.n_embd, d.n_ff),
         MODEL_TENSOR.TOKEN_EMBD_NORM: (d.n_embd,), MODEL_TENSOR.SHORTCONV_INPROJ: (3 * d.n_embd, d.n_embd),
         MODEL_TENSOR.SHORTCONV_CONV: (d.n_embd, SHORT_CONV_WIDTH), MODEL_TENSOR.SHORTCONV_OUTPROJ: (d.n_embd, d.n_embd),
-        **_ssm_shapes(d),
+        **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()}),
     }
 
 
-def _ssm_shapes(d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
-    """Mamba-2's tensors, with SSM's sizes (Granite 4.0 H's: d_inner = 2 n_embd, one group)."""
-    inner, channels = 2 * d.n_embd, 2 * d.n_embd + 2 * SSM["group_count"] * SSM["state_size"]
-    heads = SSM["time_step_rank"]
-    return {MODEL_TENSOR.SSM_IN: (inner + channels + heads, d.n_embd), MODEL_TENSOR.SSM_CONV1D: (channels, SSM["conv_kernel"]),
+def _ssm_shapes(d: Dims, ssm: Mapping[str, int]) -> dict[MODEL_TENSOR, tuple[int, ...]]:
+    """Mamba-2's tensors, with the file's ssm.* sizes (Granite 4.0 H's: d_inner = 2 n_embd)."""
+    groups, heads = ssm["group_count"], ssm["time_step_rank"]
+    inner = 2 * d.n_embd
+    channels = inner + 2 * groups * ssm["state_size"]
+    return {MODEL_TENSOR.SSM_IN: (inner + channels + heads, d.n_embd),
+            MODEL_TENSOR.SSM_CONV1D: (channels, ssm["conv_kernel"]),
             MODEL_TENSOR.SSM_DT: (heads,), MODEL_TENSOR.SSM_A: (heads, 1), MODEL_TENSOR.SSM_D: (heads, 1),
-            MODEL_TENSOR.SSM_NORM: (SSM["group_count"], inner // SSM["group_count"]),
+            MODEL_TENSOR.SSM_NORM: (groups, inner // groups),
             MODEL_TENSOR.SSM_OUT: (d.n_embd, inner)}
 
 
@@ -119,7 +121,7 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
     metadata = {**_model_metadata(arch, dims), **metadata}
     attends = _attending_layers(arch, metadata, dims.n_layer)
     rng = np.random.default_rng(seed)
-    shapes = _shapes(arch, dims)
+    shapes = _shapes(arch, dims, metadata)
     qtype = gguf.GGMLQuantizationType[weight_type]
     tensors: dict[str, Any] = {}
     for kind in MODEL_TENSORS[arch_enum]:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, ShortConv, Stack
+from typing import Callable
+
+from kinetic.contracts.blocks import Attention, Mamba2, ShortConv, Stack
 from kinetic.contracts.device import state_blob, state_magic, state_tokens
 from kinetic.errors import KineticError
 from kinetic_cpu import ops
 from kinetic_cpu.kernels.attention import KEY_BLOCK, Q8_BYTES, Q8_VALUES
+from kinetic_cpu.recurrent import RecurrentStates
 
 STATE_MAGIC = b"KCPU-KV2"
 
@@ -64,9 +67,12 @@ class CpuSequence:
     cache keeps float32 holding float16-rounded values, as llama.cpp's default float16 cache does (float32
     storage spares a conversion per read); a q8_0 cache keeps each position's q8_0 blocks' bytes (int8), a
     position's key column or value row holding them as ggml's block_q8_0 does. Each short convolution keeps its
-    input rows [context, n_embd] float32, position by position, so that the sequence truncates exactly."""
+    input rows [context, n_embd] float32, position by position, so that the sequence truncates exactly; each
+    Mamba-2 mixer its convolution's input rows likewise, and its state (kinetic_cpu.recurrent), which a cut
+    between kept states computes again through `replay`(sequence, tokens, first position)."""
 
-    def __init__(self, stack: Stack, context_length: int, cache_types: tuple[str, str]):
+    def __init__(self, stack: Stack, context_length: int, cache_types: tuple[str, str],
+                 replay: Callable[["CpuSequence", np.ndarray, int], None]):
         attentions = [b for b in stack.blocks if isinstance(b, Attention)]
         blocks = -(-context_length // KEY_BLOCK)
         self.cache_types = key_type, value_type = cache_types
@@ -74,13 +80,22 @@ class CpuSequence:
                      for a in attentions]
         self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtypes(value_type)[0])
                        for a in attentions]
-        self.conv_rows = [np.zeros((context_length, stack.n_embd), np.float32)
-                          for b in stack.blocks if isinstance(b, ShortConv)]
+        self.conv_rows = [np.zeros((context_length, b.in_proj.shape[0] // 3 if isinstance(b, ShortConv)
+                                    else b.conv.shape[0]), np.float32)
+                          for b in stack.blocks if isinstance(b, (ShortConv, Mamba2))]
+        mixers = any(isinstance(b, Mamba2) for b in stack.blocks)
+        self.recurrent = RecurrentStates(stack, context_length) if mixers else None
+        self._replay = replay
         self.context_length = context_length
         self.n_tokens = 0
 
     def truncate(self, n: int) -> None:
-        self.n_tokens = min(self.n_tokens, max(0, n))
+        n = min(self.n_tokens, max(0, n))
+        if self.recurrent is not None and n < self.n_tokens:
+            self.n_tokens = self.recurrent.rewind(n)
+            if self.n_tokens < n:
+                self._replay(self, self.recurrent.tokens[self.n_tokens : n].copy(), self.n_tokens)
+        self.n_tokens = n
 
     def write(self, layer: int, at: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
         """Positions at ([n] int64) of a layer get keys k and values v ([n, n_kv, head_dim] float32)."""
@@ -98,6 +113,7 @@ class CpuSequence:
             by_position = keys.transpose(0, 2, 1, 3).reshape(keys.shape[0], keys.shape[2], -1)[:, :, :n]
             parts += [by_position.astype(key_saved).tobytes(), values[:n].astype(value_saved).tobytes()]
         parts += [rows[:n].tobytes() for rows in self.conv_rows]
+        parts += self.recurrent.parts(n) if self.recurrent is not None else []
         return state_blob(state_magic(STATE_MAGIC, self.cache_types), n, parts)
 
     def restore(self, blob: bytes) -> None:
@@ -106,7 +122,8 @@ class CpuSequence:
         key_saved, value_saved = (np.dtype(_dtypes(t)[1]) for t in self.cache_types)
         per_token = sum(keys[:, 0, :, 0].size * key_saved.itemsize + values[0].size * value_saved.itemsize
                         for keys, values in zip(self.keys, self.values)) + sum(r[0].nbytes for r in self.conv_rows)
-        if not 0 <= n <= self.context_length or len(blob) != head + n * per_token:
+        states = self.recurrent.saved_bytes(n) if self.recurrent is not None else 0
+        if not 0 <= n <= self.context_length or len(blob) != head + n * per_token + states:
             raise KineticError("the saved state does not fit this model and context")
         at = head
         for keys, values in zip(self.keys, self.values):
@@ -122,4 +139,6 @@ class CpuSequence:
         for rows in self.conv_rows:
             rows[:n] = np.frombuffer(blob, np.float32, n * rows.shape[1], at).reshape(n, -1)
             at += rows[:n].nbytes
+        if self.recurrent is not None:
+            self.recurrent.load(blob, at, n)
         self.n_tokens = n

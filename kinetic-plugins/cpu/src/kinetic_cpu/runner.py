@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic import rotary
-from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, RmsNorm, Rope, ShortConv, Stack, Weight
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence
@@ -41,7 +41,11 @@ class CpuRunner:
         self._shortlist: Optional[Shortlist] = None  # on once start_shortlist() has kept its copy
 
     def new_sequence(self) -> CpuSequence:
-        return CpuSequence(self.stack, self.context_length, self.cache_types)
+        return CpuSequence(self.stack, self.context_length, self.cache_types, self._replay)
+
+    def _replay(self, seq: CpuSequence, tokens: np.ndarray, first: int) -> None:
+        """Append tokens at positions first, first + 1, ... to seq again (a cut between kept Mamba-2 states)."""
+        self.forward([Row(seq, int(t), first + i, parent=i - 1) for i, t in enumerate(tokens)])
 
     def load(self, blob: bytes, into: Optional[CpuSequence] = None) -> CpuSequence:
         seq = into if into is not None else self.new_sequence()
@@ -79,7 +83,10 @@ class CpuRunner:
         positions = np.array([row.position for row in batch], dtype=np.int64)
         x = self._embed(tokens)
         residual_scale = np.float32(self.stack.residual_scale)
-        attentions = convolutions = 0  # kept state of each kind is numbered in block order
+        for seq, span in spans:
+            if seq.recurrent is not None:
+                seq.recurrent.tokens[positions[span]] = tokens[span]
+        attentions = convolutions = mixers = 0  # kept state of each kind is numbered in block order
         for block in self.stack.blocks:
             if isinstance(block, Attention):
                 out = self._attention(block, x, spans, attentions, positions)
@@ -87,6 +94,9 @@ class CpuRunner:
             elif isinstance(block, ShortConv):
                 out = self._short_conv(block, x, spans, convolutions, positions)
                 convolutions += 1
+            elif isinstance(block, Mamba2):
+                out = self._mamba2(block, x, spans, convolutions, mixers, positions)
+                convolutions, mixers = convolutions + 1, mixers + 1
             else:
                 out = self._feed_forward(block, x)
             x = x + (out if residual_scale == 1 else out * residual_scale)
@@ -187,6 +197,29 @@ class CpuRunner:
             seq.conv_rows[layer][at] = kept[span]
             convolved[span] = short_conv.convolve(seq.conv_rows[layer], at, weights)
         return self._linear(s.out_proj, c * convolved)
+
+    def _mamba2(self, m: Mamba2, x: np.ndarray, spans: Spans, rows: int, layer: int,
+                positions: np.ndarray) -> np.ndarray:
+        """Each sequence's rows keep their convolution input in its kept rows `rows`, then run through its
+        Mamba-2 state `layer` in order (kinetic_cpu.recurrent)."""
+        d_inner, channels = m.out_proj.shape[1], m.conv.shape[0]
+        zvdt = self._linear(m.in_proj, self._norm(m.norm, x))
+        z, v, dt = zvdt[:, :d_inner], zvdt[:, d_inner : d_inner + channels], zvdt[:, d_inner + channels :]
+        weights = self._vector(m.conv).reshape(m.conv.shape)
+        y = np.empty((len(x), d_inner), np.float32)
+        for seq, span in spans:
+            at = positions[span]
+            seq.conv_rows[rows][at] = v[span]
+            convolved = short_conv.convolve(seq.conv_rows[rows], at, weights)
+            if m.conv_bias is not None:
+                convolved = convolved + self._vector(m.conv_bias)
+            activated = ops.gate(convolved, np.ones_like(convolved), False)  # silu(v) * 1: silu(v)
+            y[span] = seq.recurrent.scan(layer, activated, np.ascontiguousarray(dt[span]), int(at[0]), m,
+                                         self._vector)
+        gated = ops.gate(np.ascontiguousarray(z), y, False).reshape(-1, d_inner // m.n_group)  # a row per group
+        ones = np.ones(gated.shape[1], np.float32)  # x * 1 is exact: then each group's weights, as one norm would
+        normed = ops.rms_norm(gated, ones, m.out_norm.eps).reshape(len(x), d_inner) * self._vector(m.out_norm.weight)
+        return self._linear(m.out_proj, normed)
 
     def _rotate(self, rope: Rope, positions: np.ndarray, *parts: np.ndarray) -> None:
         """Rotate each part ([n, heads, head_dim] float32) in place by the rows' positions."""

@@ -1,0 +1,98 @@
+"""A sequence's Mamba-2 states on the CPU (contracts.blocks.Mamba2), kept so that it truncates exactly.
+
+Each layer's state is held after the sequence's last token. A pass keeps the states it started from and, while
+they take little memory, those after each of its rows (RAD-1 rolls a draft back to one of them); every
+SNAPSHOT tokens the states are kept for good (a start to come back to, saved with the sequence). A cut
+anywhere else goes back to the last kept states before it and computes the tokens after them again, which by
+batch invariance gives the same bits (docs/exactness.md, section 6).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from kinetic.contracts.blocks import Mamba2, Stack
+from kinetic_cpu.kernels import ssm_scan
+
+SNAPSHOT = 256  # tokens between kept states: a divisor of the prompt grid (engine/generate.py, PROMPT_GRID)
+KEEP_BYTES = 64 << 20  # a pass keeps the states after each of its rows while they fit in this many bytes
+
+States = list[Optional[np.ndarray]]  # one [n_head, head_dim, d_state] float32 per Mamba-2 layer
+
+
+class RecurrentStates:
+    def __init__(self, stack: Stack, context_length: int):
+        mixers = [b for b in stack.blocks if isinstance(b, Mamba2)]
+        self.current = [np.zeros((m.n_head, m.out_proj.shape[1] // m.n_head, m.d_state), np.float32) for m in mixers]
+        self.state_bytes = sum(s.nbytes for s in self.current)
+        self.tokens = np.zeros(context_length, np.int64)  # to compute a cut's tokens again
+        self.kept: dict[int, States] = {}  # tokens held -> the states after them, every SNAPSHOT tokens
+        self.recent: dict[int, States] = {}  # likewise, for the last pass
+
+    def scan(self, layer: int, v: np.ndarray, dt: np.ndarray, first: int, m: Mamba2,
+             vectors: Callable) -> np.ndarray:
+        """Rows v ([n, channels] after the convolution) at positions first, first + 1, ... through layer's state;
+        -> y [n, d_inner]. vectors: a Weight -> its float32 values."""
+        if layer == 0:
+            self.recent = {}
+        self._keep(self.recent, first, layer)
+        each_row = len(v) * self.state_bytes <= KEEP_BYTES
+        stops = [i + 1 for i in range(len(v)) if each_row or (first + i + 1) % SNAPSHOT == 0]
+        y, start = np.empty((len(v), m.out_proj.shape[1]), np.float32), 0
+        for stop in stops + ([len(v)] if not stops or stops[-1] != len(v) else []):
+            y[start:stop] = ssm_scan.scan(v[start:stop], dt[start:stop], vectors(m.dt_bias), vectors(m.a),
+                                          vectors(m.d), self.current[layer], m.n_group)
+            held = first + stop
+            if each_row:
+                self._keep(self.recent, held, layer)
+            if held % SNAPSHOT == 0:
+                self._keep(self.kept, held, layer)
+            start = stop
+        return y
+
+    def _keep(self, table: dict[int, States], held: int, layer: int) -> None:
+        table.setdefault(held, [None] * len(self.current))[layer] = self.current[layer].copy()
+
+    def rewind(self, n: int) -> int:
+        """Go back to the states after n tokens if they are kept, else to the last kept before them; -> the
+        tokens the states are now after."""
+        for table in (self.recent, self.kept):
+            if n in table and all(s is not None for s in table[n]):
+                self._restore(table[n], n)
+                return n
+        held = max((k for k in self.kept if k < n), default=0)
+        self._restore(self.kept.get(held), held)
+        return held
+
+    def _restore(self, states: Optional[States], held: int) -> None:
+        for current, kept in zip(self.current, states or [None] * len(self.current)):
+            current[...] = 0 if kept is None else kept
+        self.kept = {k: s for k, s in self.kept.items() if k <= held}
+        self.recent = {}
+
+    def parts(self, n: int) -> list[bytes]:
+        """Its bytes for a saved sequence of n tokens: the tokens, the current states, then each kept snapshot."""
+        snapshots = [self.kept[k] for k in range(SNAPSHOT, n + 1, SNAPSHOT)]
+        return [self.tokens[:n].tobytes(), *(s.tobytes() for s in self.current),
+                *(s.tobytes() for states in snapshots for s in states)]
+
+    def saved_bytes(self, n: int) -> int:
+        return 8 * n + self.state_bytes * (1 + n // SNAPSHOT)
+
+    def load(self, blob: bytes, at: int, n: int) -> int:
+        """parts(n) back from blob at `at`; -> where they end."""
+        self.tokens[:n] = np.frombuffer(blob, np.int64, n, at)
+        current, at = self._read(blob, at + 8 * n)
+        self._restore(current, 0)
+        for held in range(SNAPSHOT, n + 1, SNAPSHOT):
+            self.kept[held], at = self._read(blob, at)
+        return at
+
+    def _read(self, blob: bytes, at: int) -> tuple[States, int]:
+        states = []
+        for s in self.current:
+            states.append(np.frombuffer(blob, np.float32, s.size, at).reshape(s.shape).copy())
+            at += s.nbytes
+        return states, at
