@@ -26,12 +26,13 @@ def session(qwen_gguf) -> Session:
     return Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=2048, off=("warm-start",)))
 
 
-@pytest.fixture(scope="module", params=["qwen", "lfm2"])
+@pytest.fixture(scope="module", params=["qwen", "lfm2", "granitehybrid"])
 def any_session(request, tmp_path_factory) -> Session:
-    """Qwen, or a random-weight LFM2 file (short convolutions) with a vocabulary of characters."""
+    """Qwen, or a random-weight file with a vocabulary of characters: LFM2 (short convolutions), Granite 4.0 H
+    (Mamba-2 states, which the prefill leaves kept at the grid)."""
     if request.param == "qwen":
         return request.getfixturevalue("session")
-    path = write_comparable_model(tmp_path_factory.mktemp("lfm2") / "lfm2.gguf", "lfm2", "Q8_0",
+    path = write_comparable_model(tmp_path_factory.mktemp("hybrid") / "m.gguf", request.param, "Q8_0",
                                   {"tokenizer.chat_template": "{% for m in messages %}{{ m.content }}\n{% endfor %}"})
     return Session(path, SessionOptions(device="cpu", ctx_size=4096, off=("warm-start",)))
 
