@@ -156,6 +156,11 @@ def test_exaone4_prediction_layers_are_left_unused(tmp_path):
     assert len(load_stack(path).blocks) == 4
 
 
+def test_granitehybrid_takes_one_groups_norm_weights_flat_as_llama_quantize_writes_them(tmp_path):
+    path = random_model(tmp_path, "granitehybrid", extra_tensors={"blk.0.ssm_norm.weight": np.ones(128, np.float32)})
+    assert load_stack(path).blocks[0].out_norm.weight.shape == (128,)
+
+
 def test_hunyuan_alpha_raises_the_rotary_base(tmp_path):
     path = random_model(tmp_path, "hunyuan-dense", metadata={"hunyuan-dense.rope.scaling.alpha": 1000.0})
     assert load_stack(path).blocks[0].rope.base == pytest.approx(10000.0 * 1000.0 ** (16 / 14), rel=1e-6)

@@ -135,7 +135,7 @@ class Mamba2:
     dt_bias: Weight  # [n_head]
     a: Weight  # [n_head, 1]: each head's decay rate (negative: -exp(A_log))
     d: Weight  # [n_head, 1]: each head's skip weight
-    out_norm: RmsNorm  # weight [n_group, d_inner / n_group]
+    out_norm: RmsNorm  # weight [n_group, d_inner / n_group], or [d_inner] for one group
     out_proj: Weight  # [n_embd, d_inner]
     n_head: int
     n_group: int

@@ -90,7 +90,8 @@ def mamba2(w: Weights, block: Mamba2, x: np.ndarray, groups: list[tuple[Sequence
             state, y[row] = _ssm_step(w, block, ops.silu(convolved), dt[row], state)
             states.append(state)
     gated = (y * ops.silu(z)).reshape(len(x), block.n_group, -1)  # each group normed with its own weights
-    normed = ops.rms_norm(gated, w(block.out_norm.weight), block.out_norm.eps).reshape(len(x), -1)
+    weights = w(block.out_norm.weight).reshape(block.n_group, -1)
+    normed = ops.rms_norm(gated, weights, block.out_norm.eps).reshape(len(x), -1)
     return ops.linear(normed, w(block.out_proj))
 
 

@@ -159,12 +159,20 @@ def mamba2(loader: Loader, i: int, d: Dims) -> Mamba2:
         dt_bias=loader.weight(blk + "ssm_dt.bias", (heads,)),
         a=loader.weight(blk + "ssm_a", (heads, 1)),
         d=loader.weight(blk + "ssm_d", (heads, 1)),
-        out_norm=RmsNorm(loader.weight(blk + "ssm_norm.weight", (groups, inner // groups)), d.eps),
+        out_norm=RmsNorm(group_weights(loader, blk + "ssm_norm.weight", groups, inner), d.eps),
         out_proj=loader.weight(blk + "ssm_out.weight", (d.n_embd, inner)),
         n_head=heads,
         n_group=groups,
         d_state=state,
     )
+
+
+def group_weights(loader: Loader, name: str, groups: int, width: int) -> Weight:
+    """A group norm's weights [groups, width / groups]; with one group llama-quantize stores them as [width]."""
+    weight = loader.weight(name)
+    if weight.shape not in ((groups, width // groups), (width,) if groups == 1 else None):
+        raise ModelFileError(f"tensor {name} has shape {list(weight.shape)}, expected {[groups, width // groups]}")
+    return weight
 
 
 def post_norms(loader: Loader, i: int, d: Dims) -> tuple[RmsNorm, RmsNorm]:
