@@ -26,6 +26,7 @@ class RecurrentStates:
     def __init__(self, stack: Stack, context_length: int):
         mixers = [b for b in stack.blocks if isinstance(b, Mamba2)]
         self.current = [np.zeros((m.n_head, m.out_proj.shape[1] // m.n_head, m.d_state), np.float32) for m in mixers]
+        self._spare = [np.empty_like(s) for s in self.current]  # what the next pass writes its states into
         self.state_bytes = sum(s.nbytes for s in self.current)
         self.tokens = np.zeros(context_length, np.int64)  # to compute a cut's tokens again
         self.kept: dict[int, States] = {}  # tokens held -> the states after them, every SNAPSHOT tokens
@@ -34,26 +35,29 @@ class RecurrentStates:
     def scan(self, layer: int, v: np.ndarray, dt: np.ndarray, first: int, m: Mamba2,
              vectors: Callable) -> np.ndarray:
         """Rows v ([n, channels] after the convolution) at positions first, first + 1, ... through layer's state;
-        -> y [n, d_inner]. vectors: a Weight -> its float32 values."""
+        -> y [n, d_inner]. vectors: a Weight -> its float32 values. The pass writes into the layer's spare
+        buffer, so the state it started from stays as it was, for a cut back to it, without a copy."""
         if layer == 0:
             self.recent = {}
-        self._keep(self.recent, first, layer)
+        began, out = self.current[layer], self._spare[layer]
+        self._keep(self.recent, first, layer, began)
         each_row = len(v) * self.state_bytes <= KEEP_BYTES
         stops = [i + 1 for i in range(len(v)) if each_row or (first + i + 1) % SNAPSHOT == 0]
-        y, start = np.empty((len(v), m.out_proj.shape[1]), np.float32), 0
+        y, start, source = np.empty((len(v), m.out_proj.shape[1]), np.float32), 0, began
         for stop in stops + ([len(v)] if not stops or stops[-1] != len(v) else []):
             y[start:stop] = ssm_scan.scan(v[start:stop], dt[start:stop], vectors(m.dt_bias), vectors(m.a),
-                                          vectors(m.d), self.current[layer], m.n_group)
+                                          vectors(m.d), source, out, m.n_group)
             held = first + stop
-            if each_row:
-                self._keep(self.recent, held, layer)
+            if each_row:  # the last row's state is the buffer itself, which no later row of the pass changes
+                self._keep(self.recent, held, layer, out if stop == len(v) else out.copy())
             if held % SNAPSHOT == 0:
-                self._keep(self.kept, held, layer)
-            start = stop
+                self._keep(self.kept, held, layer, out.copy())
+            start, source = stop, out
+        self.current[layer], self._spare[layer] = out, began
         return y
 
-    def _keep(self, table: dict[int, States], held: int, layer: int) -> None:
-        table.setdefault(held, [None] * len(self.current))[layer] = self.current[layer].copy()
+    def _keep(self, table: dict[int, States], held: int, layer: int, state: np.ndarray) -> None:
+        table.setdefault(held, [None] * len(self.current))[layer] = state
 
     def rewind(self, n: int) -> int:
         """Go back to the states after n tokens if they are kept, else to the last kept before them; -> the
