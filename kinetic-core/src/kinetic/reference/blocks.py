@@ -50,44 +50,45 @@ def short_conv(w: Weights, block: ShortConv, x: np.ndarray, groups: list[tuple[S
     """Each row convolves its own sequence's kept b * u rows, its own the last."""
     # x: [n, n_embd] float32; groups: each sequence with the indices of its rows, in order
     b, c, u = np.split(ops.linear(_norm(w, block.norm, x), w(block.in_proj)), 3, axis=1)
-    bu = b * u
-    weights = w(block.conv).astype(np.float64)  # [n_embd, width]
+    return ops.linear(c * _convolve(w, block.conv, b * u, groups, block_index), w(block.out_proj))
+
+
+def _convolve(w: Weights, conv: Weight, v: np.ndarray, groups: list[tuple[Sequence, np.ndarray]],
+              block_index: int) -> np.ndarray:
+    """Each sequence's rows of v join its kept rows; each is convolved over itself and the width - 1 kept rows
+    before it (0 before the first), in float64."""
+    # v: [n, channels] float32; conv: [channels, width] -> [n, channels] float32
+    weights = w(conv).astype(np.float64)
     width = weights.shape[1]
-    convolved = np.empty_like(bu)
+    convolved = np.empty(v.shape, np.float32)
     for seq, rows in groups:
         kept = seq.rows(block_index)
-        kept.append(bu[rows])
-        padded = np.concatenate([np.zeros((width - 1, bu.shape[1]), np.float32), kept.rows])
+        kept.append(v[rows])
+        padded = np.concatenate([np.zeros((width - 1, v.shape[1]), np.float32), kept.rows])
         first = len(kept.rows) - len(rows)  # the group's first row's index among the kept ones
         for i, row in enumerate(rows):
-            window = padded[first + i : first + i + width].astype(np.float64)  # [width, n_embd]
+            window = padded[first + i : first + i + width].astype(np.float64)  # [width, channels]
             convolved[row] = np.einsum("wc,cw->c", window, weights)
-    return ops.linear(c * convolved, w(block.out_proj))
+    return convolved
 
 
 def mamba2(w: Weights, block: Mamba2, x: np.ndarray, groups: list[tuple[Sequence, np.ndarray]],
            block_index: int) -> np.ndarray:
     """Each row convolves its own sequence's kept v rows, then steps that sequence's state (float64)."""
     # x: [n, n_embd] float32; groups: each sequence with the indices of its rows, in order
-    d_inner = block.out_proj.shape[1]
-    conv = w(block.conv).astype(np.float64)  # [channels, width]
-    channels, width = conv.shape
+    d_inner, channels = block.out_proj.shape[1], block.conv.shape[0]
     zvdt = ops.linear(_norm(w, block.norm, x), w(block.in_proj))
     z, v, dt = zvdt[:, :d_inner], zvdt[:, d_inner : d_inner + channels], zvdt[:, d_inner + channels :]
+    convolved = _convolve(w, block.conv, v, groups, block_index)
+    if block.conv_bias is not None:
+        convolved = convolved + w(block.conv_bias)
+    activated = ops.silu(convolved)
     y = np.empty((len(x), d_inner), np.float32)
     for seq, rows in groups:
-        kept = seq.rows(block_index)
-        kept.append(v[rows])
-        padded = np.concatenate([np.zeros((width - 1, channels), np.float32), kept.rows])
-        first = len(kept.rows) - len(rows)
         states = seq.states(block_index)
-        for i, row in enumerate(rows):
-            window = padded[first + i : first + i + width].astype(np.float64)  # [width, channels]
-            convolved = np.einsum("wc,cw->c", window, conv).astype(np.float32)
-            if block.conv_bias is not None:
-                convolved = convolved + w(block.conv_bias)
+        for row in rows:
             state = states[-1] if states else np.zeros((block.n_head, d_inner // block.n_head, block.d_state))
-            state, y[row] = _ssm_step(w, block, ops.silu(convolved), dt[row], state)
+            state, y[row] = _ssm_step(w, block, activated[row], dt[row], state)
             states.append(state)
     gated = (y * ops.silu(z)).reshape(len(x), block.n_group, -1)  # each group normed with its own weights
     weights = w(block.out_norm.weight).reshape(block.n_group, -1)

@@ -50,7 +50,8 @@ class Dims:
 
 
 def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSOR, tuple[int, ...]]:
-    """numpy shapes ([rows, row length]) of the standard transformer tensors."""
+    """numpy shapes ([rows, row length]) of the tensors the factory writes: a transformer's, LFM2's short
+    convolutions' and Mamba-2's."""
     q, kv = d.n_head * d.head_dim, d.n_head_kv * d.head_dim
     q_norm, k_norm = (q, kv) if arch in _NORMS_ACROSS_HEADS else (d.head_dim, d.head_dim)
     return {

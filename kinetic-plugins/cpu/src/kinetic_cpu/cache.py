@@ -80,8 +80,7 @@ class CpuSequence:
                      for a in attentions]
         self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtypes(value_type)[0])
                        for a in attentions]
-        self.conv_rows = [np.zeros((context_length, b.in_proj.shape[0] // 3 if isinstance(b, ShortConv)
-                                    else b.conv.shape[0]), np.float32)
+        self.conv_rows = [np.zeros((context_length, b.conv.shape[0]), np.float32)  # a row per position
                           for b in stack.blocks if isinstance(b, (ShortConv, Mamba2))]
         mixers = any(isinstance(b, Mamba2) for b in stack.blocks)
         self.recurrent = RecurrentStates(stack, context_length) if mixers else None

@@ -187,16 +187,19 @@ class CpuRunner:
         return attended
 
     def _short_conv(self, s: ShortConv, x: np.ndarray, spans: Spans, layer: int, positions: np.ndarray) -> np.ndarray:
-        """Each sequence's rows keep their b * u, then convolve its kept rows (kernels/short_conv.py)."""
         b, c, u = np.split(self._linear(s.in_proj, self._norm(s.norm, x)), 3, axis=1)
-        kept = b * u
-        weights = self._vector(s.conv).reshape(s.conv.shape)
-        convolved = np.empty_like(kept)
+        return self._linear(s.out_proj, c * self._convolve(s.conv, b * u, spans, layer, positions))
+
+    def _convolve(self, conv: Weight, v: np.ndarray, spans: Spans, layer: int, positions: np.ndarray) -> np.ndarray:
+        """Each sequence's rows of v ([n, channels]) join its kept rows `layer` at their positions, then convolve
+        them (kernels/short_conv.py). -> [n, channels] float32"""
+        weights = self._vector(conv).reshape(conv.shape)
+        convolved = np.empty(v.shape, np.float32)
         for seq, span in spans:
             at = positions[span]
-            seq.conv_rows[layer][at] = kept[span]
+            seq.conv_rows[layer][at] = v[span]
             convolved[span] = short_conv.convolve(seq.conv_rows[layer], at, weights)
-        return self._linear(s.out_proj, c * convolved)
+        return convolved
 
     def _mamba2(self, m: Mamba2, x: np.ndarray, spans: Spans, rows: int, layer: int,
                 positions: np.ndarray) -> np.ndarray:
@@ -205,17 +208,14 @@ class CpuRunner:
         d_inner, channels = m.out_proj.shape[1], m.conv.shape[0]
         zvdt = self._linear(m.in_proj, self._norm(m.norm, x))
         z, v, dt = zvdt[:, :d_inner], zvdt[:, d_inner : d_inner + channels], zvdt[:, d_inner + channels :]
-        weights = self._vector(m.conv).reshape(m.conv.shape)
+        convolved = self._convolve(m.conv, v, spans, rows, positions)
+        if m.conv_bias is not None:
+            convolved = convolved + self._vector(m.conv_bias)
+        activated = ops.gate(convolved, np.ones_like(convolved), False)  # silu(v) * 1: silu(v)
         y = np.empty((len(x), d_inner), np.float32)
         for seq, span in spans:
-            at = positions[span]
-            seq.conv_rows[rows][at] = v[span]
-            convolved = short_conv.convolve(seq.conv_rows[rows], at, weights)
-            if m.conv_bias is not None:
-                convolved = convolved + self._vector(m.conv_bias)
-            activated = ops.gate(convolved, np.ones_like(convolved), False)  # silu(v) * 1: silu(v)
-            y[span] = seq.recurrent.scan(layer, activated, np.ascontiguousarray(dt[span]), int(at[0]), m,
-                                         self._vector)
+            y[span] = seq.recurrent.scan(layer, activated[span], np.ascontiguousarray(dt[span]),
+                                         int(positions[span.start]), m, self._vector)
         gated = ops.gate(np.ascontiguousarray(z), y, False).reshape(-1, d_inner // m.n_group)  # a row per group
         ones = np.ones(gated.shape[1], np.float32)  # x * 1 is exact: then each group's weights, as one norm would
         normed = ops.rms_norm(gated, ones, m.out_norm.eps).reshape(len(x), d_inner) * self._vector(m.out_norm.weight)
