@@ -22,6 +22,7 @@ from kinetic.testing.gguf_factory import Dims, write_random_model
 # The smallest real model of each family: its dimensions and the keys that give its layers their kinds.
 LFM2_350M_KINDS = "ccaccaccacacacac"  # LiquidAI/LFM2-350M's layer_types: c conv, a attention
 GRANITE_H_350M_ATTENTION = (10, 13, 17, 27)  # about Granite-4.0-H-350M: 4 of 32 layers attend, 28 are Mamba-2
+# Falcon-H1-0.5B's sizes, but for heads of 128 rather than 64 (the factory's heads span n_embd)
 SHAPES = {
     "lfm2-350m": ("lfm2", Dims(n_layer=16, n_embd=1024, n_head=16, n_head_kv=8, n_ff=4608, n_vocab=65536),
                   {"lfm2.attention.head_count_kv": [8 if kind == "a" else 0 for kind in LFM2_350M_KINDS],
@@ -32,6 +33,9 @@ SHAPES = {
                                                                       for i in range(32)],
                             "granitehybrid.ssm.state_size": 128, "granitehybrid.ssm.time_step_rank": 48,
                             "granitehybrid.context_length": 32768}),
+    "falcon-h1-0.5b": ("falcon-h1", Dims(n_layer=36, n_embd=1024, n_head=8, n_head_kv=2, n_ff=2048, n_vocab=32784),
+                       {"falcon-h1.ssm.inner_size": 1536, "falcon-h1.ssm.state_size": 128,
+                        "falcon-h1.ssm.time_step_rank": 24, "falcon-h1.context_length": 16384}),
 }
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kinetic import open_model
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, ShortConv, Yarn
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, Parallel, ShortConv, Yarn
 from kinetic.contracts.device import Row
 from kinetic.errors import ModelFileError
 from kinetic.model import load_stack
@@ -36,6 +36,7 @@ EXPECTED = {
     "hunyuan-dense": {**_PLAIN, "neox": True, "head_norms": "after rotation"},
     "lfm2": {**_PLAIN, "neox": True, "head_norms": "head", "mixers": (ShortConv, Attention)},
     "granitehybrid": {**_PLAIN, "scales": (12.0, np.float32(0.22), 1.0), "mixers": (Mamba2, Attention)},
+    "falcon-h1": {**_PLAIN, "neox": True, "pre_norms": False, "mixers": (Parallel, Parallel)},
 }
 HEAD_NORMS = {"head": (16, 16, False), "across": (64, 32, False), "after rotation": (16, 16, True)}
 
@@ -67,6 +68,11 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
             assert (attn.n_head, attn.n_group, attn.d_state, attn.conv.shape) == (8, 1, 16, (160, 4))
             assert attn.conv_bias.name == f"blk.{i}.ssm_conv1d.bias" and attn.a.name == f"blk.{i}.ssm_a"
             continue
+        shared_norm = None
+        if isinstance(attn, Parallel):  # attention beside Mamba-2, both after the layer's one norm
+            assert [type(m) for m in attn.mixers] == [Attention, Mamba2] and attn.mixers[1].norm is None
+            assert (attn.norm.weight.name, ffn.norm.weight.name) == (f"blk.{i}.attn_norm.weight", f"blk.{i}.ffn_norm")
+            shared_norm, attn = attn.norm, attn.mixers[0]
         assert (attn.n_head, attn.n_head_kv, attn.head_dim) == (4, 2, 16)
         assert attn.q.name == f"blk.{i}.attn_q.weight" and ffn.down.name == f"blk.{i}.ffn_down.weight"
         assert attn.scale == pytest.approx(expect["attention_scale"])
@@ -80,7 +86,7 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
         assert (attn.norm is not None and ffn.norm is not None) == expect["pre_norms"]
         assert (attn.post_norm is not None and ffn.post_norm is not None) == expect["post_norms"]
         assert ffn.activation == expect["activation"]
-        assert (attn.norm or attn.post_norm).eps == pytest.approx(1e-6)
+        assert (attn.norm or attn.post_norm or shared_norm).eps == pytest.approx(1e-6)
     assert stack.output.name == "output.weight"
     assert stack.output_norm.weight.name == ("token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight")
 
@@ -159,6 +165,13 @@ def test_exaone4_prediction_layers_are_left_unused(tmp_path):
 def test_granitehybrid_takes_one_groups_norm_weights_flat_as_llama_quantize_writes_them(tmp_path):
     path = random_model(tmp_path, "granitehybrid", extra_tensors={"blk.0.ssm_norm.weight": np.ones(128, np.float32)})
     assert load_stack(path).blocks[0].out_norm.weight.shape == (128,)
+
+
+def test_falcon_h1_runs_mamba2_without_its_optional_group_norm(tmp_path):
+    path = random_model(tmp_path, "falcon-h1", without={f"blk.{i}.ssm_norm.weight" for i in range(DIMS.n_layer)})
+    stack = load_stack(path)
+    assert [b.mixers[1].out_norm for b in stack.blocks[::2]] == [None, None]
+    assert np.isfinite(ReferenceRunner(stack).new_sequence().forward([5, 6, 7])).all()
 
 
 def test_hunyuan_alpha_raises_the_rotary_base(tmp_path):

@@ -128,21 +128,33 @@ class Mamba2:
     t = softplus(dt_h + dt_bias_h); S_h = S_h exp(t a_h) + t u_h B_g^T (S_h: [head_dim, d_state], 0 before the
     first position); y_h = S_h C_g + d_h u_h. Then x += out_proj(out_norm(y * silu(z))), out_norm over each group."""
 
-    norm: RmsNorm
+    norm: Optional[RmsNorm]  # None: the block reads the residual stream itself (a Parallel's mixer)
     in_proj: Weight  # [2 d_inner + 2 n_group d_state + n_head, n_embd]: z, v, dt
     conv: Weight  # [d_inner + 2 n_group d_state, width]: each channel's weights, the oldest position's first
     conv_bias: Optional[Weight]  # [d_inner + 2 n_group d_state]
     dt_bias: Weight  # [n_head]
     a: Weight  # [n_head, 1]: each head's decay rate (negative: -exp(A_log))
     d: Weight  # [n_head, 1]: each head's skip weight
-    out_norm: RmsNorm  # weight [n_group, d_inner / n_group], or [d_inner] for one group
+    out_norm: Optional[RmsNorm]  # weight [n_group, d_inner / n_group] ([d_inner] for one group); None: y * silu(z)
     out_proj: Weight  # [n_embd, d_inner]
     n_head: int
     n_group: int
     d_state: int
 
 
-Block = Union[Attention, GatedFeedForward, ShortConv, Mamba2]
+Mixer = Union[Attention, GatedFeedForward, ShortConv, Mamba2]
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """Mixers reading one norm of the residual stream, their outputs summed in order: x += m_1(norm(x)) + m_2(norm(x))
+    + ... (Falcon-H1's attention beside Mamba-2). Each mixer's own norm is None."""
+
+    norm: RmsNorm
+    mixers: tuple[Mixer, ...]
+
+
+Block = Union[Mixer, Parallel]
 
 
 @dataclass(frozen=True)
@@ -159,3 +171,7 @@ class Stack:
     context_length: int
     residual_scale: float = 1.0  # every block's output is multiplied by this before it is added (Granite)
     logit_scale: float = 1.0  # the logits are multiplied by this (Granite: 1 / its logit_scale key)
+
+    def mixers(self) -> list[Mixer]:
+        """Every block in order, a Parallel's mixers in its place: what devices keep state for, numbered so."""
+        return [m for b in self.blocks for m in (b.mixers if isinstance(b, Parallel) else (b,))]

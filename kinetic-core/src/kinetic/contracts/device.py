@@ -143,7 +143,7 @@ def check_cache_types(stack: Stack, cache_types: tuple[str, str], title: str) ->
     """UploadRefused naming the device (title) where a q8_0 cache cannot hold a head: one not whole blocks of 32."""
     from kinetic.contracts.blocks import Attention
 
-    odd = [b.head_dim for b in stack.blocks if isinstance(b, Attention) and b.head_dim % 32]
+    odd = [b.head_dim for b in stack.mixers() if isinstance(b, Attention) and b.head_dim % 32]
     if "q8_0" in cache_types and odd:
         raise UploadRefused(title, f"a q8_0 KV cache holds heads of a multiple of 32 values, and this model's "
                                    f"have {odd[0]}; use -ctk f16 -ctv f16")

@@ -90,10 +90,12 @@ def mamba2(w: Weights, block: Mamba2, x: np.ndarray, groups: list[tuple[Sequence
             state = states[-1] if states else np.zeros((block.n_head, d_inner // block.n_head, block.d_state))
             state, y[row] = _ssm_step(w, block, activated[row], dt[row], state)
             states.append(state)
-    gated = (y * ops.silu(z)).reshape(len(x), block.n_group, -1)  # each group normed with its own weights
-    weights = w(block.out_norm.weight).reshape(block.n_group, -1)
-    normed = ops.rms_norm(gated, weights, block.out_norm.eps).reshape(len(x), -1)
-    return ops.linear(normed, w(block.out_proj))
+    gated = y * ops.silu(z)
+    if block.out_norm is not None:  # each group normed with its own weights
+        weights = w(block.out_norm.weight).reshape(block.n_group, -1)
+        grouped = ops.rms_norm(gated.reshape(len(x), block.n_group, -1), weights, block.out_norm.eps)
+        gated = grouped.reshape(len(x), -1)
+    return ops.linear(gated, w(block.out_proj))
 
 
 def _ssm_step(w: Weights, block: Mamba2, v: np.ndarray, dt: np.ndarray,

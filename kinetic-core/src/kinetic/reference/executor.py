@@ -12,7 +12,7 @@ from typing import Optional, Sequence as Seq
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, Mixer, Parallel, ShortConv, Stack, Weight
 from kinetic.contracts.device import Row
 from kinetic.errors import KineticError
 from kinetic.reference import blocks, ops
@@ -59,19 +59,30 @@ class ReferenceRunner:
         """The residual stream [n, n_embd] float32 after every block."""
         x = self.weight(self.stack.embedding)[tokens] * np.float32(self.stack.embedding_scale)
         residual_scale = np.float32(self.stack.residual_scale)
-        for index, block in enumerate(self.stack.blocks):
-            if isinstance(block, Attention):
-                out = blocks.attention(self.weight, block, x, positions, groups, index)
-            elif isinstance(block, GatedFeedForward):
-                out = blocks.feed_forward(self.weight, block, x)
-            elif isinstance(block, ShortConv):
-                out = blocks.short_conv(self.weight, block, x, groups, index)
-            elif isinstance(block, Mamba2):
-                out = blocks.mamba2(self.weight, block, x, groups, index)
+        numbers = iter(range(len(self.stack.mixers())))  # each mixer's state is kept under its number
+        for block in self.stack.blocks:
+            if isinstance(block, Parallel):
+                h = ops.rms_norm(x, self.weight(block.norm.weight), block.norm.eps)
+                outs = [self._mixer(m, h, positions, groups, next(numbers)) for m in block.mixers]
+                out = outs[0]
+                for more in outs[1:]:
+                    out = out + more
             else:
-                raise KineticError(f"the reference executor has no {type(block).__name__} block")
+                out = self._mixer(block, x, positions, groups, next(numbers))
             x = x + out * residual_scale
         return x
+
+    def _mixer(self, block: Mixer, x: np.ndarray, positions: np.ndarray, groups: list[tuple[Sequence, np.ndarray]],
+               number: int) -> np.ndarray:
+        if isinstance(block, Attention):
+            return blocks.attention(self.weight, block, x, positions, groups, number)
+        if isinstance(block, GatedFeedForward):
+            return blocks.feed_forward(self.weight, block, x)
+        if isinstance(block, ShortConv):
+            return blocks.short_conv(self.weight, block, x, groups, number)
+        if isinstance(block, Mamba2):
+            return blocks.mamba2(self.weight, block, x, groups, number)
+        raise KineticError(f"the reference executor has no {type(block).__name__} block")
 
     def _logits(self, hidden: np.ndarray) -> np.ndarray:
         # hidden: [k, n_embd] float32 -> [k, n_vocab] float32

@@ -18,7 +18,7 @@ from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR
 
 # Every architecture write_random_model writes: those of the built-in families.
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense",
-                 "lfm2", "granitehybrid")
+                 "lfm2", "granitehybrid", "falcon-h1")
 # Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
 VARIANTS = {
     "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
@@ -65,14 +65,14 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         MODEL_TENSOR.FFN_UP: (d.n_ff, d.n_embd), MODEL_TENSOR.FFN_DOWN: (d.n_embd, d.n_ff),
         MODEL_TENSOR.TOKEN_EMBD_NORM: (d.n_embd,), MODEL_TENSOR.SHORTCONV_INPROJ: (3 * d.n_embd, d.n_embd),
         MODEL_TENSOR.SHORTCONV_CONV: (d.n_embd, SHORT_CONV_WIDTH), MODEL_TENSOR.SHORTCONV_OUTPROJ: (d.n_embd, d.n_embd),
-        **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()}),
+        **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()},
+                      metadata.get(f"{arch}.ssm.inner_size", 2 * d.n_embd)),
     }
 
 
-def _ssm_shapes(d: Dims, ssm: Mapping[str, int]) -> dict[MODEL_TENSOR, tuple[int, ...]]:
-    """Mamba-2's tensors, with the file's ssm.* sizes (Granite 4.0 H's: d_inner = 2 n_embd)."""
+def _ssm_shapes(d: Dims, ssm: Mapping[str, int], inner: int) -> dict[MODEL_TENSOR, tuple[int, ...]]:
+    """Mamba-2's tensors, with the file's ssm.* sizes and inner width (by default Granite 4.0 H's, 2 n_embd)."""
     groups, heads = ssm["group_count"], ssm["time_step_rank"]
-    inner = 2 * d.n_embd
     channels = inner + 2 * groups * ssm["state_size"]
     return {MODEL_TENSOR.SSM_IN: (inner + channels + heads, d.n_embd),
             MODEL_TENSOR.SSM_CONV1D: (channels, ssm["conv_kernel"]),
@@ -129,12 +129,12 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
         if kind not in shapes:
             continue
         names = [TENSOR_NAMES[kind]] if "{bid}" not in TENSOR_NAMES[kind] else [
-            TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer) if _in_layer(kind, attends[b])]
+            TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer) if _in_layer(arch, kind, attends[b])]
         for name in names:
             values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
             if kind is MODEL_TENSOR.SSM_A:  # a decay rate: -exp(A_log), as the converter stores it
                 values = -np.exp(values)
-            suffix = _SUFFIXES.get(kind, ".weight")
+            suffix = {**_SUFFIXES, **_ARCH_SUFFIXES.get(arch, {})}.get(kind, ".weight")
             tensors[name + suffix] = values if kind in _ALWAYS_F32 else _stored(values, qtype)
             if kind in _BIASES.get(arch, ()):
                 tensors[name + ".bias"] = rng.standard_normal(shapes[kind][:1], dtype=np.float32) * 0.1
@@ -144,13 +144,15 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
 
 # What llama.cpp's converters write for an architecture beyond the common tensors and keys.
 _BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V),
-           "granitehybrid": (MODEL_TENSOR.SSM_CONV1D,)}
+           "granitehybrid": (MODEL_TENSOR.SSM_CONV1D,), "falcon-h1": (MODEL_TENSOR.SSM_CONV1D,)}
 _SUFFIXES = {MODEL_TENSOR.SSM_DT: ".bias", MODEL_TENSOR.SSM_A: "", MODEL_TENSOR.SSM_D: ""}  # llama.cpp's names
+_ARCH_SUFFIXES = {"falcon-h1": {MODEL_TENSOR.FFN_PRE_NORM: ""}}  # its converter maps the whole name, .weight too
+_PARALLEL = ("falcon-h1",)  # every layer holds attention and a recurrent mixer side by side
 _NORMS_ACROSS_HEADS = ("olmo2",)
 # as llama.cpp's converter keeps them (conversion/base.py)
 _ALWAYS_F32 = (MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SSM_CONV1D, MODEL_TENSOR.SSM_A, MODEL_TENSOR.SSM_D,
                MODEL_TENSOR.SSM_NORM)
-SSM = {"conv_kernel": 4, "state_size": 16, "time_step_rank": 8, "group_count": 1}  # granitehybrid.ssm.*
+SSM = {"conv_kernel": 4, "state_size": 16, "time_step_rank": 8, "group_count": 1}  # {arch}.ssm.*
 SHORT_CONV_WIDTH = 3  # LFM2's shortconv.l_cache
 _ATTENTION = (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MODEL_TENSOR.ATTN_OUT,
               MODEL_TENSOR.ATTN_Q_NORM, MODEL_TENSOR.ATTN_K_NORM)
@@ -165,7 +167,9 @@ def _attending_layers(arch: str, metadata: Mapping[str, Any], n_layer: int) -> l
     return [bool(n) for n in heads] if isinstance(heads, list) else [True] * n_layer
 
 
-def _in_layer(kind: MODEL_TENSOR, attends: bool) -> bool:
+def _in_layer(arch: str, kind: MODEL_TENSOR, attends: bool) -> bool:
+    if arch in _PARALLEL:
+        return True
     if kind in _ATTENTION:
         return attends
     return kind not in _RECURRENT or not attends
@@ -178,10 +182,12 @@ def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
     if arch == "lfm2":
         return {f"{arch}.shortconv.l_cache": SHORT_CONV_WIDTH,
                 f"{arch}.attention.head_count_kv": [d.n_head_kv * (i % 2) for i in range(d.n_layer)]}  # odd: attention
+    ssm = {**{f"{arch}.ssm.{key}": value for key, value in SSM.items()}, f"{arch}.ssm.inner_size": 2 * d.n_embd}
     if arch == "granitehybrid":
-        return {**{f"{arch}.ssm.{key}": value for key, value in SSM.items()}, f"{arch}.ssm.inner_size": 2 * d.n_embd,
-                f"{arch}.attention.head_count_kv": [d.n_head_kv * (i % 2) for i in range(d.n_layer)],
+        return {**ssm, f"{arch}.attention.head_count_kv": [d.n_head_kv * (i % 2) for i in range(d.n_layer)],
                 f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0}
+    if arch == "falcon-h1":
+        return ssm
     if arch == "granite":  # scales of the size Granite 3's files hold
         return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
                 f"{arch}.attention.scale": 0.015625}
@@ -225,5 +231,5 @@ def write_comparable_model(path: Path, arch: str, weight_type: str, metadata: Ma
     rng = np.random.default_rng(2)
     norms = {t.name: rng.normal(1.0, 0.1, tuple(int(n) for n in t.shape[::-1])).astype(np.float32)
              * (4 if t.name == "output_norm.weight" else 1)
-             for t in gguf.GGUFReader(path).tensors if t.name.endswith("norm.weight")}
+             for t in gguf.GGUFReader(path).tensors if t.name.endswith(("norm.weight", "ffn_norm"))}
     return write_random_model(path, arch, dims, weight_type, seed=1, metadata=vocab, extra_tensors=norms)

@@ -73,7 +73,7 @@ class CpuSequence:
 
     def __init__(self, stack: Stack, context_length: int, cache_types: tuple[str, str],
                  replay: Callable[["CpuSequence", np.ndarray, int], None]):
-        attentions = [b for b in stack.blocks if isinstance(b, Attention)]
+        attentions = [b for b in stack.mixers() if isinstance(b, Attention)]
         blocks = -(-context_length // KEY_BLOCK)
         self.cache_types = key_type, value_type = cache_types
         self.keys = [np.zeros((a.n_head_kv, blocks, width(key_type, a.head_dim), KEY_BLOCK), _dtypes(key_type)[0])
@@ -81,8 +81,8 @@ class CpuSequence:
         self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtypes(value_type)[0])
                        for a in attentions]
         self.conv_rows = [np.zeros((context_length, b.conv.shape[0]), np.float32)  # a row per position
-                          for b in stack.blocks if isinstance(b, (ShortConv, Mamba2))]
-        mixers = any(isinstance(b, Mamba2) for b in stack.blocks)
+                          for b in stack.mixers() if isinstance(b, (ShortConv, Mamba2))]
+        mixers = any(isinstance(b, Mamba2) for b in stack.mixers())
         self.recurrent = RecurrentStates(stack, context_length) if mixers else None
         self._replay = replay
         self.context_length = context_length

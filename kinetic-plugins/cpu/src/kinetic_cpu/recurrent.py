@@ -24,7 +24,7 @@ States = list[Optional[np.ndarray]]  # one [n_head, head_dim, d_state] float32 p
 
 class RecurrentStates:
     def __init__(self, stack: Stack, context_length: int):
-        mixers = [b for b in stack.blocks if isinstance(b, Mamba2)]
+        mixers = [b for b in stack.mixers() if isinstance(b, Mamba2)]
         self.current = [np.zeros((m.n_head, m.out_proj.shape[1] // m.n_head, m.d_state), np.float32) for m in mixers]
         self._spare = [np.empty_like(s) for s in self.current]  # what the next pass writes its states into
         self.state_bytes = sum(s.nbytes for s in self.current)

@@ -4,12 +4,14 @@ a copy kept in runs, kernels/block32.py); each sequence owns a KV cache."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 
 from kinetic import rotary
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, RmsNorm, Rope, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import (Attention, GatedFeedForward, Mamba2, Mixer, Parallel, RmsNorm, Rope, ShortConv,
+                                      Stack, Weight)
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence
@@ -86,23 +88,34 @@ class CpuRunner:
         for seq, span in spans:
             if seq.recurrent is not None:
                 seq.recurrent.tokens[positions[span]] = tokens[span]
-        attentions = convolutions = mixers = 0  # kept state of each kind is numbered in block order
+        numbers = _Numbers()
         for block in self.stack.blocks:
-            if isinstance(block, Attention):
-                out = self._attention(block, x, spans, attentions, positions)
-                attentions += 1
-            elif isinstance(block, ShortConv):
-                out = self._short_conv(block, x, spans, convolutions, positions)
-                convolutions += 1
-            elif isinstance(block, Mamba2):
-                out = self._mamba2(block, x, spans, convolutions, mixers, positions)
-                convolutions, mixers = convolutions + 1, mixers + 1
+            if isinstance(block, Parallel):
+                h = self._norm(block.norm, x)
+                outs = [self._mixer(m, h, spans, numbers, positions) for m in block.mixers]
+                out = outs[0]
+                for more in outs[1:]:
+                    out = out + more
             else:
-                out = self._feed_forward(block, x)
+                out = self._mixer(block, x, spans, numbers, positions)
             x = x + (out if residual_scale == 1 else out * residual_scale)
         for seq, span in spans:
             seq.n_tokens = int(positions[span.stop - 1]) + 1
         return x
+
+    def _mixer(self, block: Mixer, x: np.ndarray, spans: Spans, numbers: "_Numbers",
+               positions: np.ndarray) -> np.ndarray:
+        """One mixer's output for rows x; numbers counts the kept state of each kind so far, in block order."""
+        if isinstance(block, Attention):
+            numbers.attentions += 1
+            return self._attention(block, x, spans, numbers.attentions - 1, positions)
+        if isinstance(block, ShortConv):
+            numbers.rows += 1
+            return self._short_conv(block, x, spans, numbers.rows - 1, positions)
+        if isinstance(block, Mamba2):
+            numbers.rows, numbers.states = numbers.rows + 1, numbers.states + 1
+            return self._mamba2(block, x, spans, numbers.rows - 1, numbers.states - 1, positions)
+        return self._feed_forward(block, x)
 
     def _embed(self, tokens: np.ndarray) -> np.ndarray:
         embedding = self.stack.embedding
@@ -216,10 +229,12 @@ class CpuRunner:
         for seq, span in spans:
             y[span] = seq.recurrent.scan(layer, activated[span], np.ascontiguousarray(dt[span]),
                                          int(positions[span.start]), m, self._vector)
-        gated = ops.gate(np.ascontiguousarray(z), y, False).reshape(-1, d_inner // m.n_group)  # a row per group
-        ones = np.ones(gated.shape[1], np.float32)  # x * 1 is exact: then each group's weights, as one norm would
-        normed = ops.rms_norm(gated, ones, m.out_norm.eps).reshape(len(x), d_inner) * self._vector(m.out_norm.weight)
-        return self._linear(m.out_proj, normed)
+        gated = ops.gate(np.ascontiguousarray(z), y, False)
+        if m.out_norm is not None:  # a row per group; x * 1 is exact: then each group's weights, as one norm would
+            ones = np.ones(d_inner // m.n_group, np.float32)
+            normed = ops.rms_norm(gated.reshape(-1, len(ones)), ones, m.out_norm.eps).reshape(len(x), d_inner)
+            gated = normed * self._vector(m.out_norm.weight)
+        return self._linear(m.out_proj, gated)
 
     def _rotate(self, rope: Rope, positions: np.ndarray, *parts: np.ndarray) -> None:
         """Rotate each part ([n, heads, head_dim] float32) in place by the rows' positions."""
@@ -255,6 +270,15 @@ class CpuRunner:
             output = self.stack.output
             self._shortlist = Shortlist.of(self._matrix(output), output.raw(), output.type)
         return self._shortlist is not None
+
+
+@dataclass
+class _Numbers:
+    """Kept state of each kind numbered so far in a pass, in block order (CpuSequence's lists)."""
+
+    attentions: int = 0
+    rows: int = 0  # convolution inputs: short convolutions' and Mamba-2's
+    states: int = 0  # Mamba-2 states
 
 
 def exact_scaling(factor: float) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Parallel, ShortConv, Stack, Weight
 
 TITLE = "CUDA"  # how messages name the device
 QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # against int8 activations
@@ -15,7 +15,7 @@ MAX_HEAD_DIM = 256  # one attention thread block per (row, head) holds a head's 
 def matrices(stack: Stack) -> list[Weight]:
     """Every matrix the device multiplies by, the embedding (looked up by rows) included."""
     out = [stack.embedding, stack.output]
-    for block in stack.blocks:
+    for block in stack.mixers():
         if isinstance(block, Attention):
             out += [block.q, block.k, block.v, block.o]
         elif isinstance(block, GatedFeedForward):
@@ -27,7 +27,7 @@ def matrices(stack: Stack) -> list[Weight]:
 
 def refusal(stack: Stack) -> Optional[str]:
     """None if the device runs every block and weight of the stack, else one line saying what it lacks."""
-    for block in stack.blocks:
+    for block in stack.mixers() + [b for b in stack.blocks if isinstance(b, Parallel)]:
         if not isinstance(block, (Attention, GatedFeedForward, ShortConv)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"
         if isinstance(block, Attention):

@@ -133,10 +133,11 @@ def attention(loader: Loader, i: int, d: Dims, rope: Rope, scale: float, pre_nor
 
 
 def feed_forward(loader: Loader, i: int, d: Dims, activation: str, post_norm: Optional[RmsNorm] = None,
-                 pre_norm: bool = True) -> GatedFeedForward:
+                 norm_name: Optional[str] = "ffn_norm.weight") -> GatedFeedForward:
+    """Layer i's SwiGLU or GeGLU after its norm blk.{i}.{norm_name}; with norm_name None, on the residual itself."""
     blk = f"blk.{i}."
     return GatedFeedForward(
-        norm=norm(loader, blk + "ffn_norm.weight", d.n_embd, d.eps) if pre_norm else None,
+        norm=norm(loader, blk + norm_name, d.n_embd, d.eps) if norm_name else None,
         gate=loader.weight(blk + "ffn_gate.weight", (d.n_ff, d.n_embd)),
         up=loader.weight(blk + "ffn_up.weight", (d.n_ff, d.n_embd)),
         down=loader.weight(blk + "ffn_down.weight", (d.n_embd, d.n_ff)),
@@ -145,21 +146,24 @@ def feed_forward(loader: Loader, i: int, d: Dims, activation: str, post_norm: Op
     )
 
 
-def mamba2(loader: Loader, i: int, d: Dims) -> Mamba2:
-    """Layer i's Mamba-2 mixer, sized by ssm.* (Granite 4.0 H, Falcon-H1)."""
+def mamba2(loader: Loader, i: int, d: Dims, pre_norm: bool = True, out_norm_optional: bool = False) -> Mamba2:
+    """Layer i's Mamba-2 mixer, sized by ssm.*, after attn_norm unless pre_norm is False (Granite 4.0 H; Falcon-H1,
+    whose ssm_norm is optional)."""
     blk = f"blk.{i}."
+    out_norm = blk + "ssm_norm.weight"
     width, inner = loader.hp("ssm.conv_kernel", int), loader.hp("ssm.inner_size", int)
     state, heads, groups = (loader.hp(f"ssm.{key}", int) for key in ("state_size", "time_step_rank", "group_count"))
     channels = inner + 2 * groups * state
     return Mamba2(
-        norm=norm(loader, blk + "attn_norm.weight", d.n_embd, d.eps),
+        norm=norm(loader, blk + "attn_norm.weight", d.n_embd, d.eps) if pre_norm else None,
         in_proj=loader.weight(blk + "ssm_in.weight", (inner + channels + heads, d.n_embd)),
         conv=loader.weight(blk + "ssm_conv1d.weight", (channels, width)),
         conv_bias=loader.optional(blk + "ssm_conv1d.bias", (channels,)),
         dt_bias=loader.weight(blk + "ssm_dt.bias", (heads,)),
         a=loader.weight(blk + "ssm_a", (heads, 1)),
         d=loader.weight(blk + "ssm_d", (heads, 1)),
-        out_norm=RmsNorm(group_weights(loader, blk + "ssm_norm.weight", groups, inner), d.eps),
+        out_norm=None if out_norm_optional and out_norm not in loader.model.tensors else
+        RmsNorm(group_weights(loader, out_norm, groups, inner), d.eps),
         out_proj=loader.weight(blk + "ssm_out.weight", (d.n_embd, inner)),
         n_head=heads,
         n_group=groups,

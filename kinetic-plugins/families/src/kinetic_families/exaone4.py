@@ -43,7 +43,7 @@ def build(loader: Loader) -> Stack:
             attention(loader, i, d, rope if sliding[i] or not windowed else unrotated, 1 / math.sqrt(d.head_dim),
                       pre_norm=False, **head_norms(loader, i, d), post_norm=after_attention,
                       sliding_window=window if sliding[i] else None),
-            feed_forward(loader, i, d, "silu", post_norm=after_ffn, pre_norm=False),
+            feed_forward(loader, i, d, "silu", post_norm=after_ffn, norm_name=None),
         ]
     return stack(loader, d, blocks)
 
