@@ -76,7 +76,7 @@ def test_answers_side_by_side_are_the_answers_alone(servers, settings):
     assert side_by_side(convoy, jobs(convoy, settings)) == (wanted, 3)  # the fifth waited for a slot
 
 
-@pytest.mark.parametrize("device, arch", [("cpu", "lfm2"), ("cpu", "granitehybrid"), ("cpu", "falcon-h1"),
+@pytest.mark.parametrize("device, arch", [("cpu", "lfm2"), ("cpu", "granitehybrid"), ("cpu", "falcon-h1"), ("cpu", "qwen35"),
                                           pytest.param("cuda", "qwen2", marks=cuda),
                                           pytest.param("cuda", "lfm2", marks=cuda)])
 @pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "seed": 11}], ids=["greedy", "seeded"])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kinetic import open_model
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, Parallel, ShortConv, Yarn
+from kinetic.contracts.blocks import Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Parallel, ShortConv, Yarn
 from kinetic.contracts.device import Row
 from kinetic.errors import ModelFileError
 from kinetic.model import load_stack
@@ -22,7 +22,7 @@ FAMILIES = ARCHITECTURES
 # per head after the rotation), norms before and after each block, activation, and the stack's scales
 # (embedding, residual, logits).
 _PLAIN = dict(neox=False, biases=False, head_norms=None, pre_norms=True, post_norms=False, activation="silu",
-              scales=(1.0, 1.0, 1.0), attention_scale=0.25, mixers=(Attention, Attention))
+              scales=(1.0, 1.0, 1.0), attention_scale=0.25, mixers=(Attention, Attention), n_rot=16, gated=False)
 EXPECTED = {
     "llama": _PLAIN,
     "qwen2": {**_PLAIN, "neox": True, "biases": True},
@@ -37,6 +37,8 @@ EXPECTED = {
     "lfm2": {**_PLAIN, "neox": True, "head_norms": "head", "mixers": (ShortConv, Attention)},
     "granitehybrid": {**_PLAIN, "scales": (12.0, np.float32(0.22), 1.0), "mixers": (Mamba2, Attention)},
     "falcon-h1": {**_PLAIN, "neox": True, "pre_norms": False, "mixers": (Parallel, Parallel)},
+    "qwen35": {**_PLAIN, "neox": True, "head_norms": "head", "mixers": (GatedDeltaNet, Attention), "n_rot": 8,
+               "gated": True},
 }
 HEAD_NORMS = {"head": (16, 16, False), "across": (64, 32, False), "after rotation": (16, 16, True)}
 
@@ -68,6 +70,11 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
             assert (attn.n_head, attn.n_group, attn.d_state, attn.conv.shape) == (8, 1, 16, (160, 4))
             assert attn.conv_bias.name == f"blk.{i}.ssm_conv1d.bias" and attn.a.name == f"blk.{i}.ssm_a"
             continue
+        if isinstance(attn, GatedDeltaNet):
+            assert (attn.n_k_head, attn.n_v_head, attn.head_dim, attn.conv.shape) == (2, 4, 16, (128, 4))
+            assert (attn.qkv_proj.name, attn.a.name) == (f"blk.{i}.attn_qkv.weight", f"blk.{i}.ssm_a")
+            assert ffn.norm.weight.name == f"blk.{i}.post_attention_norm.weight"
+            continue
         shared_norm = None
         if isinstance(attn, Parallel):  # attention beside Mamba-2, both after the layer's one norm
             assert [type(m) for m in attn.mixers] == [Attention, Mamba2] and attn.mixers[1].norm is None
@@ -76,7 +83,8 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
         assert (attn.n_head, attn.n_head_kv, attn.head_dim) == (4, 2, 16)
         assert attn.q.name == f"blk.{i}.attn_q.weight" and ffn.down.name == f"blk.{i}.ffn_down.weight"
         assert attn.scale == pytest.approx(expect["attention_scale"])
-        assert attn.rope.neox == expect["neox"] and attn.rope.n_dims == 16 and attn.rope.scale == 1.0
+        assert attn.rope.neox == expect["neox"] and attn.rope.n_dims == expect["n_rot"] and attn.rope.scale == 1.0
+        assert attn.output_gate == expect["gated"]
         assert (attn.q_bias is not None) == expect["biases"]
         if expect["head_norms"] is None:
             assert attn.q_norm is None and attn.k_norm is None
@@ -172,6 +180,21 @@ def test_falcon_h1_runs_mamba2_without_its_optional_group_norm(tmp_path):
     stack = load_stack(path)
     assert [b.mixers[1].out_norm for b in stack.blocks[::2]] == [None, None]
     assert np.isfinite(ReferenceRunner(stack).new_sequence().forward([5, 6, 7])).all()
+
+
+def test_qwen35_reads_its_recurrent_layers_from_the_interval_or_the_array(tmp_path):
+    four = dataclasses.replace(DIMS, n_layer=4)
+    by_interval = write_random_model(tmp_path / "i.gguf", "qwen35", four, metadata={"qwen35.full_attention_interval": 4})
+    assert [type(b) for b in load_stack(by_interval).blocks[::2]] == [GatedDeltaNet] * 3 + [Attention]
+    flags = {"qwen35.attention.recurrent_layers": [False, True, False, True]}
+    by_array = write_random_model(tmp_path / "a.gguf", "qwen35", four, metadata=flags)
+    assert [type(b) for b in load_stack(by_array).blocks[::2]] == [Attention, GatedDeltaNet] * 2
+
+
+def test_qwen35_refuses_sections_that_leave_a_pair_unrotated(tmp_path):
+    path = random_model(tmp_path, "qwen35", metadata={"qwen35.rope.dimension_sections": [1, 1, 1, 1]})
+    with pytest.raises(ModelFileError, match=r"leave rotated pair 3 unrotated for text"):
+        load_stack(path)
 
 
 def test_hunyuan_alpha_raises_the_rotary_base(tmp_path):

@@ -26,7 +26,7 @@ def session(qwen_gguf) -> Session:
     return Session(qwen_gguf, SessionOptions(device="cpu", ctx_size=2048, off=("warm-start",)))
 
 
-@pytest.fixture(scope="module", params=["qwen", "lfm2", "granitehybrid", "falcon-h1"])
+@pytest.fixture(scope="module", params=["qwen", "lfm2", "granitehybrid", "falcon-h1", "qwen35"])
 def any_session(request, tmp_path_factory) -> Session:
     """Qwen, or a random-weight file with a vocabulary of characters: LFM2 (short convolutions), Granite 4.0 H
     (Mamba-2 states, which the prefill leaves kept at the grid)."""

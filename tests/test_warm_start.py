@@ -23,7 +23,7 @@ SETTINGS = [{"temp": 0}, {"temp": 0.9, "top_k": 30, "seed": 4}]
 CACHES = [("f16", "f16"), ("q8_0", "q8_0"), ("q8_0", "f16")]  # (-ctk, -ctv)
 
 
-@pytest.fixture(scope="module", params=["llama", "gemma3", "lfm2", "granitehybrid", "falcon-h1"])
+@pytest.fixture(scope="module", params=["llama", "gemma3", "lfm2", "granitehybrid", "falcon-h1", "qwen35"])
 def model(request, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("warm") / f"{request.param}.gguf"
     return write_random_model(path, request.param, Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=128), "Q8_0", seed=3)

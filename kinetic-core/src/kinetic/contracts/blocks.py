@@ -93,6 +93,7 @@ class Attention:
     norms_after_rope: bool = False  # q_norm and k_norm follow the rotation (Hunyuan) rather than precede it
     post_norm: Optional[RmsNorm] = None  # on the block's output, before the residual add (Gemma 3)
     sliding_window: Optional[int] = None  # a token sees only the last sliding_window positions
+    output_gate: bool = False  # q's rows hold each head's queries then its gate; o reads attended * sigmoid(gate)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,35 @@ class Mamba2:
     d_state: int
 
 
-Mixer = Union[Attention, GatedFeedForward, ShortConv, Mamba2]
+@dataclass(frozen=True)
+class GatedDeltaNet:
+    """Qwen3.5's linear attention, the gated delta rule (Yang, Kautz and Hatamizadeh, 2024), as llama.cpp runs it
+    (src/models/qwen35.cpp, delta-net-base.cpp; docs/recurrent.md).
+
+    On h = norm(x): qkv = silu(conv(qkv_proj(h))), conv causal per channel over the last `width` positions'
+    qkv_proj(h); q, k: n_k_head heads, v: n_v_head heads, all of head_dim; q and k each divided by
+    sqrt(sum of squares + l2_eps). z = gate_proj(h), beta = sigmoid(beta_proj(h)), g = softplus(alpha_proj(h) +
+    dt_bias) a. Per v head h, reading q and k head h mod n_k_head: S_h = S_h exp(g_h); d = beta_h (v_h - S_h k);
+    S_h += d k^T; o_h = S_h q / sqrt(head_dim) (S_h: [head_dim, head_dim], rows by v, 0 before the first
+    position). Then x += out_proj(out_norm(o_h) * silu(z_h)), out_norm over each head."""
+
+    norm: RmsNorm
+    qkv_proj: Weight  # [2 n_k_head head_dim + n_v_head head_dim, n_embd]: q, k, v
+    gate_proj: Weight  # [n_v_head head_dim, n_embd]: z
+    beta_proj: Weight  # [n_v_head, n_embd]
+    alpha_proj: Weight  # [n_v_head, n_embd]
+    conv: Weight  # [channels, width]: each channel's weights, the oldest position's first
+    dt_bias: Weight  # [n_v_head]
+    a: Weight  # [n_v_head]: each head's decay rate (negative: -exp(A_log))
+    out_norm: RmsNorm  # weight [head_dim]
+    out_proj: Weight  # [n_embd, n_v_head head_dim]
+    n_k_head: int
+    n_v_head: int
+    head_dim: int
+    l2_eps: float
+
+
+Mixer = Union[Attention, GatedFeedForward, ShortConv, Mamba2, GatedDeltaNet]
 
 
 @dataclass(frozen=True)

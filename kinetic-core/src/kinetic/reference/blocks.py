@@ -6,7 +6,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, RmsNorm, ShortConv, Weight
+from kinetic.contracts.blocks import Attention, GatedDeltaNet, GatedFeedForward, Mamba2, RmsNorm, ShortConv, Weight
 from kinetic.reference import ops
 from kinetic.reference.sequence import Sequence
 
@@ -20,6 +20,8 @@ def attention(w: Weights, block: Attention, x: np.ndarray, positions: np.ndarray
     n = len(x)
     h = _norm(w, block.norm, x)
     q = ops.linear(h, w(block.q), w(block.q_bias))
+    if block.output_gate:  # each head's queries, then its gate
+        q, gate = (part.reshape(n, -1) for part in np.split(q.reshape(n, block.n_head, 2, -1), 2, axis=2))
     k = ops.linear(h, w(block.k), w(block.k_bias))
     v = ops.linear(h, w(block.v), w(block.v_bias)).reshape(n, block.n_head_kv, block.head_dim)
     if not block.norms_after_rope:
@@ -35,6 +37,8 @@ def attention(w: Weights, block: Attention, x: np.ndarray, positions: np.ndarray
         cache.append(k[rows], v[rows])
         out[rows] = ops.attend(q[rows], cache.keys, cache.values, positions[rows], seq.positions, block.scale,
                                block.sliding_window)
+    if block.output_gate:
+        out = out * ops.sigmoid(gate)
     return _norm(w, block.post_norm, ops.linear(out, w(block.o)))
 
 
@@ -109,12 +113,42 @@ def _ssm_step(w: Weights, block: Mamba2, v: np.ndarray, dt: np.ndarray,
     c = v[d_inner + grouped :].astype(np.float64).reshape(block.n_group, block.d_state)
     heads_per_group = block.n_head // block.n_group
     b, c = np.repeat(b, heads_per_group, axis=0), np.repeat(c, heads_per_group, axis=0)  # [n_head, d_state]
-    t = dt.astype(np.float64) + w(block.dt_bias)
-    t = np.where(t > 20.0, t, np.log1p(np.exp(np.minimum(t, 20.0))))  # softplus, as ggml cuts it
+    t = ops.softplus(dt + w(block.dt_bias))
     decay = np.exp(t * w(block.a)[:, 0])
     state = state * decay[:, None, None] + (t[:, None] * u)[:, :, None] * b[:, None, :]
     y = np.einsum("hds,hs->hd", state, c) + w(block.d)[:, 0:1] * u
     return state, y.reshape(-1).astype(np.float32)
+
+
+def gated_delta_net(w: Weights, block: GatedDeltaNet, x: np.ndarray, groups: list[tuple[Sequence, np.ndarray]],
+                    block_index: int) -> np.ndarray:
+    """Each row convolves its own sequence's kept qkv rows, then steps that sequence's states (float64)."""
+    # x: [n, n_embd] float32; groups: each sequence with the indices of its rows, in order
+    n, hd = len(x), block.head_dim
+    h = _norm(w, block.norm, x)
+    qkv = ops.silu(_convolve(w, block.conv, ops.linear(h, w(block.qkv_proj)), groups, block_index))
+    keys = block.n_k_head * hd
+    q = ops.l2_norm(qkv[:, :keys].reshape(n, block.n_k_head, hd), block.l2_eps)
+    k = ops.l2_norm(qkv[:, keys : 2 * keys].reshape(n, block.n_k_head, hd), block.l2_eps)
+    v = qkv[:, 2 * keys :].reshape(n, block.n_v_head, hd)
+    tiles = block.n_v_head // block.n_k_head  # v head h reads q and k head h mod n_k_head
+    q, k = np.tile(q, (1, tiles, 1)), np.tile(k, (1, tiles, 1))
+    beta = ops.sigmoid(ops.linear(h, w(block.beta_proj))).astype(np.float64)
+    decay = np.exp(ops.softplus(ops.linear(h, w(block.alpha_proj)) + w(block.dt_bias)) * w(block.a))
+    o = np.empty((n, block.n_v_head, hd), np.float32)
+    for seq, rows in groups:
+        states = seq.states(block_index)
+        for row in rows:
+            state = states[-1] if states else np.zeros((block.n_v_head, hd, hd))
+            state = state * decay[row][:, None, None]
+            kr = k[row].astype(np.float64)
+            d = beta[row][:, None] * (v[row] - np.einsum("hvk,hk->hv", state, kr))
+            state = state + d[:, :, None] * kr[:, None, :]
+            o[row] = np.einsum("hvk,hk->hv", state, q[row].astype(np.float64)) / np.sqrt(hd)
+            states.append(state)
+    normed = ops.rms_norm(o, w(block.out_norm.weight), block.out_norm.eps)
+    z = ops.linear(h, w(block.gate_proj)).reshape(n, block.n_v_head, hd)
+    return ops.linear((normed * ops.silu(z)).reshape(n, -1), w(block.out_proj))
 
 
 def _norm(w: Weights, norm: Optional[RmsNorm], x: np.ndarray) -> np.ndarray:

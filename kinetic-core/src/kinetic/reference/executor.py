@@ -12,7 +12,8 @@ from typing import Optional, Sequence as Seq
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, Mixer, Parallel, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, Parallel, ShortConv, Stack,
+                                      Weight)
 from kinetic.contracts.device import Row
 from kinetic.errors import KineticError
 from kinetic.reference import blocks, ops
@@ -82,6 +83,8 @@ class ReferenceRunner:
             return blocks.short_conv(self.weight, block, x, groups, number)
         if isinstance(block, Mamba2):
             return blocks.mamba2(self.weight, block, x, groups, number)
+        if isinstance(block, GatedDeltaNet):
+            return blocks.gated_delta_net(self.weight, block, x, groups, number)
         raise KineticError(f"the reference executor has no {type(block).__name__} block")
 
     def _logits(self, hidden: np.ndarray) -> np.ndarray:

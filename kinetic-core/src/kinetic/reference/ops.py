@@ -67,6 +67,22 @@ def silu(x: np.ndarray) -> np.ndarray:
     return (x64 * 0.5 * (1.0 + np.tanh(x64 / 2))).astype(np.float32)  # x * sigmoid(x), without overflow
 
 
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return (0.5 * (1.0 + np.tanh(x.astype(np.float64) / 2))).astype(np.float32)
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    """log(1 + e^x), x itself above 20 as ggml cuts it."""
+    x64 = x.astype(np.float64)
+    return np.where(x64 > 20.0, x64, np.log1p(np.exp(np.minimum(x64, 20.0))))
+
+
+def l2_norm(x: np.ndarray, eps: float) -> np.ndarray:
+    """x / sqrt(sum(x^2) + eps) over the last axis (llama.cpp's build_gdn_l2_norm)."""
+    x64 = x.astype(np.float64)
+    return (x64 / np.sqrt(np.sum(x64 * x64, axis=-1, keepdims=True) + eps)).astype(np.float32)
+
+
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
     """GELU's tanh approximation (Hendrycks and Gimpel, 2016), as ggml_gelu computes it."""
     x64 = x.astype(np.float64)

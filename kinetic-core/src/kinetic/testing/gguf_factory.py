@@ -18,7 +18,7 @@ from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR
 
 # Every architecture write_random_model writes: those of the built-in families.
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense",
-                 "lfm2", "granitehybrid", "falcon-h1")
+                 "lfm2", "granitehybrid", "falcon-h1", "qwen35")
 # Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
 VARIANTS = {
     "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
@@ -67,7 +67,19 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         MODEL_TENSOR.SHORTCONV_CONV: (d.n_embd, SHORT_CONV_WIDTH), MODEL_TENSOR.SHORTCONV_OUTPROJ: (d.n_embd, d.n_embd),
         **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()},
                       metadata.get(f"{arch}.ssm.inner_size", 2 * d.n_embd)),
+        **(_delta_net_shapes(d) if arch == "qwen35" else {}),
     }
+
+
+def _delta_net_shapes(d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
+    """Qwen3.5's Gated DeltaNet tensors (DELTA_NET's sizes) and its gated attention's doubled q."""
+    heads, k_heads, width = DELTA_NET["time_step_rank"], DELTA_NET["group_count"], DELTA_NET["state_size"]
+    inner, channels = heads * width, (heads + 2 * k_heads) * width
+    return {MODEL_TENSOR.ATTN_Q: (2 * d.n_head * d.head_dim, d.n_embd),
+            MODEL_TENSOR.ATTN_QKV: (channels, d.n_embd), MODEL_TENSOR.ATTN_GATE: (inner, d.n_embd),
+            MODEL_TENSOR.SSM_BETA: (heads, d.n_embd), MODEL_TENSOR.SSM_ALPHA: (heads, d.n_embd),
+            MODEL_TENSOR.SSM_CONV1D: (channels, DELTA_NET["conv_kernel"]), MODEL_TENSOR.SSM_DT: (heads,),
+            MODEL_TENSOR.SSM_A: (heads,), MODEL_TENSOR.SSM_NORM: (width,), MODEL_TENSOR.SSM_OUT: (d.n_embd, inner)}
 
 
 def _ssm_shapes(d: Dims, ssm: Mapping[str, int], inner: int) -> dict[MODEL_TENSOR, tuple[int, ...]]:
@@ -153,16 +165,23 @@ _NORMS_ACROSS_HEADS = ("olmo2",)
 _ALWAYS_F32 = (MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SSM_CONV1D, MODEL_TENSOR.SSM_A, MODEL_TENSOR.SSM_D,
                MODEL_TENSOR.SSM_NORM)
 SSM = {"conv_kernel": 4, "state_size": 16, "time_step_rank": 8, "group_count": 1}  # {arch}.ssm.*
+DELTA_NET = {"conv_kernel": 4, "state_size": 16, "group_count": 2, "time_step_rank": 4}  # qwen35.ssm.*
 SHORT_CONV_WIDTH = 3  # LFM2's shortconv.l_cache
 _ATTENTION = (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MODEL_TENSOR.ATTN_OUT,
               MODEL_TENSOR.ATTN_Q_NORM, MODEL_TENSOR.ATTN_K_NORM)
-_RECURRENT = (MODEL_TENSOR.SHORTCONV_INPROJ, MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SHORTCONV_OUTPROJ,
+_RECURRENT = (MODEL_TENSOR.ATTN_QKV, MODEL_TENSOR.ATTN_GATE, MODEL_TENSOR.SSM_BETA, MODEL_TENSOR.SSM_ALPHA,
+              MODEL_TENSOR.SHORTCONV_INPROJ, MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SHORTCONV_OUTPROJ,
               MODEL_TENSOR.SSM_IN, MODEL_TENSOR.SSM_CONV1D, MODEL_TENSOR.SSM_DT, MODEL_TENSOR.SSM_A, MODEL_TENSOR.SSM_D,
               MODEL_TENSOR.SSM_NORM, MODEL_TENSOR.SSM_OUT)
 
 
 def _attending_layers(arch: str, metadata: Mapping[str, Any], n_layer: int) -> list[bool]:
-    """Which layers hold attention: where the file's KV head count (per layer: LFM2, Granite 4.0 H) is not 0."""
+    """Which layers hold attention: where the file's KV head count (per layer: LFM2, Granite 4.0 H) is not 0, or
+    not among attention.recurrent_layers, else every full_attention_interval-th (Qwen3.5)."""
+    if f"{arch}.attention.recurrent_layers" in metadata:
+        return [not flag for flag in metadata[f"{arch}.attention.recurrent_layers"]]
+    if f"{arch}.full_attention_interval" in metadata:
+        return [(i + 1) % metadata[f"{arch}.full_attention_interval"] == 0 for i in range(n_layer)]
     heads = metadata.get(f"{arch}.attention.head_count_kv", 1)
     return [bool(n) for n in heads] if isinstance(heads, list) else [True] * n_layer
 
@@ -188,6 +207,11 @@ def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
                 f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0}
     if arch == "falcon-h1":
         return ssm
+    if arch == "qwen35":  # part of each head rotated, as Qwen3.5's, over sections giving every pair an axis
+        return {**{f"{arch}.ssm.{key}": value for key, value in DELTA_NET.items()},
+                f"{arch}.ssm.inner_size": DELTA_NET["time_step_rank"] * DELTA_NET["state_size"],
+                f"{arch}.full_attention_interval": 2, f"{arch}.rope.dimension_count": d.head_dim // 2,
+                f"{arch}.rope.dimension_sections": [2, 1, 1, 0], f"{arch}.rope.freq_base": 1000000.0}
     if arch == "granite":  # scales of the size Granite 3's files hold
         return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
                 f"{arch}.attention.scale": 0.015625}

@@ -8,12 +8,12 @@ import numpy as np
 
 from typing import Callable
 
-from kinetic.contracts.blocks import Attention, Mamba2, ShortConv, Stack
+from kinetic.contracts.blocks import Attention, ShortConv, Stack
 from kinetic.contracts.device import state_blob, state_magic, state_tokens
 from kinetic.errors import KineticError
 from kinetic_cpu import ops
 from kinetic_cpu.kernels.attention import KEY_BLOCK, Q8_BYTES, Q8_VALUES
-from kinetic_cpu.recurrent import RecurrentStates
+from kinetic_cpu.recurrent import RECURRENT, RecurrentStates
 
 STATE_MAGIC = b"KCPU-KV2"
 
@@ -68,8 +68,9 @@ class CpuSequence:
     storage spares a conversion per read); a q8_0 cache keeps each position's q8_0 blocks' bytes (int8), a
     position's key column or value row holding them as ggml's block_q8_0 does. Each short convolution keeps its
     input rows [context, n_embd] float32, position by position, so that the sequence truncates exactly; each
-    Mamba-2 mixer its convolution's input rows likewise, and its state (kinetic_cpu.recurrent), which a cut
-    between kept states computes again through `replay`(sequence, tokens, first position)."""
+    Mamba-2 or Gated DeltaNet mixer its convolution's input rows likewise, and its state
+    (kinetic_cpu.recurrent), which a cut between kept states computes again through `replay`(sequence, tokens,
+    first position)."""
 
     def __init__(self, stack: Stack, context_length: int, cache_types: tuple[str, str],
                  replay: Callable[["CpuSequence", np.ndarray, int], None]):
@@ -81,9 +82,9 @@ class CpuSequence:
         self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtypes(value_type)[0])
                        for a in attentions]
         self.conv_rows = [np.zeros((context_length, b.conv.shape[0]), np.float32)  # a row per position
-                          for b in stack.mixers() if isinstance(b, (ShortConv, Mamba2))]
-        mixers = any(isinstance(b, Mamba2) for b in stack.mixers())
-        self.recurrent = RecurrentStates(stack, context_length) if mixers else None
+                          for b in stack.mixers() if isinstance(b, (ShortConv, *RECURRENT))]
+        recurrent = any(isinstance(b, RECURRENT) for b in stack.mixers())
+        self.recurrent = RecurrentStates(stack, context_length) if recurrent else None
         self._replay = replay
         self.context_length = context_length
         self.n_tokens = 0

@@ -197,6 +197,11 @@ class _HeadGroups(NamedTuple):
     run_job = _attend_group
 
 
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^-x) of each float32 value, in float64 (as tanh, which cannot overflow), rounded once."""
+    return (0.5 * (1.0 + np.tanh(x.astype(np.float64) / 2))).astype(np.float32)
+
+
 def gate(g, u, gelu):  # g, u: [n, ff] float32 -> act(g) * u
     """SiLU (Elfwing et al., 2017) or tanh-approximated GELU (Hendrycks and Gimpel, 2016) of g, times u."""
     out = np.empty_like(g)

@@ -1,4 +1,5 @@
-"""A sequence's Mamba-2 states on the CPU (contracts.blocks.Mamba2), kept so that it truncates exactly.
+"""A sequence's recurrent states on the CPU (contracts.blocks.Mamba2, GatedDeltaNet), kept so that it truncates
+exactly.
 
 Each layer's state is held after the sequence's last token. A pass keeps the states it started from and, while
 they take little memory, those after each of its rows (RAD-1 rolls a draft back to one of them); every
@@ -13,48 +14,54 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from kinetic.contracts.blocks import Mamba2, Stack
-from kinetic_cpu.kernels import ssm_scan
+from kinetic.contracts.blocks import GatedDeltaNet, Mamba2, Mixer, Stack
 
 SNAPSHOT = 256  # tokens between kept states: a divisor of the prompt grid (engine/generate.py, PROMPT_GRID)
 KEEP_BYTES = 64 << 20  # a pass keeps the states after each of its rows while they fit in this many bytes
 
-States = list[Optional[np.ndarray]]  # one [n_head, head_dim, d_state] float32 per Mamba-2 layer
+RECURRENT = (Mamba2, GatedDeltaNet)  # the mixers that carry a state from token to token
+States = list[Optional[np.ndarray]]  # one float32 state per recurrent layer (state_shape)
+Step = Callable[[slice, np.ndarray, np.ndarray], np.ndarray]  # (rows, state in, state out) -> the rows' outputs
+
+
+def state_shape(block: Mixer) -> tuple[int, int, int]:
+    """Mamba-2's [n_head, head_dim, d_state]; Gated DeltaNet's [n_v_head, head_dim (v), head_dim (k)]."""
+    if isinstance(block, Mamba2):
+        return block.n_head, block.out_proj.shape[1] // block.n_head, block.d_state
+    return block.n_v_head, block.head_dim, block.head_dim
 
 
 class RecurrentStates:
     def __init__(self, stack: Stack, context_length: int):
-        mixers = [b for b in stack.mixers() if isinstance(b, Mamba2)]
-        self.current = [np.zeros((m.n_head, m.out_proj.shape[1] // m.n_head, m.d_state), np.float32) for m in mixers]
+        self.current = [np.zeros(state_shape(b), np.float32) for b in stack.mixers() if isinstance(b, RECURRENT)]
         self._spare = [np.empty_like(s) for s in self.current]  # what the next pass writes its states into
         self.state_bytes = sum(s.nbytes for s in self.current)
         self.tokens = np.zeros(context_length, np.int64)  # to compute a cut's tokens again
         self.kept: dict[int, States] = {}  # tokens held -> the states after them, every SNAPSHOT tokens
         self.recent: dict[int, States] = {}  # likewise, for the last pass
 
-    def scan(self, layer: int, v: np.ndarray, dt: np.ndarray, first: int, m: Mamba2,
-             vectors: Callable) -> np.ndarray:
-        """Rows v ([n, channels] after the convolution) at positions first, first + 1, ... through layer's state;
-        -> y [n, d_inner]. vectors: a Weight -> its float32 values. The pass writes into the layer's spare
-        buffer, so the state it started from stays as it was, for a cut back to it, without a copy."""
+    def scan(self, layer: int, n: int, first: int, step: Step) -> np.ndarray:
+        """A pass's n rows at positions first, first + 1, ... through layer's state: step(rows, state_in, state_out)
+        runs the rows (a slice) from state_in into state_out and returns their outputs; -> every row's, in order.
+        The pass writes into the layer's spare buffer, so the state it started from stays as it was, for a cut
+        back to it, without a copy."""
         if layer == 0:
             self.recent = {}
         began, out = self.current[layer], self._spare[layer]
         self._keep(self.recent, first, layer, began)
-        each_row = len(v) * self.state_bytes <= KEEP_BYTES
-        stops = [i + 1 for i in range(len(v)) if each_row or (first + i + 1) % SNAPSHOT == 0]
-        y, start, source = np.empty((len(v), m.out_proj.shape[1]), np.float32), 0, began
-        for stop in stops + ([len(v)] if not stops or stops[-1] != len(v) else []):
-            y[start:stop] = ssm_scan.scan(v[start:stop], dt[start:stop], vectors(m.dt_bias), vectors(m.a),
-                                          vectors(m.d), source, out, m.n_group)
+        each_row = n * self.state_bytes <= KEEP_BYTES
+        stops = [i + 1 for i in range(n) if each_row or (first + i + 1) % SNAPSHOT == 0]
+        outputs, start, source = [], 0, began
+        for stop in stops + ([n] if not stops or stops[-1] != n else []):
+            outputs.append(step(slice(start, stop), source, out))
             held = first + stop
             if each_row:  # the last row's state is the buffer itself, which no later row of the pass changes
-                self._keep(self.recent, held, layer, out if stop == len(v) else out.copy())
+                self._keep(self.recent, held, layer, out if stop == n else out.copy())
             if held % SNAPSHOT == 0:
                 self._keep(self.kept, held, layer, out.copy())
             start, source = stop, out
         self.current[layer], self._spare[layer] = out, began
-        return y
+        return outputs[0] if len(outputs) == 1 else np.concatenate(outputs)
 
     def _keep(self, table: dict[int, States], held: int, layer: int, state: np.ndarray) -> None:
         table.setdefault(held, [None] * len(self.current))[layer] = state

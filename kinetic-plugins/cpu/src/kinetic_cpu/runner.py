@@ -10,13 +10,13 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic import rotary
-from kinetic.contracts.blocks import (Attention, GatedFeedForward, Mamba2, Mixer, Parallel, RmsNorm, Rope, ShortConv,
+from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, Parallel, RmsNorm, Rope, ShortConv,
                                       Stack, Weight)
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence
 from kinetic_cpu.home import at_home
-from kinetic_cpu.kernels import short_conv
+from kinetic_cpu.kernels import delta_net, short_conv, ssm_scan
 from kinetic_cpu.kernels.matmul import Matrix, activations
 from kinetic_cpu.shortlist import Shortlist
 from kinetic_cpu.spread import Spans, Spreader
@@ -112,9 +112,10 @@ class CpuRunner:
         if isinstance(block, ShortConv):
             numbers.rows += 1
             return self._short_conv(block, x, spans, numbers.rows - 1, positions)
-        if isinstance(block, Mamba2):
+        if isinstance(block, (Mamba2, GatedDeltaNet)):
             numbers.rows, numbers.states = numbers.rows + 1, numbers.states + 1
-            return self._mamba2(block, x, spans, numbers.rows - 1, numbers.states - 1, positions)
+            run = self._mamba2 if isinstance(block, Mamba2) else self._delta_net
+            return run(block, x, spans, numbers.rows - 1, numbers.states - 1, positions)
         return self._feed_forward(block, x)
 
     def _embed(self, tokens: np.ndarray) -> np.ndarray:
@@ -162,6 +163,9 @@ class CpuRunner:
         h = self._norm(a.norm, x)
         n = len(x)
         q, k, v = self._linears(h, (a.q, a.q_bias), (a.k, a.k_bias), (a.v, a.v_bias))
+        if a.output_gate:  # each head's queries, then its gate
+            halves = q.reshape(n, a.n_head, 2, a.head_dim)
+            q, gate = halves[:, :, 0].reshape(n, -1), halves[:, :, 1].reshape(n, -1)
         if not a.norms_after_rope:
             q, k = self._norm(a.q_norm, q), self._norm(a.k_norm, k)
         q = np.ascontiguousarray(q).reshape(n, a.n_head, a.head_dim)
@@ -180,6 +184,8 @@ class CpuRunner:
         attended = self._attend_each(a, layer, spans, positions, ops.to_half(q), k, v)
         if turn_values:
             attended = ops.rotated(attended.reshape(-1, a.head_dim), turn_values).reshape(attended.shape)
+        if a.output_gate:
+            attended = attended * ops.sigmoid(gate)
         out = self._linear(a.o, attended)
         return self._norm(a.post_norm, out)
 
@@ -225,16 +231,55 @@ class CpuRunner:
         if m.conv_bias is not None:
             convolved = convolved + self._vector(m.conv_bias)
         activated = ops.gate(convolved, np.ones_like(convolved), False)  # silu(v) * 1: silu(v)
+        dt = np.ascontiguousarray(dt)
+        dt_bias, a, d = self._vector(m.dt_bias), self._vector(m.a), self._vector(m.d)
         y = np.empty((len(x), d_inner), np.float32)
         for seq, span in spans:
-            y[span] = seq.recurrent.scan(layer, activated[span], np.ascontiguousarray(dt[span]),
-                                         int(positions[span.start]), m, self._vector)
+            v_rows, dt_rows = activated[span], dt[span]
+
+            def step(rows: slice, state_in: np.ndarray, state_out: np.ndarray) -> np.ndarray:
+                return ssm_scan.scan(v_rows[rows], dt_rows[rows], dt_bias, a, d, state_in, state_out, m.n_group)
+
+            y[span] = seq.recurrent.scan(layer, span.stop - span.start, int(positions[span.start]), step)
         gated = ops.gate(np.ascontiguousarray(z), y, False)
         if m.out_norm is not None:  # a row per group; x * 1 is exact: then each group's weights, as one norm would
             ones = np.ones(d_inner // m.n_group, np.float32)
             normed = ops.rms_norm(gated.reshape(-1, len(ones)), ones, m.out_norm.eps).reshape(len(x), d_inner)
             gated = normed * self._vector(m.out_norm.weight)
         return self._linear(m.out_proj, gated)
+
+    def _delta_net(self, g: GatedDeltaNet, x: np.ndarray, spans: Spans, rows: int, layer: int,
+                   positions: np.ndarray) -> np.ndarray:
+        """Each sequence's rows keep their convolution input in its kept rows `rows`, then run through its
+        Gated DeltaNet state `layer` in order (kinetic_cpu.recurrent, kernels/delta_net.py)."""
+        n, hd = len(x), g.head_dim
+        h = self._norm(g.norm, x)
+        qkv_in, z, beta, alpha = self._linears(h, (g.qkv_proj, None), (g.gate_proj, None), (g.beta_proj, None),
+                                               (g.alpha_proj, None))
+        convolved = self._convolve(g.conv, qkv_in, spans, rows, positions)
+        qkv = ops.gate(convolved, np.ones_like(convolved), False)  # silu
+        keys = g.n_k_head * hd
+        q, k = (self._l2_norm(qkv[:, at : at + keys], hd, g.l2_eps).reshape(n, g.n_k_head, hd) for at in (0, keys))
+        v = np.ascontiguousarray(qkv[:, 2 * keys :]).reshape(n, g.n_v_head, hd)
+        dt_bias, a = self._vector(g.dt_bias), self._vector(g.a)
+        o = np.empty((n, g.n_v_head, hd), np.float32)
+        for seq, span in spans:
+            parts = (q[span], k[span], v[span], beta[span], alpha[span])
+
+            def step(rows: slice, state_in: np.ndarray, state_out: np.ndarray) -> np.ndarray:
+                return delta_net.scan(*(part[rows] for part in parts), dt_bias, a, state_in, state_out)
+
+            o[span] = seq.recurrent.scan(layer, span.stop - span.start, int(positions[span.start]), step)
+        normed = self._norm(g.out_norm, o).reshape(n, -1)
+        return self._linear(g.out_proj, ops.gate(np.ascontiguousarray(z), normed, False))
+
+    @staticmethod
+    def _l2_norm(x: np.ndarray, width: int, eps: float) -> np.ndarray:
+        """Each piece of width values divided by sqrt(its sum of squares + eps), as llama.cpp computes it: an RMS
+        norm with eps / width, then times 1 / sqrt(width) (its build_gdn_l2_norm)."""
+        pieces = np.ascontiguousarray(x).reshape(-1, width)
+        normed = ops.rms_norm(pieces, np.ones(width, np.float32), eps / width) * np.float32(1 / math.sqrt(width))
+        return normed.reshape(x.shape)
 
     def _rotate(self, rope: Rope, positions: np.ndarray, *parts: np.ndarray) -> None:
         """Rotate each part ([n, heads, head_dim] float32) in place by the rows' positions."""
@@ -277,8 +322,8 @@ class _Numbers:
     """Kept state of each kind numbered so far in a pass, in block order (CpuSequence's lists)."""
 
     attentions: int = 0
-    rows: int = 0  # convolution inputs: short convolutions' and Mamba-2's
-    states: int = 0  # Mamba-2 states
+    rows: int = 0  # convolution inputs: short convolutions', Mamba-2's and Gated DeltaNet's
+    states: int = 0  # Mamba-2 and Gated DeltaNet states
 
 
 def exact_scaling(factor: float) -> bool:

@@ -30,6 +30,8 @@ def refusal(stack: Stack) -> Optional[str]:
     for block in stack.mixers() + [b for b in stack.blocks if isinstance(b, Parallel)]:
         if not isinstance(block, (Attention, GatedFeedForward, ShortConv)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"
+        if isinstance(block, Attention) and block.output_gate:
+            return "CUDA has no kernel for gated attention outputs"
         if isinstance(block, Attention):
             heads_fit = block.head_dim <= MAX_HEAD_DIM and block.head_dim % 8 == 0  # 8 keys a load
             if not heads_fit or block.rope.n_dims % 2 or block.n_head % block.n_head_kv:

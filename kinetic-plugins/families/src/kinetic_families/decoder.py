@@ -108,15 +108,15 @@ def head_norms(loader: Loader, i: int, d: Dims, across: bool = False) -> dict[st
 
 
 def attention(loader: Loader, i: int, d: Dims, rope: Rope, scale: float, pre_norm: bool = True,
-              **extra) -> Attention:
+              output_gate: bool = False, **extra) -> Attention:
     """Layer i's attention: separate q, k, v (each with an optional bias, as llama.cpp allows) and output, after
-    attn_norm unless pre_norm is False."""
+    attn_norm unless pre_norm is False; with output_gate, attn_q holds each head's gate after its queries."""
     blk = f"blk.{i}."
     loader.refuse(blk + "attn_qkv.weight")
     q_rows, kv_rows = d.n_head * d.head_dim, d.n_head_kv * d.head_dim
     return Attention(
         norm=norm(loader, blk + "attn_norm.weight", d.n_embd, d.eps) if pre_norm else None,
-        q=loader.weight(blk + "attn_q.weight", (q_rows, d.n_embd)),
+        q=loader.weight(blk + "attn_q.weight", (q_rows * (2 if output_gate else 1), d.n_embd)),
         k=loader.weight(blk + "attn_k.weight", (kv_rows, d.n_embd)),
         v=loader.weight(blk + "attn_v.weight", (kv_rows, d.n_embd)),
         o=loader.weight(blk + "attn_output.weight", (d.n_embd, q_rows)),
@@ -128,6 +128,7 @@ def attention(loader: Loader, i: int, d: Dims, rope: Rope, scale: float, pre_nor
         q_bias=loader.optional(blk + "attn_q.bias", (q_rows,)),
         k_bias=loader.optional(blk + "attn_k.bias", (kv_rows,)),
         v_bias=loader.optional(blk + "attn_v.bias", (kv_rows,)),
+        output_gate=output_gate,
         **extra,
     )
 

@@ -3,10 +3,11 @@
 from kinetic.hookspecs import hookimpl
 
 from kinetic_families import (ernie4_5, exaone4, falcon_h1, gemma3, granite, granite_hybrid, hunyuan_dense, lfm2,
-                              llama, olmo2, qwen2, qwen3)
+                              llama, olmo2, qwen2, qwen3, qwen35)
 
 FAMILIES = (llama.FAMILY, qwen2.FAMILY, qwen3.FAMILY, gemma3.FAMILY, granite.FAMILY, olmo2.FAMILY, exaone4.FAMILY,
-            ernie4_5.FAMILY, hunyuan_dense.FAMILY, lfm2.FAMILY, granite_hybrid.FAMILY, falcon_h1.FAMILY)
+            ernie4_5.FAMILY, hunyuan_dense.FAMILY, lfm2.FAMILY, granite_hybrid.FAMILY, falcon_h1.FAMILY,
+            qwen35.FAMILY)
 
 
 @hookimpl
