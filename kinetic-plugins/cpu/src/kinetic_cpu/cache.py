@@ -11,9 +11,9 @@ from typing import Callable
 from kinetic.contracts.blocks import Attention, ShortConv, Stack
 from kinetic.contracts.device import state_blob, state_magic, state_tokens
 from kinetic.errors import KineticError
+from kinetic.recurrent import RECURRENT, RecurrentStates, cut, has_recurrent
 from kinetic_cpu import ops
 from kinetic_cpu.kernels.attention import KEY_BLOCK, Q8_BYTES, Q8_VALUES
-from kinetic_cpu.recurrent import RECURRENT, RecurrentStates
 
 STATE_MAGIC = b"KCPU-KV2"
 
@@ -69,7 +69,7 @@ class CpuSequence:
     position's key column or value row holding them as ggml's block_q8_0 does. Each short convolution keeps its
     input rows [context, n_embd] float32, position by position, so that the sequence truncates exactly; each
     Mamba-2 or Gated DeltaNet mixer its convolution's input rows likewise, and its state
-    (kinetic_cpu.recurrent), which a cut between kept states computes again through `replay`(sequence, tokens,
+    (kinetic.recurrent), which a cut between kept states computes again through `replay`(sequence, tokens,
     first position)."""
 
     def __init__(self, stack: Stack, context_length: int, cache_types: tuple[str, str],
@@ -83,19 +83,13 @@ class CpuSequence:
                        for a in attentions]
         self.conv_rows = [np.zeros((context_length, b.conv.shape[0]), np.float32)  # a row per position
                           for b in stack.mixers() if isinstance(b, (ShortConv, *RECURRENT))]
-        recurrent = any(isinstance(b, RECURRENT) for b in stack.mixers())
-        self.recurrent = RecurrentStates(stack, context_length) if recurrent else None
+        self.recurrent = RecurrentStates(stack, context_length) if has_recurrent(stack) else None
         self._replay = replay
         self.context_length = context_length
         self.n_tokens = 0
 
     def truncate(self, n: int) -> None:
-        n = min(self.n_tokens, max(0, n))
-        if self.recurrent is not None and n < self.n_tokens:
-            self.n_tokens = self.recurrent.rewind(n)
-            if self.n_tokens < n:
-                self._replay(self, self.recurrent.tokens[self.n_tokens : n].copy(), self.n_tokens)
-        self.n_tokens = n
+        cut(self, n, self._replay)
 
     def write(self, layer: int, at: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
         """Positions at ([n] int64) of a layer get keys k and values v ([n, n_kv, head_dim] float32)."""

@@ -223,7 +223,7 @@ class CpuRunner:
     def _mamba2(self, m: Mamba2, x: np.ndarray, spans: Spans, rows: int, layer: int,
                 positions: np.ndarray) -> np.ndarray:
         """Each sequence's rows keep their convolution input in its kept rows `rows`, then run through its
-        Mamba-2 state `layer` in order (kinetic_cpu.recurrent)."""
+        Mamba-2 state `layer` in order (kinetic.recurrent)."""
         d_inner, channels = m.out_proj.shape[1], m.conv.shape[0]
         zvdt = self._linear(m.in_proj, self._norm(m.norm, x))
         z, v, dt = zvdt[:, :d_inner], zvdt[:, d_inner : d_inner + channels], zvdt[:, d_inner + channels :]
@@ -251,7 +251,7 @@ class CpuRunner:
     def _delta_net(self, g: GatedDeltaNet, x: np.ndarray, spans: Spans, rows: int, layer: int,
                    positions: np.ndarray) -> np.ndarray:
         """Each sequence's rows keep their convolution input in its kept rows `rows`, then run through its
-        Gated DeltaNet state `layer` in order (kinetic_cpu.recurrent, kernels/delta_net.py)."""
+        Gated DeltaNet state `layer` in order (kinetic.recurrent, kernels/delta_net.py)."""
         n, hd = len(x), g.head_dim
         h = self._norm(g.norm, x)
         qkv_in, z, beta, alpha = self._linears(h, (g.qkv_proj, None), (g.gate_proj, None), (g.beta_proj, None),

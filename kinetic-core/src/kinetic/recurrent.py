@@ -1,5 +1,5 @@
-"""A sequence's recurrent states on the CPU (contracts.blocks.Mamba2, GatedDeltaNet), kept so that it truncates
-exactly.
+"""A sequence's recurrent states (contracts.blocks.Mamba2, GatedDeltaNet), kept so that it truncates exactly;
+for every device, in numpy or CuPy arrays (docs/recurrent.md).
 
 Each layer's state is held after the sequence's last token. A pass keeps the states it started from and, while
 they take little memory, those after each of its rows (RAD-1 rolls a draft back to one of them); every
@@ -10,7 +10,8 @@ batch invariance gives the same bits (docs/exactness.md, section 6).
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from types import ModuleType
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -20,8 +21,8 @@ SNAPSHOT = 256  # tokens between kept states: a divisor of the prompt grid (engi
 KEEP_BYTES = 64 << 20  # a pass keeps the states after each of its rows while they fit in this many bytes
 
 RECURRENT = (Mamba2, GatedDeltaNet)  # the mixers that carry a state from token to token
-States = list[Optional[np.ndarray]]  # one float32 state per recurrent layer (state_shape)
-Step = Callable[[slice, np.ndarray, np.ndarray], np.ndarray]  # (rows, state in, state out) -> the rows' outputs
+States = list[Optional[Any]]  # one float32 state per recurrent layer (state_shape), a numpy or CuPy array
+Step = Callable[[slice, Any, Any], Any]  # (rows, state in, state out) -> the rows' outputs
 
 
 def state_shape(block: Mixer) -> tuple[int, int, int]:
@@ -31,10 +32,17 @@ def state_shape(block: Mixer) -> tuple[int, int, int]:
     return block.n_v_head, block.head_dim, block.head_dim
 
 
+def has_recurrent(stack: Stack) -> bool:
+    return any(isinstance(b, RECURRENT) for b in stack.mixers())
+
+
 class RecurrentStates:
-    def __init__(self, stack: Stack, context_length: int):
-        self.current = [np.zeros(state_shape(b), np.float32) for b in stack.mixers() if isinstance(b, RECURRENT)]
-        self._spare = [np.empty_like(s) for s in self.current]  # what the next pass writes its states into
+    """xp: the array module states live in (numpy, or cupy on the GPU); host: one of its arrays as numpy."""
+
+    def __init__(self, stack: Stack, context_length: int, xp: ModuleType = np, host: Callable = np.asarray):
+        self.xp, self.host = xp, host
+        self.current = [xp.zeros(state_shape(b), xp.float32) for b in stack.mixers() if isinstance(b, RECURRENT)]
+        self._spare = [xp.empty_like(s) for s in self.current]  # what the next pass writes its states into
         self.state_bytes = sum(s.nbytes for s in self.current)
         self.tokens = np.zeros(context_length, np.int64)  # to compute a cut's tokens again
         self.kept: dict[int, States] = {}  # tokens held -> the states after them, every SNAPSHOT tokens
@@ -61,7 +69,7 @@ class RecurrentStates:
                 self._keep(self.kept, held, layer, out.copy())
             start, source = stop, out
         self.current[layer], self._spare[layer] = out, began
-        return outputs[0] if len(outputs) == 1 else np.concatenate(outputs)
+        return outputs[0] if len(outputs) == 1 else self.xp.concatenate(outputs)
 
     def _keep(self, table: dict[int, States], held: int, layer: int, state: np.ndarray) -> None:
         table.setdefault(held, [None] * len(self.current))[layer] = state
@@ -86,8 +94,8 @@ class RecurrentStates:
     def parts(self, n: int) -> list[bytes]:
         """Its bytes for a saved sequence of n tokens: the tokens, the current states, then each kept snapshot."""
         snapshots = [self.kept[k] for k in range(SNAPSHOT, n + 1, SNAPSHOT)]
-        return [self.tokens[:n].tobytes(), *(s.tobytes() for s in self.current),
-                *(s.tobytes() for states in snapshots for s in states)]
+        return [self.tokens[:n].tobytes(), *(self.host(s).tobytes() for s in self.current),
+                *(self.host(s).tobytes() for states in snapshots for s in states)]
 
     def saved_bytes(self, n: int) -> int:
         return 8 * n + self.state_bytes * (1 + n // SNAPSHOT)
@@ -104,6 +112,17 @@ class RecurrentStates:
     def _read(self, blob: bytes, at: int) -> tuple[States, int]:
         states = []
         for s in self.current:
-            states.append(np.frombuffer(blob, np.float32, s.size, at).reshape(s.shape).copy())
+            states.append(self.xp.array(np.frombuffer(blob, np.float32, s.size, at).reshape(s.shape)))
             at += s.nbytes
         return states, at
+
+
+def cut(seq: Any, n: int, replay: Callable[[Any, np.ndarray, int], None]) -> None:
+    """Truncate a device sequence (its n_tokens and recurrent states) to its first n tokens: back to the last kept
+    states at or before n, then replay(seq, tokens, first position) the tokens from there to n again."""
+    n = min(seq.n_tokens, max(0, n))
+    if seq.recurrent is not None and n < seq.n_tokens:
+        seq.n_tokens = seq.recurrent.rewind(n)
+        if seq.n_tokens < n:
+            replay(seq, seq.recurrent.tokens[seq.n_tokens : n].copy(), seq.n_tokens)
+    seq.n_tokens = n
