@@ -6,17 +6,19 @@ data, so the one-token decode step can be captured as a CUDA graph and replayed 
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional
 
 import cupy
 import numpy as np
 
 from kinetic import rotary
-from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, ShortConv, Weight
+from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, RmsNorm, Rope, ShortConv,
+                                      Weight)
 from kinetic.contracts.device import cache_rotations
 from kinetic_cuda import ops
 from kinetic_cuda.weights import GpuMatrix, vector
-from kinetic_cuda.workspace import Activations, Workspace
+from kinetic_cuda.workspace import Activations, Workspace, mix_widths
 
 Matrices = Callable[[Weight], GpuMatrix]  # a weight -> its one GpuMatrix (tied weights share it)
 
@@ -101,14 +103,21 @@ class GpuAttention:
         self.q_bias, self.k_bias, self.v_bias = (_bias(w) for w in (a.q_bias, a.k_bias, a.v_bias))
         self.table = tables(a.rope)
         self.q_width, self.kv_width = a.n_head * a.head_dim, a.n_head_kv * a.head_dim
+        self.widths = mix_widths(a)
 
     def run(self, ws: Workspace, n: int, keys: cupy.ndarray, values: cupy.ndarray) -> None:
         """ws.x[:n] += this block's output; keys, values: its cache (kinetic_cuda.cache)."""
         a, positions = self.block, ws.inputs[1]
         h, prepared = _norm_input(ws, self.norm, n, wants_int8(self.q, self.k, self.v))
         q, k, v = ws.view(ws.q, self.q_width), ws.view(ws.k, self.kv_width), ws.view(ws.v, self.kv_width)
-        products(ws, h, n, [(self.q, q, self.q_bias), (self.k, k, self.k_bias), (self.v, v, self.v_bias)],
-                 prepared=prepared)
+        if a.output_gate:  # the q projection holds each head's queries, then its gate
+            (queries,), (gate,) = (ws.carve(buffer, widths) for buffer, widths in zip((ws.mix_in, ws.mix), self.widths))
+            products(ws, h, n, [(self.q, queries, self.q_bias), (self.k, k, self.k_bias), (self.v, v, self.v_bias)],
+                     prepared=prepared)
+            ops.split_gate(queries, n, a.head_dim, q, gate)
+        else:
+            products(ws, h, n, [(self.q, q, self.q_bias), (self.k, k, self.k_bias), (self.v, v, self.v_bias)],
+                     prepared=prepared)
         if not a.norms_after_rope:
             self._head_norms(q, k, n)
         keep_keys = self.q8[0] or a.norms_after_rope
@@ -125,12 +134,15 @@ class GpuAttention:
         for x, cache, q8 in ((k, keys, self.q8[0]), (v, values, self.q8[1])):
             if q8:
                 ops.store_q8(x, positions, n, cache)
-        # the attention kernel quantizes whole heads, unless they must turn back first
-        quantized = self.o.quantized and a.head_dim % 32 == 0 and not self.turn_values
+        # the attention kernel quantizes whole heads, unless they must turn back or be gated first
+        quantized = self.o.quantized and a.head_dim % 32 == 0 and not self.turn_values and not a.output_gate
         ops.attention(ws, a, positions, n, keys, values, self.q8, ws.acts if quantized else None)
         att = ws.view(ws.att, self.q_width)
         if self.turn_values:
             ops.rotate(att, n, self.turn_values)
+        if a.output_gate:
+            quantized = self.o.quantized
+            ops.sigmoid_mul(att, gate, n, ws.acts if quantized else None)
         residual(ws, self.o, att, n, self.post_norm, self.residual_scale, prepared=quantized)
 
     def _head_norms(self, q: cupy.ndarray, k: cupy.ndarray, n: int) -> None:
@@ -169,3 +181,79 @@ class GpuFeedForward:
         products(ws, h, n, [(self.gate, g, None), (self.up, u, None)], prepared=prepared)
         ops.gate(g, u, n, self.gelu, ws.acts if self.down.quantized else None)
         residual(ws, self.down, g, n, self.post_norm, self.residual_scale, prepared=True)
+
+
+class GpuMamba2:
+    def __init__(self, m: Mamba2, matrix: Matrices, residual_scale: float):
+        self.block, self.residual_scale = m, residual_scale
+        self.norm = _optional(m.norm)
+        self.in_proj, self.out_proj = matrix(m.in_proj), matrix(m.out_proj)
+        self.conv, self.conv_bias = vector(m.conv), _bias(m.conv_bias)
+        self.vectors = tuple(vector(w) for w in (m.dt_bias, m.a, m.d))
+        self.out_norm = vector(m.out_norm.weight) if m.out_norm is not None else None
+        self.group_ones = cupy.ones(m.out_proj.shape[1] // m.n_group, cupy.float32)  # x * 1 is exact
+        self.d_inner, self.channels = m.out_proj.shape[1], m.conv.shape[0]
+        self.widths = mix_widths(m)
+
+    def run(self, ws: Workspace, n: int, kept: cupy.ndarray, states, layer: int, first: int) -> None:
+        """ws.x[:n] += this block's output; kept: its convolution's rows of the sequence ([context, channels]);
+        states: the sequence's RecurrentStates, this block's is `layer`; first: the pass's first position."""
+        m = self.block
+        h, prepared = _norm_input(ws, self.norm, n, wants_int8(self.in_proj))
+        (zvdt,), (conv, y) = (ws.carve(buffer, widths) for buffer, widths in zip((ws.mix_in, ws.mix), self.widths))
+        products(ws, h, n, [(self.in_proj, zvdt, None)], prepared=prepared)
+        v, dt = zvdt[:, self.d_inner : self.d_inner + self.channels], zvdt[:, self.d_inner + self.channels :]
+        ops.conv_silu(v, ws.inputs[1], n, kept, self.conv, self.conv_bias, conv)
+
+        def step(rows: slice, state_in: cupy.ndarray, state_out: cupy.ndarray) -> cupy.ndarray:
+            ops.ssm_scan(conv[rows], dt[rows], rows.stop - rows.start, m, self.vectors, state_in, state_out, y[rows])
+            return y[rows]
+
+        states.scan(layer, n, first, step)
+        ops.silu_gate_rows(y, zvdt, n)  # y * silu(z): z leads each row
+        if self.out_norm is not None:  # each group normed with ones, then times its weights
+            groups = y.reshape(-1, self.group_ones.size)
+            ops.rms_norm(groups, n * m.n_group, self.group_ones, m.out_norm.eps, groups)
+            ops.mul_rows(y, self.out_norm, n)
+        residual(ws, self.out_proj, y, n, None, self.residual_scale)
+
+
+class GpuDeltaNet:
+    def __init__(self, g: GatedDeltaNet, matrix: Matrices, residual_scale: float, rows: int):
+        self.block, self.residual_scale = g, residual_scale
+        self.norm, self.out_norm = GpuNorm(g.norm), GpuNorm(g.out_norm)
+        self.projections = [matrix(w) for w in (g.qkv_proj, g.gate_proj, g.beta_proj, g.alpha_proj)]
+        self.out_proj = matrix(g.out_proj)
+        self.conv, self.vectors = vector(g.conv), (vector(g.dt_bias), vector(g.a))
+        self.ones = cupy.ones(g.head_dim, cupy.float32)
+        heads = g.conv.shape[0] // g.head_dim  # a row's q, k and v heads; q's and k's the first 2 n_k_head
+        qk = 2 * g.n_k_head
+        self.qk_rows = cupy.asarray((np.arange(rows)[:, None] * heads + np.arange(qk)[None, :]).ravel(), cupy.int32)
+        self.widths = mix_widths(g)
+
+    def run(self, ws: Workspace, n: int, kept: cupy.ndarray, states, layer: int, first: int) -> None:
+        """As GpuMamba2.run."""
+        g, hd = self.block, self.block.head_dim
+        h, prepared = _norm_input(ws, self.norm, n, wants_int8(*self.projections))
+        (qkv, z, beta, alpha), (conv, qk, o) = (ws.carve(buffer, widths)
+                                                for buffer, widths in zip((ws.mix_in, ws.mix), self.widths))
+        products(ws, h, n, list(zip(self.projections, (qkv, z, beta, alpha), (None,) * 4)), prepared=prepared)
+        ops.conv_silu(qkv, ws.inputs[1], n, kept, self.conv, None, conv)
+        # q and k over each head: x / sqrt(sum x^2 + eps) as llama.cpp takes it, an RMS norm with eps / head_dim
+        # times 1 / sqrt(head_dim)
+        pieces = conv.reshape(-1, hd)
+        ops.rms_norm(pieces, n * 2 * g.n_k_head, self.ones, g.l2_eps / hd, qk.reshape(-1, hd), rows=self.qk_rows)
+        ops.scale(qk, n, 1 / math.sqrt(hd))
+        v = conv[:, 2 * g.n_k_head * hd :]
+
+        def step(rows: slice, state_in: cupy.ndarray, state_out: cupy.ndarray) -> cupy.ndarray:
+            ops.delta_net_scan(qk[rows], v[rows], beta[rows], alpha[rows], rows.stop - rows.start, g, self.vectors,
+                               state_in, state_out, o[rows])
+            return o[rows]
+
+        states.scan(layer, n, first, step)
+        heads = o.reshape(-1, hd)
+        self.out_norm(heads, n * g.n_v_head, heads)
+        quantized = self.out_proj.quantized
+        ops.gate(z, o, n, False, ws.acts if quantized else None)  # z = silu(z) * normed o
+        residual(ws, self.out_proj, z, n, None, self.residual_scale, prepared=quantized)

@@ -175,3 +175,62 @@ def scale(x: cupy.ndarray, n: int, by: float) -> None:
     """x[:n] *= by."""
     total = n * x.shape[1]
     kernel("scale")((_blocks(total),), (THREADS,), (x, np.int64(total), np.float32(by)))
+
+
+def conv_silu(x: cupy.ndarray, positions: cupy.ndarray, n: int, kept: cupy.ndarray, weights: cupy.ndarray,
+              bias: Optional[cupy.ndarray], out: cupy.ndarray) -> None:
+    """Rows x[:n] (a [rows, channels] view, rows strided) keep their values at their positions in kept ([context,
+    channels] float32), then out[:n] ([rows, channels]) = silu(their causal convolution over kept (+ bias)), weights
+    [channels * width] (kernels/recurrent.cu)."""
+    channels = kept.shape[1]
+    total = np.int64(n * channels)
+    kernel("conv_keep")((_blocks(n * channels),), (THREADS,), (x, np.int64(x.strides[0] // 4), positions, total,
+                                                               np.int32(channels), kept))
+    kernel("conv_silu")((_blocks(n * channels),), (THREADS,), (positions, total, np.int32(channels), kept, weights,
+                                                               np.int32(weights.size // channels),
+                                                               NULL if bias is None else bias, out))
+
+
+def ssm_scan(v: cupy.ndarray, dt: cupy.ndarray, n: int, block, vectors: tuple, state_in: cupy.ndarray,
+             state_out: cupy.ndarray, y: cupy.ndarray) -> None:
+    """Mamba-2's scan of rows v[:n] (u, B, C) and dt[:n] (views with rows strided) from state_in into state_out,
+    y[:n] = their outputs; block: the Mamba2; vectors: its dt_bias, a, d on the GPU."""
+    n_head, head_dim, d_state = state_in.shape
+    args = (v, np.int64(v.strides[0] // 4), dt, np.int64(dt.strides[0] // 4), *vectors, state_in, state_out, y,
+            np.int32(n), np.int32(n_head), np.int32(d_state), np.int32(block.n_group))
+    kernel("ssm_scan")((n_head,), (head_dim,), args)
+
+
+def delta_net_scan(qk: cupy.ndarray, v: cupy.ndarray, beta: cupy.ndarray, alpha: cupy.ndarray, n: int, block,
+                   vectors: tuple, state_in: cupy.ndarray, state_out: cupy.ndarray, o: cupy.ndarray) -> None:
+    """Gated DeltaNet's scan of rows qk[:n] ([rows, 2 n_k_head * head_dim]), v, beta and alpha (views with rows
+    strided) from state_in into state_out, o[:n] = their outputs; block: the GatedDeltaNet; vectors: its dt_bias
+    and a on the GPU."""
+    args = (qk, v, np.int64(v.strides[0] // 4), beta, alpha, np.int64(beta.strides[0] // 4), *vectors, state_in,
+            state_out, o, np.int32(n), np.int32(block.n_v_head), np.int32(block.n_k_head))
+    kernel("delta_net_scan")((block.n_v_head,), (block.head_dim,), args)
+
+
+def split_gate(qg: cupy.ndarray, n: int, head_dim: int, q: cupy.ndarray, gate: cupy.ndarray) -> None:
+    """Rows qg[:n] (per head its queries then its gate) into q[:n] and gate[:n]."""
+    total = n * q.shape[1]
+    kernel("split_gate")((_blocks(total),), (THREADS,), (qg, np.int64(total), np.int32(head_dim), q, gate))
+
+
+def sigmoid_mul(x: cupy.ndarray, g: cupy.ndarray, n: int, acts: Optional[Activations]) -> None:
+    """x[:n] *= sigmoid(g[:n]), and into acts too when given."""
+    total = n * x.shape[1]
+    kernel("sigmoid_mul")((_blocks(total),), (THREADS,), (x, g, np.int64(total)) + _acts(acts))
+
+
+def mul_rows(x: cupy.ndarray, w: cupy.ndarray, n: int) -> None:
+    """Each row of x[:n] times w, element by element."""
+    total = n * x.shape[1]
+    kernel("mul_rows")((_blocks(total),), (THREADS,), (x, w, np.int64(total), np.int32(w.size)))
+
+
+def silu_gate_rows(x: cupy.ndarray, z: cupy.ndarray, n: int) -> None:
+    """x[:n] = silu(z[:n]) * x[:n]; z a view with rows strided."""
+    total = n * x.shape[1]
+    kernel("silu_gate_rows")((_blocks(total),), (THREADS,), (x, z, np.int64(z.strides[0] // 4), np.int64(total),
+                                                            np.int32(x.shape[1])))

@@ -9,14 +9,16 @@ from typing import Optional, Sequence
 import cupy
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, Rope, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import Attention, GatedDeltaNet, Mamba2, Rope, ShortConv, Stack, Weight
 from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_cache_types, linear_batches, state_blob,
                                       state_magic, state_tokens)
 from kinetic.errors import KineticError
+from kinetic.recurrent import RecurrentStates, cut, has_recurrent
 from kinetic_cuda import cache as cache_module
 from kinetic_cuda import ops
 from kinetic_cuda.gpu import free_memory, gpu_name
-from kinetic_cuda.layers import GpuAttention, GpuFeedForward, GpuNorm, GpuShortConv, products, rope_table
+from kinetic_cuda.layers import (GpuAttention, GpuDeltaNet, GpuFeedForward, GpuMamba2, GpuNorm, GpuShortConv, products,
+                                 rope_table)
 from kinetic_cuda.module import compile_seconds, kernel
 from kinetic_cuda.support import TITLE, matrices
 from kinetic_cuda.weights import GpuMatrix, upload_bytes
@@ -27,23 +29,28 @@ STATE_MAGIC = b"KCUDAKV2"
 MIN_CONTEXT = 4096  # shrinking to fit stops here (reference docs, -c)
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
 KERNELS = ("quantize_q8", "gate", "add", "scale", "rms_norm", "rope_store", "store_q8", "store_f16", "hadamard",
-           "short_conv_keep", "short_conv", *ops.ATTENTION_KERNELS)
-Caches = tuple[list[tuple[cupy.ndarray, cupy.ndarray]], list[cupy.ndarray]]  # keys and values; short convs' rows
+           "short_conv_keep", "short_conv", "conv_keep", "conv_silu", "ssm_scan", "delta_net_scan", "split_gate",
+           "sigmoid_mul", "mul_rows", "silu_gate_rows", *ops.ATTENTION_KERNELS)
+Caches = tuple[list[tuple[cupy.ndarray, cupy.ndarray]], list[cupy.ndarray]]  # keys and values; convolutions' rows
 
 
 class CudaSequence:
-    """One conversation: a KV cache per attention block (keys, values: kinetic_cuda.cache), each short
-    convolution's kept rows ([context, n_embd] float32, a row per position), and its decode graph."""
+    """One conversation: a KV cache per attention block (keys, values: kinetic_cuda.cache), each convolution's kept
+    rows ([context, channels] float32, a row per position), the recurrent mixers' states (kinetic.recurrent), which
+    a cut between kept states computes again through `replay`(sequence, tokens, first position), and its decode
+    graph."""
 
-    def __init__(self, caches: Caches, stream, cache_types: tuple[str, str], widths: list[int]):
+    def __init__(self, caches: Caches, stream, cache_types: tuple[str, str], widths: list[int],
+                 recurrent: Optional[RecurrentStates], replay):
         self.caches, self.conv_rows = caches
         self.stream = stream  # the runner's, which every pass and copy of this cache goes on
         self.cache_types, self.widths = cache_types, widths
+        self.recurrent, self._replay = recurrent, replay
         self.n_tokens = 0
         self.decode_graph = None  # captured at its first one-token step
 
     def truncate(self, n: int) -> None:
-        self.n_tokens = min(self.n_tokens, max(0, n))
+        cut(self, n, self._replay)
 
     def save(self) -> bytes:
         """n_tokens, then each block's keys and values for them, then each short convolution's rows: the cache's
@@ -55,6 +62,7 @@ class CudaSequence:
                 for cache, cache_type in zip(pair, self.cache_types):
                     parts += cache_module.held(cache, cache_type, n, width, self.stream)
             parts += [rows[:n].get(stream=self.stream).tobytes() for rows in self.conv_rows]
+            parts += self.recurrent.parts(n) if self.recurrent is not None else []
             self.stream.synchronize()
         return state_blob(state_magic(STATE_MAGIC, self.cache_types), n, parts)
 
@@ -63,8 +71,10 @@ class CudaSequence:
         n, head = state_tokens(blob, state_magic(STATE_MAGIC, self.cache_types), "CUDA")
         per_token = sum(cache_module.bytes_per_token(t, width) for width in self.widths for t in self.cache_types)
         per_token += sum(rows[0].nbytes for rows in self.conv_rows)
-        context = cache_module.positions(self.caches[0][0], self.cache_types[0], self.widths[0])
-        if not 0 <= n <= context or len(blob) != head + n * per_token:
+        context = len(self.conv_rows[0]) if self.conv_rows else \
+            cache_module.positions(self.caches[0][0], self.cache_types[0], self.widths[0])
+        states = self.recurrent.saved_bytes(n) if self.recurrent is not None else 0
+        if not 0 <= n <= context or len(blob) != head + n * per_token + states:
             raise KineticError("the saved state does not fit this model and context")
         with self.stream:
             at = head
@@ -74,6 +84,8 @@ class CudaSequence:
             for rows in self.conv_rows:
                 rows[:n].set(np.frombuffer(blob, np.float32, n * rows.shape[1], at).reshape(n, -1), stream=self.stream)
                 at += n * rows[0].nbytes
+            if self.recurrent is not None:
+                self.recurrent.load(blob, at, n)
             self.stream.synchronize()
         self.n_tokens = n
 
@@ -92,16 +104,14 @@ class CudaRunner:
         self.cache_types = options.cache_types
         shape = Shape.of(stack)
         self._widths = [b.n_head_kv * b.head_dim for b in stack.blocks if isinstance(b, Attention)]
-        self._convolutions = shape.convolutions
+        self._conv_widths = shape.conv_widths
         self.context_length = _context_that_fits(stack, shape, self._widths, options)
         rows = rows_per_pass(shape, self.context_length)
         self.device_name = gpu_name()
         self._matrices: dict[str, GpuMatrix] = {}
         self._tables: dict[tuple, tuple] = {}
         scale = stack.residual_scale
-        self.blocks = [GpuAttention(b, self._matrix, self._table, self.cache_types, scale) if isinstance(b, Attention)
-                       else GpuShortConv(b, self._matrix, scale) if isinstance(b, ShortConv)
-                       else GpuFeedForward(b, self._matrix, scale) for b in stack.blocks]
+        self.blocks = [self._block(b, scale, rows) for b in stack.blocks]
         self.embedding, self.output = self._matrix(stack.embedding), self._matrix(stack.output)
         self.output_norm = GpuNorm(stack.output_norm)
         self.ws = Workspace(shape, rows, self.context_length)
@@ -110,6 +120,17 @@ class CudaRunner:
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self._spare_caches = [self._new_caches()]
         self._host_logits = pinned(min(PINNED_ROWS, rows) * stack.n_vocab).reshape(-1, stack.n_vocab)
+
+    def _block(self, b, scale: float, rows: int):
+        if isinstance(b, Attention):
+            return GpuAttention(b, self._matrix, self._table, self.cache_types, scale)
+        if isinstance(b, ShortConv):
+            return GpuShortConv(b, self._matrix, scale)
+        if isinstance(b, Mamba2):
+            return GpuMamba2(b, self._matrix, scale)
+        if isinstance(b, GatedDeltaNet):
+            return GpuDeltaNet(b, self._matrix, scale, rows)
+        return GpuFeedForward(b, self._matrix, scale)
 
     def _matrix(self, weight: Weight) -> GpuMatrix:
         if weight.name not in self._matrices:
@@ -126,15 +147,20 @@ class CudaRunner:
     def _new_caches(self) -> Caches:
         kv = [tuple(cache_module.new_cache(t, self.context_length, width) for t in self.cache_types)
               for width in self._widths]
-        return kv, [cupy.zeros((self.context_length, self.stack.n_embd), cupy.float32)
-                    for _ in range(self._convolutions)]
+        return kv, [cupy.zeros((self.context_length, width), cupy.float32) for width in self._conv_widths]
 
     def new_sequence(self) -> CudaSequence:
         """A sequence on a reserved cache; its cache is reused by a later sequence once it is collected."""
         caches = self._spare_caches.pop() if self._spare_caches else self._new_caches()
-        seq = CudaSequence(caches, self.stream, self.cache_types, self._widths)
+        recurrent = RecurrentStates(self.stack, self.context_length, cupy, cupy.asnumpy) \
+            if has_recurrent(self.stack) else None
+        seq = CudaSequence(caches, self.stream, self.cache_types, self._widths, recurrent, self._replay)
         weakref.finalize(seq, self._spare_caches.append, caches)
         return seq
+
+    def _replay(self, seq: CudaSequence, tokens: np.ndarray, first: int) -> None:
+        """Append tokens at positions first, first + 1, ... to seq again (a cut between kept recurrent states)."""
+        self.forward([Row(seq, int(t), first + i, parent=i - 1) for i, t in enumerate(tokens)])
 
     def load(self, blob: bytes, into: Optional[CudaSequence] = None) -> CudaSequence:
         seq = into if into is not None else self.new_sequence()
@@ -164,13 +190,15 @@ class CudaRunner:
         inputs[0, :n] = [row.token for row in batch]
         inputs[1, :n] = [row.position for row in batch]
         inputs[2, : len(asks)] = asks
+        if seq.recurrent is not None:
+            seq.recurrent.tokens[inputs[1, :n]] = inputs[0, :n]
         with self.stream:
             self.stream.synchronize()  # the last pass may still read the inputs
             self.ws.inputs.set(inputs, stream=self.stream)
-            if n == 1 and asks:
+            if n == 1 and asks and seq.recurrent is None:  # recurrent states move between buffers: no graph
                 self._decode_graph(seq).launch(self.stream)
             else:
-                self._queue(seq, n, len(asks))
+                self._queue(seq, n, len(asks), batch[0].position)
             if asks:
                 host = self._host_logits[: len(asks)] if len(asks) <= len(self._host_logits) else None
                 logits = self.ws.logits[: len(asks)].get(stream=self.stream, out=host)
@@ -187,16 +215,19 @@ class CudaRunner:
             seq.decode_graph = self.stream.end_capture()
         return seq.decode_graph
 
-    def _queue(self, seq: CudaSequence, n: int, n_logits: int) -> None:
-        """Queue a pass of n rows whose inputs are in ws.inputs; logits of the first n_logits asking rows."""
+    def _queue(self, seq: CudaSequence, n: int, n_logits: int, first: int = 0) -> None:
+        """Queue a pass of n rows at positions first, ... whose inputs are in ws.inputs; logits of the first
+        n_logits asking rows."""
         ws = self.ws
         ops.embed(self.embedding, ws.inputs[0], n, ws.x, self.stack.embedding_scale)
-        caches, conv_rows = iter(seq.caches), iter(seq.conv_rows)
+        caches, conv_rows, layers = iter(seq.caches), iter(seq.conv_rows), iter(range(len(self.blocks)))
         for block in self.blocks:
             if isinstance(block, GpuAttention):
                 block.run(ws, n, *next(caches))
             elif isinstance(block, GpuShortConv):
                 block.run(ws, n, next(conv_rows))
+            elif isinstance(block, (GpuMamba2, GpuDeltaNet)):
+                block.run(ws, n, next(conv_rows), seq.recurrent, next(layers), first)
             else:
                 block.run(ws, n)
         if n_logits:
@@ -230,5 +261,5 @@ def _context_that_fits(stack: Stack, shape: Shape, widths: list[int], options: U
 def _scratch_bytes(shape: Shape, widths: list[int], context: int, cache_types: tuple[str, str] = ("f16", "f16")) -> int:
     """The KV cache of one sequence and the pass workspace, for a context of this many tokens."""
     cache = sum(context * cache_module.bytes_per_token(t, width) for width in widths for t in cache_types)
-    cache += context * 4 * shape.n_embd * shape.convolutions
+    cache += context * 4 * sum(shape.conv_widths)
     return cache + workspace_bytes(shape, rows_per_pass(shape, context), context)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Optional
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Parallel, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Parallel, ShortConv, Stack,
+                                      Weight)
+from kinetic.recurrent import RECURRENT, state_shape
 
 TITLE = "CUDA"  # how messages name the device
 QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # against int8 activations
 FLOATS = ("F32", "F16", "BF16")  # against float32 activations
 MAX_HEAD_DIM = 256  # one attention thread block per (row, head) holds a head's query
+MAX_STATE_ROWS = 1024  # a recurrent scan's thread block per head has a thread per row of the head's state
 
 
 def matrices(stack: Stack) -> list[Weight]:
@@ -20,18 +23,20 @@ def matrices(stack: Stack) -> list[Weight]:
             out += [block.q, block.k, block.v, block.o]
         elif isinstance(block, GatedFeedForward):
             out += [block.gate, block.up, block.down]
-        elif isinstance(block, ShortConv):
+        elif isinstance(block, (ShortConv, Mamba2)):
             out += [block.in_proj, block.out_proj]
+        elif isinstance(block, GatedDeltaNet):
+            out += [block.qkv_proj, block.gate_proj, block.beta_proj, block.alpha_proj, block.out_proj]
     return out
 
 
 def refusal(stack: Stack) -> Optional[str]:
     """None if the device runs every block and weight of the stack, else one line saying what it lacks."""
-    for block in stack.mixers() + [b for b in stack.blocks if isinstance(b, Parallel)]:
-        if not isinstance(block, (Attention, GatedFeedForward, ShortConv)):
+    for block in [b for b in stack.blocks if isinstance(b, Parallel)] + stack.mixers():
+        if not isinstance(block, (Attention, GatedFeedForward, ShortConv, *RECURRENT)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"
-        if isinstance(block, Attention) and block.output_gate:
-            return "CUDA has no kernel for gated attention outputs"
+        if isinstance(block, RECURRENT) and state_shape(block)[1] > MAX_STATE_ROWS:
+            return f"CUDA has no {type(block).__name__} kernel for heads of {state_shape(block)[1]}"
         if isinstance(block, Attention):
             heads_fit = block.head_dim <= MAX_HEAD_DIM and block.head_dim % 8 == 0  # 8 keys a load
             if not heads_fit or block.rope.n_dims % 2 or block.n_head % block.n_head_kv:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import cupy
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, ShortConv, Stack
+from kinetic.contracts.blocks import Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, ShortConv, Stack
 
 SCORES_BYTES = 1 << 30  # attention scores scratch; fewer rows per pass where long contexts need it
 MAX_ROWS = 512
@@ -23,20 +23,38 @@ class Shape:
     kv_width: int  # widest n_head_kv * head_dim
     n_ff: int  # widest feed-forward, or short convolution's b, c, u (3 n_embd), whichever is wider
     n_head: int
-    convolutions: int = 0  # short convolutions, each keeping a row of n_embd float32 per position
+    conv_widths: tuple[int, ...] = ()  # each convolution's kept row of float32 per position, in block order
+    mix_width: int = 0  # the widest of the mix buffers' carvings (mix_widths)
 
     @staticmethod
     def of(stack: Stack) -> "Shape":
-        attentions = [b for b in stack.blocks if isinstance(b, Attention)]
-        widths = [b.gate.shape[0] if isinstance(b, GatedFeedForward) else b.in_proj.shape[0] for b in stack.blocks
+        mixers = stack.mixers()
+        attentions = [b for b in mixers if isinstance(b, Attention)]
+        widths = [b.gate.shape[0] if isinstance(b, GatedFeedForward) else b.in_proj.shape[0] for b in mixers
                   if isinstance(b, (GatedFeedForward, ShortConv))]
+        conv_widths = tuple(b.conv.shape[0] for b in mixers if isinstance(b, (ShortConv, Mamba2, GatedDeltaNet)))
         return Shape(stack.n_embd, stack.n_vocab, max((a.n_head * a.head_dim for a in attentions), default=0),
                      max((a.n_head_kv * a.head_dim for a in attentions), default=0), max(widths, default=0),
-                     max((a.n_head for a in attentions), default=1), sum(isinstance(b, ShortConv) for b in stack.blocks))
+                     max((a.n_head for a in attentions), default=1), conv_widths,
+                     max((sum(w) for b in mixers for w in mix_widths(b)), default=0))
 
     @property
     def widest(self) -> int:
         return max(self.n_embd, self.q_width, self.n_ff)
+
+
+def mix_widths(block: Mixer) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The widths a block carves from the two mix buffers (Workspace.carve): its projections', then its own."""
+    if isinstance(block, Mamba2):
+        return (block.in_proj.shape[0],), (block.conv.shape[0], block.out_proj.shape[1])  # zvdt; conv, y
+    if isinstance(block, GatedDeltaNet):
+        channels, inner, heads = block.conv.shape[0], block.out_proj.shape[1], block.n_v_head
+        qk = 2 * block.n_k_head * block.head_dim
+        return (channels, inner, heads, heads), (channels, qk, inner)  # qkv, z, beta, alpha; conv, q and k, o
+    if isinstance(block, Attention) and block.output_gate:
+        width = block.n_head * block.head_dim
+        return (2 * width,), (width,)  # queries and gates; gates
+    return (), ()
 
 
 def rows_per_pass(shape: Shape, context: int) -> int:
@@ -44,7 +62,8 @@ def rows_per_pass(shape: Shape, context: int) -> int:
 
 
 def workspace_bytes(shape: Shape, rows: int, context: int) -> int:
-    floats = rows * (3 * shape.n_embd + 2 * shape.q_width + 2 * shape.kv_width + 2 * shape.n_ff + shape.n_vocab)
+    floats = rows * (3 * shape.n_embd + 2 * shape.q_width + 2 * shape.kv_width + 2 * shape.n_ff + shape.n_vocab
+                     + 2 * shape.mix_width)
     return 4 * floats + rows * shape.widest * (1 + 8 / 32) + 4 * rows * shape.n_head * context
 
 
@@ -68,6 +87,7 @@ class Workspace:
         self.k, self.v = floats(rows, shape.kv_width), floats(rows, shape.kv_width)
         self.gate, self.up = floats(rows, shape.n_ff), floats(rows, shape.n_ff)
         self.logits = floats(rows, shape.n_vocab)
+        self.mix_in, self.mix = floats(rows * shape.mix_width), floats(rows * shape.mix_width)
         self.scores = floats(rows * shape.n_head * context)
         self.acts = Activations(rows, shape.widest)
         self.inputs = cupy.zeros((3, rows), cupy.int32)  # tokens, positions, rows asking for logits
@@ -75,3 +95,11 @@ class Workspace:
     def view(self, buffer: cupy.ndarray, width: int) -> cupy.ndarray:
         """buffer's memory as a contiguous [rows, width] array, for blocks narrower than the widest."""
         return buffer.ravel()[: self.rows * width].reshape(self.rows, width)
+
+    def carve(self, buffer: cupy.ndarray, widths: tuple[int, ...]) -> list[cupy.ndarray]:
+        """Contiguous [rows, width] arrays, one after another in buffer's memory (mix_widths)."""
+        out, at = [], 0
+        for width in widths:
+            out.append(buffer[at : at + self.rows * width].reshape(self.rows, width))
+            at += self.rows * width
+        return out
