@@ -78,7 +78,9 @@ def test_answers_side_by_side_are_the_answers_alone(servers, settings):
 
 @pytest.mark.parametrize("device, arch", [("cpu", "lfm2"), ("cpu", "granitehybrid"), ("cpu", "falcon-h1"), ("cpu", "qwen35"),
                                           pytest.param("cuda", "qwen2", marks=cuda),
-                                          pytest.param("cuda", "lfm2", marks=cuda)])
+                                          pytest.param("cuda", "lfm2", marks=cuda),
+                                          pytest.param("cuda", "granitehybrid", marks=cuda),
+                                          pytest.param("cuda", "qwen35", marks=cuda)])
 @pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "seed": 11}], ids=["greedy", "seeded"])
 def test_random_weights_side_by_side(tmp_path, device, arch, settings):
     """A random-weight model (with short convolutions or Mamba-2 mixers, and on the GPU qwen2 too): prompts of
