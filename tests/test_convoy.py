@@ -80,6 +80,7 @@ def test_answers_side_by_side_are_the_answers_alone(servers, settings):
                                           pytest.param("cuda", "qwen2", marks=cuda),
                                           pytest.param("cuda", "lfm2", marks=cuda),
                                           pytest.param("cuda", "granitehybrid", marks=cuda),
+                                          pytest.param("cuda", "falcon-h1", marks=cuda),
                                           pytest.param("cuda", "qwen35", marks=cuda)])
 @pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "seed": 11}], ids=["greedy", "seeded"])
 def test_random_weights_side_by_side(tmp_path, device, arch, settings):

@@ -13,8 +13,8 @@ import cupy
 import numpy as np
 
 from kinetic import rotary
-from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, RmsNorm, Rope, ShortConv,
-                                      Weight)
+from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Parallel, RmsNorm, Rope,
+                                      ShortConv, Weight)
 from kinetic.contracts.device import cache_rotations
 from kinetic_cuda import ops
 from kinetic_cuda.weights import GpuMatrix, vector
@@ -84,9 +84,10 @@ def rope_table(rope: Rope, context: int) -> tuple[cupy.ndarray, cupy.ndarray]:
 
 
 def _norm_input(ws: Workspace, norm: Optional[GpuNorm], n: int, int8: bool) -> tuple[cupy.ndarray, bool]:
-    """The block's input, ws.h = norm(ws.x) or ws.x itself without a norm, and whether its int8 blocks are made."""
+    """The block's input, ws.h = norm(ws.x) or without a norm ws.x itself (a Parallel's mixer: its shared norm,
+    ws.shared), and whether its int8 blocks are made."""
     if norm is None:
-        return ws.x, False
+        return (ws.x if ws.sharing is None else ws.sharing), False
     norm(ws.x, n, ws.h, acts=ws.acts if int8 else None)
     return ws.h, int8
 
@@ -181,6 +182,22 @@ class GpuFeedForward:
         products(ws, h, n, [(self.gate, g, None), (self.up, u, None)], prepared=prepared)
         ops.gate(g, u, n, self.gelu, ws.acts if self.down.quantized else None)
         residual(ws, self.down, g, n, self.post_norm, self.residual_scale, prepared=True)
+
+
+class GpuParallel:
+    def __init__(self, p: Parallel, mixers: list, residual_scale: float):
+        self.norm, self.mixers, self.residual_scale = GpuNorm(p.norm), mixers, residual_scale
+
+    def run(self, ws: Workspace, n: int, run_mixer: Callable) -> None:
+        """ws.x[:n] += (the sum of the mixers' outputs on norm(ws.x)) * residual_scale, in the mixers' order, as
+        kinetic_cpu adds them: each mixer (run by run_mixer) adds into ws.sum, from 0, while ws.x names it."""
+        self.norm(ws.x, n, ws.shared)
+        stream, ws.x, ws.sharing = ws.x, ws.sum, ws.shared
+        ws.sum[:n].fill(0)
+        for mixer in self.mixers:
+            run_mixer(mixer)
+        ws.x, ws.sharing = stream, None
+        ops.add(ws.x, ws.sum, n, self.residual_scale)
 
 
 class GpuMamba2:

@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 import cupy
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedDeltaNet, Mamba2, Rope, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import Attention, GatedDeltaNet, Mamba2, Parallel, Rope, ShortConv, Stack, Weight
 from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_cache_types, linear_batches, state_blob,
                                       state_magic, state_tokens)
 from kinetic.errors import KineticError
@@ -17,8 +17,8 @@ from kinetic.recurrent import RecurrentStates, cut, has_recurrent
 from kinetic_cuda import cache as cache_module
 from kinetic_cuda import ops
 from kinetic_cuda.gpu import free_memory, gpu_name
-from kinetic_cuda.layers import (GpuAttention, GpuDeltaNet, GpuFeedForward, GpuMamba2, GpuNorm, GpuShortConv, products,
-                                 rope_table)
+from kinetic_cuda.layers import (GpuAttention, GpuDeltaNet, GpuFeedForward, GpuMamba2, GpuNorm, GpuParallel,
+                                 GpuShortConv, products, rope_table)
 from kinetic_cuda.module import compile_seconds, kernel
 from kinetic_cuda.support import TITLE, matrices
 from kinetic_cuda.weights import GpuMatrix, upload_bytes
@@ -122,6 +122,8 @@ class CudaRunner:
         self._host_logits = pinned(min(PINNED_ROWS, rows) * stack.n_vocab).reshape(-1, stack.n_vocab)
 
     def _block(self, b, scale: float, rows: int):
+        if isinstance(b, Parallel):  # its mixers add into the block's sum, which it scales
+            return GpuParallel(b, [self._block(m, 1.0, rows) for m in b.mixers], scale)
         if isinstance(b, Attention):
             return GpuAttention(b, self._matrix, self._table, self.cache_types, scale)
         if isinstance(b, ShortConv):
@@ -221,8 +223,11 @@ class CudaRunner:
         ws = self.ws
         ops.embed(self.embedding, ws.inputs[0], n, ws.x, self.stack.embedding_scale)
         caches, conv_rows, layers = iter(seq.caches), iter(seq.conv_rows), iter(range(len(self.blocks)))
-        for block in self.blocks:
-            if isinstance(block, GpuAttention):
+
+        def run(block) -> None:  # its kept state is the next of its kind, in block order
+            if isinstance(block, GpuParallel):
+                block.run(ws, n, run)
+            elif isinstance(block, GpuAttention):
                 block.run(ws, n, *next(caches))
             elif isinstance(block, GpuShortConv):
                 block.run(ws, n, next(conv_rows))
@@ -230,6 +235,9 @@ class CudaRunner:
                 block.run(ws, n, next(conv_rows), seq.recurrent, next(layers), first)
             else:
                 block.run(ws, n)
+
+        for block in self.blocks:
+            run(block)
         if n_logits:
             self.output_norm(ws.x, n_logits, ws.h, rows=ws.inputs[2], acts=ws.acts if self.output.quantized else None)
             products(ws, ws.h, n_logits, [(self.output, ws.logits, None)], prepared=True)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Parallel, ShortConv, Stack,
-                                      Weight)
+from kinetic.contracts.blocks import Attention, GatedDeltaNet, GatedFeedForward, Mamba2, ShortConv, Stack, Weight
 from kinetic.recurrent import RECURRENT, state_shape
 
 TITLE = "CUDA"  # how messages name the device
@@ -32,7 +31,7 @@ def matrices(stack: Stack) -> list[Weight]:
 
 def refusal(stack: Stack) -> Optional[str]:
     """None if the device runs every block and weight of the stack, else one line saying what it lacks."""
-    for block in [b for b in stack.blocks if isinstance(b, Parallel)] + stack.mixers():
+    for block in stack.mixers():
         if not isinstance(block, (Attention, GatedFeedForward, ShortConv, *RECURRENT)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"
         if isinstance(block, RECURRENT) and state_shape(block)[1] > MAX_STATE_ROWS:

@@ -62,7 +62,7 @@ def rows_per_pass(shape: Shape, context: int) -> int:
 
 
 def workspace_bytes(shape: Shape, rows: int, context: int) -> int:
-    floats = rows * (3 * shape.n_embd + 2 * shape.q_width + 2 * shape.kv_width + 2 * shape.n_ff + shape.n_vocab
+    floats = rows * (5 * shape.n_embd + 2 * shape.q_width + 2 * shape.kv_width + 2 * shape.n_ff + shape.n_vocab
                      + 2 * shape.mix_width)
     return 4 * floats + rows * shape.widest * (1 + 8 / 32) + 4 * rows * shape.n_head * context
 
@@ -88,6 +88,8 @@ class Workspace:
         self.gate, self.up = floats(rows, shape.n_ff), floats(rows, shape.n_ff)
         self.logits = floats(rows, shape.n_vocab)
         self.mix_in, self.mix = floats(rows * shape.mix_width), floats(rows * shape.mix_width)
+        self.shared, self.sum = floats(rows, shape.n_embd), floats(rows, shape.n_embd)  # a Parallel's input, output
+        self.sharing = None  # while a Parallel block runs its mixers: ws.shared, which those without a norm read
         self.scores = floats(rows * shape.n_head * context)
         self.acts = Activations(rows, shape.widest)
         self.inputs = cupy.zeros((3, rows), cupy.int32)  # tokens, positions, rows asking for logits
