@@ -3,6 +3,7 @@ a pass of up to ws.rows rows queued as kernels, and the one-token decode step re
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from typing import Optional, Sequence
 
@@ -103,7 +104,7 @@ class CudaRunner:
         self.stack = stack
         self.cache_types = options.cache_types
         shape = Shape.of(stack)
-        self._widths = [b.n_head_kv * b.head_dim for b in stack.blocks if isinstance(b, Attention)]
+        self._widths = [b.n_head_kv * b.head_dim for b in stack.mixers() if isinstance(b, Attention)]
         self._conv_widths = shape.conv_widths
         self.context_length = _context_that_fits(stack, shape, self._widths, options)
         rows = rows_per_pass(shape, self.context_length)
@@ -222,7 +223,7 @@ class CudaRunner:
         n_logits asking rows."""
         ws = self.ws
         ops.embed(self.embedding, ws.inputs[0], n, ws.x, self.stack.embedding_scale)
-        caches, conv_rows, layers = iter(seq.caches), iter(seq.conv_rows), iter(range(len(self.blocks)))
+        caches, conv_rows, layers = iter(seq.caches), iter(seq.conv_rows), itertools.count()
 
         def run(block) -> None:  # its kept state is the next of its kind, in block order
             if isinstance(block, GpuParallel):
