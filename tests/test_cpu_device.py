@@ -27,6 +27,7 @@ from kinetic.engine.session import Session
 from kinetic.hookspecs import hookimpl
 from kinetic.model.load import load_stack
 from kinetic.plugins import load_plugins, plugins
+from kinetic.reference.executor import ReferenceRunner
 from kinetic.testing.gguf_factory import ARCHITECTURES, COMPARABLE, Dims, write_comparable_model, write_random_model
 from kinetic_cpu.spread import SHORT_SPAN, thread_groups
 
@@ -101,6 +102,24 @@ def test_matches_reference_random(random_model):
     spread = reference.std()
     assert np.abs(ours - reference).max() < TOLERANCE * spread * 10
     assert np.abs(ours - reference).mean() < TOLERANCE * spread
+
+
+def test_the_prediction_block_matches_the_reference_and_keeps_hidden_states(tmp_path):
+    """Qwen3.5's prediction layer (Stack.prediction) on its rows' tokens and vectors, as the reference runs it; the
+    rows that ask keep their normed hidden states."""
+    path = write_random_model(tmp_path / "p.gguf", "qwen35", Dims(n_layer=3, n_embd=128, n_head=4, n_head_kv=2,
+                                                                   n_ff=256), "Q8_0", seed=7,
+                              metadata={"qwen35.nextn_predict_layers": 1})
+    tokens, vectors = tokens_for(path, 12), np.random.default_rng(1).standard_normal((12, 128)).astype(np.float32)
+    outputs = []
+    for runner in (runner_for(path).predictor(), ReferenceRunner(load_stack(path).prediction)):
+        seq = runner.new_sequence()
+        rows = [Row(seq, t, p, parent=p - 1, logits=True, hidden=True, vector=v)
+                for p, (t, v) in enumerate(zip(tokens, vectors))]
+        outputs.append((runner.forward(rows), np.array([seq.hidden[p] for p in range(12)])))
+    (ours, our_hidden), (reference, their_hidden) = outputs
+    assert np.abs(ours - reference).mean() < TOLERANCE * reference.std()
+    assert np.abs(our_hidden - their_hidden).mean() < TOLERANCE * their_hidden.std()
 
 
 # Sequences sharing a pass (Convoy): (tokens the sequence holds before the pass, its rows in the pass, which
@@ -229,9 +248,8 @@ def test_a_forked_child_makes_its_own_home_thread():
     os.kill(child, signal.SIGKILL)
     pytest.fail("the forked child's call to at_home did not return in 30 s")
 
-def one_by_one_reference(path: Path, tokens: list[int]) -> np.ndarray:
-    from kinetic.reference.executor import ReferenceRunner
 
+def one_by_one_reference(path: Path, tokens: list[int]) -> np.ndarray:
     runner = ReferenceRunner(load_stack(path))
     seq = runner.new_sequence()
     return np.concatenate([runner.forward([Row(seq, t, p, logits=True)]) for p, t in enumerate(tokens)])

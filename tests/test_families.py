@@ -191,6 +191,20 @@ def test_qwen35_reads_its_recurrent_layers_from_the_interval_or_the_array(tmp_pa
     assert [type(b) for b in load_stack(by_array).blocks[::2]] == [Attention, GatedDeltaNet] * 2
 
 
+def test_qwen35_prediction_layer_is_a_stack_of_its_own(tmp_path):
+    path = write_random_model(tmp_path / "p.gguf", "qwen35", dataclasses.replace(DIMS, n_layer=3),
+                              metadata={"qwen35.nextn_predict_layers": 1})
+    stack = load_stack(path)
+    prediction = stack.prediction
+    assert len(stack.blocks) == 4 and [type(b) for b in prediction.blocks] == [Attention, GatedFeedForward]
+    assert prediction.blocks[0].q.name == "blk.2.attn_q.weight" and prediction.blocks[0].output_gate
+    assert prediction.blocks[1].norm.weight.name == "blk.2.post_attention_norm.weight"
+    assert (prediction.input.eh_proj.name, prediction.input.hnorm.weight.name) == ("blk.2.nextn.eh_proj.weight",
+                                                                                  "blk.2.nextn.hnorm.weight")
+    assert prediction.output is stack.output and prediction.output_norm is stack.output_norm
+    assert stack.input is None and prediction.prediction is None
+
+
 def test_qwen35_refuses_sections_that_leave_a_pair_unrotated(tmp_path):
     path = random_model(tmp_path, "qwen35", metadata={"qwen35.rope.dimension_sections": [1, 1, 1, 1]})
     with pytest.raises(ModelFileError, match=r"leave rotated pair 3 unrotated for text"):

@@ -10,14 +10,17 @@ import subprocess
 import sys
 from typing import Sequence
 
+import numpy as np
 import pytest
 
+from kinetic.contracts.device import Row
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_random_model
 from kinetic_speed.rad1 import Rad1Drafter, TokenLog
 from kinetic_speed.rad1.drafter import FIRST_LENGTH, MAX_LENGTH
 from kinetic_speed.rad1.lookup import ContextSource, NgramIndex
+from kinetic_speed.rad1.prediction import PredictionSource
 
 FAMILIES = ARCHITECTURES
 SETTINGS = [
@@ -46,7 +49,9 @@ class OracleDrafter:
         self.prompt_length, self.answer, self.n_vocab = prompt_length, list(answer), n_vocab
         self.accepted = 0
 
-    def begin(self, context):
+    reads_hidden = False
+
+    def begin(self, context, sequence):
         pass
 
     def propose(self, history, limit):
@@ -89,6 +94,50 @@ def test_drafted_equals_plain_random(random_session, settings):
     assert oracle.accepted > 0
     random_session.drafter = Rad1Drafter(TokenLog())
     assert answer(random_session, prompt, settings, 40) == (plain, plain_held)
+
+
+@pytest.fixture(scope="module")
+def predicting_session(tmp_path_factory) -> Session:
+    """Qwen3.5 with its prediction layer (random weights), on the CPU."""
+    path = tmp_path_factory.mktemp("mtp") / "qwen35.gguf"
+    write_random_model(path, "qwen35", Dims(n_layer=3, n_embd=64, n_head=4, n_head_kv=2, n_ff=128), "Q8_0", seed=5,
+                       metadata={"qwen35.nextn_predict_layers": 1})
+    return Session(path, SessionOptions(device="cpu", ctx_size=256), announce=lambda line: None)
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))
+def test_drafts_from_the_prediction_block_equal_plain(predicting_session, settings, monkeypatch):
+    session, prompt = predicting_session, [1, *range(260, 270)]
+    assert isinstance(session.drafter, Rad1Drafter) and session.drafter.reads_hidden
+    drafter = session.drafter.fork()  # its own policy: random weights' drafts miss, and misses pause drafting
+    drafts, propose = [], drafter.prediction.propose
+    monkeypatch.setattr(drafter.prediction, "propose", lambda *args: drafts.append(propose(*args)) or drafts[-1])
+    monkeypatch.setattr(session, "drafter", None)
+    plain = answer(session, prompt, settings, 40)
+    session.drafter = drafter
+    assert answer(session, prompt, settings, 40) == plain
+    assert drafts and all(drafts)
+
+
+def test_the_prediction_block_pairs_each_token_with_the_hidden_state_before_it(predicting_session):
+    """As llama.cpp's draft-mtp: the token at p with the main model's hidden state at p - 1 (zeros before 0),
+    then each draft token with the block's own hidden state."""
+    runner = predicting_session.runner
+    predictor, history = runner.predictor(), [1, *range(260, 272)]
+    seq = runner.new_sequence()
+    runner.forward([Row(seq, t, p, parent=p - 1, hidden=True) for p, t in enumerate(history[:-1])])
+    source = PredictionSource(predictor)
+    source.begin(history, seq)
+    draft = source.propose(history, 3)
+    mtp, last = predictor.new_sequence(), len(history) - 1
+    vectors = [np.zeros(runner.stack.n_embd, np.float32)] + [seq.hidden[p] for p in range(last)]
+    logits = predictor.forward([Row(mtp, t, p, parent=p - 1, logits=p == last, hidden=True, vector=vectors[p])
+                                for p, t in enumerate(history)])
+    expected = [int(np.argmax(logits[0]))]
+    for position in range(last + 1, last + 3):
+        row = Row(mtp, expected[-1], position, logits=True, hidden=True, vector=mtp.hidden[position - 1])
+        expected.append(int(np.argmax(predictor.forward([row])[0])))
+    assert draft == expected
 
 
 @pytest.fixture(scope="module", params=[("qwen", "f16"), ("gemma", "f16"), ("qwen", "q8_0"), ("gemma", "q8_0")],
@@ -167,7 +216,7 @@ def test_token_log_drafts_across_requests_and_stays_bounded():
 def test_drafter_kept_counts_the_guesses_checked(feedback, rate):
     drafter = Rad1Drafter(TokenLog())
     assert drafter.kept() == 0.5  # before any draft
-    drafter.begin([1, 2, 3, 4] * 30)
+    drafter.begin([1, 2, 3, 4] * 30, None)
     assert drafter.propose([1, 2, 3, 4] * 30, 3)
     for proposed, accepted in feedback:
         drafter.feedback(proposed, accepted)
@@ -177,7 +226,7 @@ def test_drafter_kept_counts_the_guesses_checked(feedback, rate):
 def test_drafter_lengthens_on_success_and_pauses_longer_after_misses():
     drafter = Rad1Drafter(TokenLog())
     history = [1, 2, 3, 4] * 30
-    drafter.begin(history)
+    drafter.begin(history, None)
     lengths = []
     for _ in range(4):
         lengths.append(len(drafter.propose(history, 100)))

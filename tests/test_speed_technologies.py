@@ -25,7 +25,9 @@ from kinetic_speed.plugin import CONVOY
 class GuessNothing:
     """A Drafter that never guesses."""
 
-    def begin(self, context): pass
+    reads_hidden = False
+
+    def begin(self, context, sequence): pass
     def propose(self, history, limit): return []
     def feedback(self, proposed, accepted): pass
     def kept(self): return 0.0

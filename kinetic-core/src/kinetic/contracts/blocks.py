@@ -187,6 +187,17 @@ Block = Union[Mixer, Parallel]
 
 
 @dataclass(frozen=True)
+class PredictionInput:
+    """A prediction block's input (Qwen3.5's multi-token prediction; llama.cpp: graph_mtp in src/models/qwen35.cpp):
+    x = eh_proj([enorm(e), hnorm(h)]), e the row's token's embedding, h its vector (Row.vector): the main stack's
+    hidden state after its output norm one position back, or the prediction's own for a draft's later tokens."""
+
+    enorm: RmsNorm
+    hnorm: RmsNorm
+    eh_proj: Weight  # [n_embd, 2 n_embd]: the columns that take enorm(e), then those that take hnorm(h)
+
+
+@dataclass(frozen=True)
 class Stack:
     """A whole decoder: embedding, residual blocks in order, final norm and output projection."""
 
@@ -200,6 +211,9 @@ class Stack:
     context_length: int
     residual_scale: float = 1.0  # every block's output is multiplied by this before it is added (Granite)
     logit_scale: float = 1.0  # the logits are multiplied by this (Granite: 1 / its logit_scale key)
+    input: Optional[PredictionInput] = None  # the rows' input made from their embeddings and vectors, if given
+    prediction: Optional["Stack"] = None  # the model's prediction block as a stack of its own (its input set):
+    # from this stack's hidden states it predicts the token after next, RAD-1's drafts
 
     def mixers(self) -> list[Mixer]:
         """Every block in order, a Parallel's mixers in its place: what devices keep state for, numbered so."""

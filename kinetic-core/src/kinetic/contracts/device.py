@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
 import numpy as np
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # blocks.py imports the package, whose __init__ imports this 
 
 class DeviceSequence(Protocol):
     n_tokens: int  # tokens held in its cache
+    hidden: dict[int, np.ndarray]  # position -> [n_embd] float32, of the rows that asked (Row.hidden), until cut
 
     def truncate(self, n: int) -> None:
         """Forget every token from position n on."""
@@ -42,6 +43,9 @@ class Row:
     logits: bool = False  # whether to compute this row's logits
     top: int = 0  # with logits, k > 0: only its k largest logits are read, so any logit that cannot be among
     # them may come back as -inf (Shortlist); 0: every logit
+    hidden: bool = False  # keep its hidden state after the output norm in its sequence: seq.hidden[position]
+    vector: Optional[np.ndarray] = field(default=None, compare=False)  # [n_embd] float32, for a stack with an
+    # input (Stack.input): the hidden state it is made from
 
 
 def linear_batches(rows: Sequence[Row], device: str) -> list[tuple[Any, list[int]]]:
@@ -77,6 +81,7 @@ def state_tokens(blob: bytes, magic: bytes, device: str) -> tuple[int, int]:
 
 
 class Runner(Protocol):
+    stack: "Stack"  # what it runs
     device_name: str  # as status lines print it: "the CPU", "NVIDIA H200"
     context_length: int  # tokens per sequence: UploadOptions' own, or less where the device shrank it to fit
     cache_types: tuple[str, str]  # the keys' and the values' cache types, as UploadOptions asked
@@ -99,6 +104,10 @@ class Runner(Protocol):
     def start_shortlist(self) -> bool:
         """Keep what Shortlist needs (once), so that rows with a top k get only the logits that can be among
         their k largest (Row.top); False where the runner cannot."""
+
+    def predictor(self) -> Optional["Runner"]:
+        """A runner of the stack's prediction block (Stack.prediction) sharing this one's weights; None for a
+        stack without one, or where the device cannot run it."""
 
 
 # the KV cache types every device keeps, by llama.cpp's names: float16, and ggml's q8_0 (blocks of 32 values

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
+from kinetic.contracts.device import DeviceSequence
+
 
 class Drafter(Protocol):
-    def begin(self, context: Sequence[int]) -> None:
-        """A generation starts after these tokens (what the sequence holds and the prompt)."""
+    reads_hidden: bool  # propose reads the sequence's hidden states (DeviceSequence.hidden): every row the
+    # generation runs asks for its own (Row.hidden)
+
+    def begin(self, context: Sequence[int], sequence: DeviceSequence) -> None:
+        """A generation on `sequence` starts after these tokens (what the sequence holds and the prompt)."""
 
     def propose(self, history: Sequence[int], limit: int) -> list[int]:
         """Up to limit guesses of the tokens after history (empty: decode one token plainly)."""

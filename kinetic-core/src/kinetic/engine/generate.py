@@ -108,15 +108,17 @@ def run_alone(runner: Runner, steps: Generator[Step, Optional[np.ndarray], Any])
         steps.close()
 
 
-def feed_steps(seq: DeviceSequence, tokens: Sequence[int], top: int = 0) -> Generator[Pass, np.ndarray, np.ndarray]:
-    """Append tokens to seq in grid batches, one pass each; the logits [n_vocab] of the last one (Row.top: top)."""
+def feed_steps(seq: DeviceSequence, tokens: Sequence[int], top: int = 0,
+               hidden: bool = False) -> Generator[Pass, np.ndarray, np.ndarray]:
+    """Append tokens to seq in grid batches, one pass each; the logits [n_vocab] of the last one (Row.top: top;
+    Row.hidden: hidden)."""
     if not tokens:
         raise KineticError("the prompt is empty")
     first = seq.n_tokens
     logits = None
     for start, stop in prompt_batches(first, first + len(tokens)):
-        rows = [Row(seq, int(tokens[p - first]), p, parent=i - 1, logits=p == first + len(tokens) - 1, top=top)
-                for i, p in enumerate(range(start, stop))]
+        rows = [Row(seq, int(tokens[p - first]), p, parent=i - 1, logits=p == first + len(tokens) - 1, top=top,
+                    hidden=hidden) for i, p in enumerate(range(start, stop))]
         out = yield Pass(rows)
         if len(out):
             logits = out[-1]
@@ -157,7 +159,7 @@ class Generation:
         """The answer as passes to run and tokens picked (Pass, int), for a driver that may share each pass
         with other generations (the server's Convoy) or run it alone (__iter__)."""
         watch = Stopwatch(self.runner)
-        logits = yield from feed_steps(self.seq, self.prompt, self.top)
+        logits = yield from feed_steps(self.seq, self.prompt, self.top, self._hidden)
         self.timings.prompt_tokens = len(self.prompt)
         self.timings.prompt_seconds, self.timings.compile_seconds = watch.working(), watch.compiling()
         yield from self._decode(logits)
@@ -165,7 +167,7 @@ class Generation:
     def _decode(self, logits: np.ndarray) -> Steps:
         history = [*self.context, *self.prompt]
         if self.drafter is not None:
-            self.drafter.begin(history)
+            self.drafter.begin(history, self.seq)
         watch = Stopwatch(self.runner)
         self._held = self.seq.n_tokens
         try:
@@ -203,10 +205,15 @@ class Generation:
                 self.drafter.feedback(len(draft), j)
             draft = self._draft(history)
             position = self.seq.n_tokens
-            rows = [Row(self.seq, t, position + i, parent=i - 1, logits=True, top=self.top)
+            rows = [Row(self.seq, t, position + i, parent=i - 1, logits=True, top=self.top, hidden=self._hidden)
                     for i, t in enumerate([token, *draft])]
             rows_logits = yield Pass(rows, len(draft), self.drafter.kept() if draft else 0.0)
             del draft[len(rows_logits) - 1 :]  # guesses the driver left out
+
+    @property
+    def _hidden(self) -> bool:
+        """Whether its rows keep their hidden states, for a drafter that reads them."""
+        return self.drafter is not None and self.drafter.reads_hidden
 
     def _draft(self, history: list[int]) -> list[int]:
         """Guesses for after history that fit the context and the token budget."""

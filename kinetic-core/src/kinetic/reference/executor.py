@@ -53,12 +53,22 @@ class ReferenceRunner:
         groups = [(rows[indices[0]].sequence, np.array(indices)) for indices in by_sequence.values()]
         for seq, indices in groups:
             seq.positions = np.concatenate([seq.positions, positions[indices]])
-        hidden = self._run(tokens, positions, groups)
+        vectors = np.array([row.vector for row in rows], np.float32) if self.stack.input is not None else None
+        hidden = self._run(tokens, positions, groups, vectors)
+        keep = [i for i, row in enumerate(rows) if row.hidden]
+        for i, normed in zip(keep, self._normed(hidden[keep])):
+            rows[i].sequence.hidden[rows[i].position] = normed
         return self._logits(hidden[[i for i, row in enumerate(rows) if row.logits]])
 
-    def _run(self, tokens: np.ndarray, positions: np.ndarray, groups: list[tuple[Sequence, np.ndarray]]) -> np.ndarray:
-        """The residual stream [n, n_embd] float32 after every block."""
+    def _run(self, tokens: np.ndarray, positions: np.ndarray, groups: list[tuple[Sequence, np.ndarray]],
+             vectors: Optional[np.ndarray]) -> np.ndarray:
+        """The residual stream [n, n_embd] float32 after every block; vectors: the rows' (Row.vector)."""
         x = self.weight(self.stack.embedding)[tokens] * np.float32(self.stack.embedding_scale)
+        given = self.stack.input
+        if given is not None:  # [enorm(e), hnorm(h)] through eh_proj
+            halves = [ops.rms_norm(part, self.weight(norm.weight), norm.eps)
+                      for part, norm in ((x, given.enorm), (vectors, given.hnorm))]
+            x = ops.linear(np.concatenate(halves, axis=1), self.weight(given.eh_proj))
         residual_scale = np.float32(self.stack.residual_scale)
         numbers = iter(range(len(self.stack.mixers())))  # each mixer's state is kept under its number
         for block in self.stack.blocks:
@@ -87,8 +97,12 @@ class ReferenceRunner:
             return blocks.gated_delta_net(self.weight, block, x, groups, number)
         raise KineticError(f"the reference executor has no {type(block).__name__} block")
 
+    def _normed(self, hidden: np.ndarray) -> np.ndarray:
+        # hidden: [k, n_embd] float32 -> the output norm's [k, n_embd] float32
+        norm = self.stack.output_norm
+        return ops.rms_norm(hidden, self.weight(norm.weight), norm.eps)
+
     def _logits(self, hidden: np.ndarray) -> np.ndarray:
         # hidden: [k, n_embd] float32 -> [k, n_vocab] float32
-        norm = self.stack.output_norm
-        logits = ops.linear(ops.rms_norm(hidden, self.weight(norm.weight), norm.eps), self.weight(self.stack.output))
+        logits = ops.linear(self._normed(hidden), self.weight(self.stack.output))
         return logits * np.float32(self.stack.logit_scale)

@@ -51,6 +51,7 @@ class Sequence:
     caches: dict[int, KvCache] = field(default_factory=dict)  # by block index in the stack
     kept_rows: dict[int, Rows] = field(default_factory=dict)  # likewise
     kept_states: dict[int, list[np.ndarray]] = field(default_factory=dict)  # likewise: the state after each token
+    hidden: dict[int, np.ndarray] = field(default_factory=dict)  # position -> hidden state (Row.hidden)
 
     @property
     def n_tokens(self) -> int:
@@ -75,6 +76,7 @@ class Sequence:
             kept.truncate(n)
         for states in self.kept_states.values():
             del states[n:]
+        self.hidden = {p: h for p, h in self.hidden.items() if p < n}  # a small test's sequence: a few rows
 
     def forward(self, tokens: Seq[int], positions: Optional[Seq[int]] = None) -> np.ndarray:
         """Logits [len(tokens), n_vocab] float32 for tokens at positions (by default, right after the last)."""

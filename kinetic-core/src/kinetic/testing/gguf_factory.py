@@ -68,6 +68,8 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()},
                       metadata.get(f"{arch}.ssm.inner_size", 2 * d.n_embd)),
         **(_delta_net_shapes(d) if arch == "qwen35" else {}),
+        MODEL_TENSOR.NEXTN_EH_PROJ: (d.n_embd, 2 * d.n_embd), MODEL_TENSOR.NEXTN_ENORM: (d.n_embd,),
+        MODEL_TENSOR.NEXTN_HNORM: (d.n_embd,),
     }
 
 
@@ -150,6 +152,10 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
             tensors[name + suffix] = values if kind in _ALWAYS_F32 else _stored(values, qtype)
             if kind in _BIASES.get(arch, ()):
                 tensors[name + ".bias"] = rng.standard_normal(shapes[kind][:1], dtype=np.float32) * 0.1
+    for b in _prediction_layers(arch, metadata, dims.n_layer):
+        for kind in (MODEL_TENSOR.NEXTN_EH_PROJ, MODEL_TENSOR.NEXTN_ENORM, MODEL_TENSOR.NEXTN_HNORM):
+            values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
+            tensors[TENSOR_NAMES[kind].format(bid=b) + ".weight"] = _stored(values, qtype)
     tensors = {name: t for name, t in {**tensors, **extra_tensors}.items() if name not in without}
     return write_gguf(path, arch, metadata, tensors)
 
@@ -160,6 +166,7 @@ _BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN
 _SUFFIXES = {MODEL_TENSOR.SSM_DT: ".bias", MODEL_TENSOR.SSM_A: "", MODEL_TENSOR.SSM_D: ""}  # llama.cpp's names
 _ARCH_SUFFIXES = {"falcon-h1": {MODEL_TENSOR.FFN_PRE_NORM: ""}}  # its converter maps the whole name, .weight too
 _PARALLEL = ("falcon-h1",)  # every layer holds attention and a recurrent mixer side by side
+_PREDICTS = ("qwen35",)  # writes its prediction layers' own tensors
 _NORMS_ACROSS_HEADS = ("olmo2",)
 # as llama.cpp's converter keeps them (conversion/base.py)
 _ALWAYS_F32 = (MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SSM_CONV1D, MODEL_TENSOR.SSM_A, MODEL_TENSOR.SSM_D,
@@ -175,13 +182,20 @@ _RECURRENT = (MODEL_TENSOR.ATTN_QKV, MODEL_TENSOR.ATTN_GATE, MODEL_TENSOR.SSM_BE
               MODEL_TENSOR.SSM_NORM, MODEL_TENSOR.SSM_OUT)
 
 
+def _prediction_layers(arch: str, metadata: Mapping[str, Any], n_layer: int) -> range:
+    """The multi-token prediction layers, last of the file's (nextn_predict_layers): Qwen3.5's, attention layers
+    with nextn.{eh_proj, enorm, hnorm}."""
+    return range(n_layer - metadata.get(f"{arch}.nextn_predict_layers", 0) if arch in _PREDICTS else n_layer, n_layer)
+
+
 def _attending_layers(arch: str, metadata: Mapping[str, Any], n_layer: int) -> list[bool]:
     """Which layers hold attention: where the file's KV head count (per layer: LFM2, Granite 4.0 H) is not 0, or
     not among attention.recurrent_layers, else every full_attention_interval-th (Qwen3.5)."""
     if f"{arch}.attention.recurrent_layers" in metadata:
         return [not flag for flag in metadata[f"{arch}.attention.recurrent_layers"]]
     if f"{arch}.full_attention_interval" in metadata:
-        return [(i + 1) % metadata[f"{arch}.full_attention_interval"] == 0 for i in range(n_layer)]
+        predicting = _prediction_layers(arch, metadata, n_layer)
+        return [(i + 1) % metadata[f"{arch}.full_attention_interval"] == 0 or i in predicting for i in range(n_layer)]
     heads = metadata.get(f"{arch}.attention.head_count_kv", 1)
     return [bool(n) for n in heads] if isinstance(heads, list) else [True] * n_layer
 

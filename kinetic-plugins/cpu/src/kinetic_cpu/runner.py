@@ -41,6 +41,17 @@ class CpuRunner:
         self._matrices: dict[str, Matrix] = {}
         self._spreader = Spreader()
         self._shortlist: Optional[Shortlist] = None  # on once start_shortlist() has kept its copy
+        self._predictor: Optional[CpuRunner] = None
+
+    def predictor(self) -> Optional["CpuRunner"]:
+        """A runner of stack.prediction whose weights are this one's (the output layer, often the largest, too)."""
+        if self.stack.prediction is None:
+            return None
+        if self._predictor is None:
+            options = UploadOptions(context_length=self.context_length, cache_types=self.cache_types)
+            self._predictor = CpuRunner(self.stack.prediction, options, self.threads)
+            self._predictor._norms, self._predictor._matrices = self._norms, self._matrices
+        return self._predictor
 
     def new_sequence(self) -> CpuSequence:
         return CpuSequence(self.stack, self.context_length, self.cache_types, self._replay)
@@ -72,6 +83,10 @@ class CpuRunner:
             start += len(indices)
         hidden = self._run([rows[i] for i in order], spans)
         place = {i: j for j, i in enumerate(order)}
+        keep = [i for i, row in enumerate(rows) if row.hidden]
+        if keep:
+            for i, normed in zip(keep, self._norm(self.stack.output_norm, hidden[[place[i] for i in keep]])):
+                rows[i].sequence.hidden[rows[i].position] = normed
         asks = [(place[i], row.top) for i, row in enumerate(rows) if row.logits]
         if not asks:
             return np.empty((0, self.stack.n_vocab), np.float32)
@@ -83,7 +98,7 @@ class CpuRunner:
         states [n, n_embd]."""
         tokens = np.array([row.token for row in batch], dtype=np.int64)
         positions = np.array([row.position for row in batch], dtype=np.int64)
-        x = self._embed(tokens)
+        x = self._embed(tokens, batch)
         residual_scale = np.float32(self.stack.residual_scale)
         for seq, span in spans:
             if seq.recurrent is not None:
@@ -118,12 +133,19 @@ class CpuRunner:
             return run(block, x, spans, numbers.rows - 1, numbers.states - 1, positions)
         return self._feed_forward(block, x)
 
-    def _embed(self, tokens: np.ndarray) -> np.ndarray:
+    def _embed(self, tokens: np.ndarray, batch: list[Row]) -> np.ndarray:
+        """The rows' inputs: their tokens' embeddings, or with Stack.input those and their vectors through it."""
         embedding = self.stack.embedding
         kind = embedding.type
         raw = embedding.raw()
         rows = kind.dequantize(raw[tokens].reshape(-1, kind.type_size)).reshape(len(tokens), -1)
-        return (rows * np.float32(self.stack.embedding_scale)).astype(np.float32)
+        x = (rows * np.float32(self.stack.embedding_scale)).astype(np.float32)
+        given = self.stack.input
+        if given is None:
+            return x
+        vectors = np.array([row.vector for row in batch], np.float32)
+        halves = [self._norm(given.enorm, x), self._norm(given.hnorm, vectors)]
+        return self._linear(given.eh_proj, np.concatenate(halves, axis=1))
 
     def _norm(self, norm: Optional[RmsNorm], x: np.ndarray) -> np.ndarray:
         """norm over x's last axis in pieces of the norm's width (a head, or all heads together); x itself

@@ -48,10 +48,14 @@ class CudaSequence:
         self.cache_types, self.widths = cache_types, widths
         self.recurrent, self._replay = recurrent, replay
         self.n_tokens = 0
+        self.hidden: dict[int, np.ndarray] = {}  # position -> hidden state after the output norm (Row.hidden)
         self.decode_graph = None  # captured at its first one-token step
 
     def truncate(self, n: int) -> None:
+        held = self.n_tokens
         cut(self, n, self._replay)
+        for position in range(self.n_tokens, held):
+            self.hidden.pop(position, None)
 
     def save(self) -> bytes:
         """n_tokens, then each block's keys and values for them, then each short convolution's rows: the cache's
@@ -173,6 +177,9 @@ class CudaRunner:
     def start_shortlist(self) -> bool:
         return False  # every row gets its whole logits (Row.top is read by the CPU's Shortlist only)
 
+    def predictor(self) -> None:
+        return None  # the prediction block's input (Stack.input) has no kernel here yet
+
     def forward(self, rows: Sequence[Row]) -> np.ndarray:
         """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
         slot = {i: j for j, i in enumerate(i for i, row in enumerate(rows) if row.logits)}
@@ -202,6 +209,11 @@ class CudaRunner:
                 self._decode_graph(seq).launch(self.stream)
             else:
                 self._queue(seq, n, len(asks), batch[0].position)
+            if any(row.hidden for row in batch):
+                self.output_norm(self.ws.x, n, self.ws.h)
+                normed = self.ws.h[:n].get(stream=self.stream)
+                self.stream.synchronize()
+                seq.hidden.update((row.position, normed[i]) for i, row in enumerate(batch) if row.hidden)
             if asks:
                 host = self._host_logits[: len(asks)] if len(asks) <= len(self._host_logits) else None
                 logits = self.ws.logits[: len(asks)].get(stream=self.stream, out=host)

@@ -31,6 +31,8 @@ def matrices(stack: Stack) -> list[Weight]:
 
 def refusal(stack: Stack) -> Optional[str]:
     """None if the device runs every block and weight of the stack, else one line saying what it lacks."""
+    if stack.input is not None:
+        return "CUDA has no kernel for a prediction block's input"
     for block in stack.mixers():
         if not isinstance(block, (Attention, GatedFeedForward, ShortConv, *RECURRENT)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"

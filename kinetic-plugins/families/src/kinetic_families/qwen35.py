@@ -5,8 +5,9 @@ attention.recurrent_layers says false) is grouped-query attention whose q projec
 with per-head q/k norms before the rotation. Each mixer follows attn_norm; the feed-forward follows
 post_attention_norm (llama.cpp: src/models/qwen35.cpp). The rotation is interleaved multi-axis (IMROPE): a text
 token's three axes all hold its position, which rotates each pair as NeoX does, provided rope.dimension_sections
-gives every pair an axis. The multi-token prediction layers after block_count - nextn_predict_layers are left
-unused.
+gives every pair an axis. One multi-token prediction layer after the block_count - nextn_predict_layers layers
+becomes Stack.prediction (llama.cpp: load_block_mtp, graph_mtp): a gated attention layer on eh_proj of the
+normed embedding and the normed hidden state, with its own optional embedding, output norm and output.
 
 Hyper-parameters: qwen35.{block_count, nextn_predict_layers, embedding_length, feed_forward_length,
 context_length, attention.head_count, attention.head_count_kv, attention.key_length,
@@ -15,15 +16,19 @@ rope.freq_base, rope.dimension_count, rope.dimension_sections, rope.scaling.*, s
 ssm.inner_size, ssm.state_size (a head's width), ssm.group_count (q/k heads), ssm.time_step_rank (v heads)}.
 Tensors: token_embd, output_norm, the optional output; per layer attn_norm, post_attention_norm,
 ffn_{gate,up,down}, and either attn_{q [2 q width], k, v, output, q_norm, k_norm} or attn_qkv, attn_gate,
-ssm_conv1d, ssm_dt.bias, ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out.
+ssm_conv1d, ssm_dt.bias, ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out. The prediction layer: an attention
+layer's and nextn.{eh_proj [n_embd, 2 n_embd], enorm, hnorm, and the optional embed_tokens, shared_head_head,
+shared_head_norm}.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Optional
 
 from kinetic.contracts import Family
-from kinetic.contracts.blocks import GatedDeltaNet, Stack
+from kinetic.contracts.blocks import Attention, GatedDeltaNet, PredictionInput, Rope, RmsNorm, Stack
 from kinetic.contracts.loader import Loader
 from kinetic.errors import ModelFileError
 
@@ -36,13 +41,34 @@ def build(loader: Loader) -> Stack:
     rope = rotary(loader, d, neox=True)
     blocks = []
     for i, recurrent in enumerate(recurrent_layers(loader, d)):
-        if recurrent:
-            blocks.append(gated_delta_net(loader, i, d))
-        else:
-            blocks.append(attention(loader, i, d, rope, 1 / math.sqrt(d.head_dim), output_gate=True,
-                                    **head_norms(loader, i, d)))
+        blocks.append(gated_delta_net(loader, i, d) if recurrent else gated_attention(loader, i, d, rope))
         blocks.append(feed_forward(loader, i, d, "silu", norm_name="post_attention_norm.weight"))
-    return stack(loader, d, blocks)
+    main = stack(loader, d, blocks)
+    return dataclasses.replace(main, prediction=prediction(loader, d, rope, main))
+
+
+def gated_attention(loader: Loader, i: int, d: Dims, rope: Rope) -> Attention:
+    return attention(loader, i, d, rope, 1 / math.sqrt(d.head_dim), output_gate=True, **head_norms(loader, i, d))
+
+
+def prediction(loader: Loader, d: Dims, rope: Rope, main: Stack) -> Optional[Stack]:
+    """The prediction layer after the d.n_layer layers as a stack of its own; None unless the file holds one
+    (llama.cpp runs exactly one)."""
+    nextn = f"blk.{d.n_layer}.nextn."
+    if d.n_nextn != 1 or nextn + "eh_proj.weight" not in loader.model.tensors:
+        return None
+    head_norm = loader.optional(nextn + "shared_head_norm.weight", (d.n_embd,))
+    return dataclasses.replace(
+        main,
+        embedding=loader.optional(nextn + "embed_tokens.weight", main.embedding.shape) or main.embedding,
+        blocks=(gated_attention(loader, d.n_layer, d, rope),
+                feed_forward(loader, d.n_layer, d, "silu", norm_name="post_attention_norm.weight")),
+        output_norm=RmsNorm(head_norm, d.eps) if head_norm is not None else main.output_norm,
+        output=loader.optional(nextn + "shared_head_head.weight", main.output.shape) or main.output,
+        input=PredictionInput(norm(loader, nextn + "enorm.weight", d.n_embd, d.eps),
+                              norm(loader, nextn + "hnorm.weight", d.n_embd, d.eps),
+                              loader.weight(nextn + "eh_proj.weight", (d.n_embd, 2 * d.n_embd))),
+    )
 
 
 def recurrent_layers(loader: Loader, d: Dims) -> list[bool]:

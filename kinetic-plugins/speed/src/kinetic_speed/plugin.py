@@ -14,7 +14,9 @@ from kinetic_speed.warm_start.identity import build_identity, model_identity
 
 
 def _attach_rad1(host: SpeedHost) -> Provision:
-    return Provision(drafter=Rad1Drafter(TokenLog()))
+    """Drafts from the context, earlier requests and, where the runner runs the model's prediction block, that."""
+    predictor = getattr(host.runner, "predictor", lambda: None)()
+    return Provision(drafter=Rad1Drafter(TokenLog(), predictor))
 
 
 def _attach_warm_start(host: SpeedHost) -> Provision:
