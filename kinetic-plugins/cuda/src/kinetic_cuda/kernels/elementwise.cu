@@ -95,18 +95,25 @@ extern "C" __global__ void short_conv_keep(const float* __restrict__ bcu, const 
     kept[(long)positions[row] * d + c] = __fmul_rn(bcu[row * 3 * d + c], bcu[row * 3 * d + 2 * d + c]);
 }
 
-// out[i] = c * (the sum over j of weights[ch, j] * kept[p - width + 1 + j, ch]), p = positions[i], positions
-// before 0 counting as 0: in double, the oldest first, as kinetic_cpu's kernels/short_conv.py; a thread per value
+// The sum over j of weights[ch, j] * kept[p - width + 1 + j, ch] (kept: [context, d]), positions before 0
+// counting as 0: in double, the oldest first, as kinetic_cpu's kernels/short_conv.py
+__device__ __forceinline__ double causal_conv(const float* __restrict__ kept, long d, long ch, long p,
+                                              const float* __restrict__ weights, int width) {
+    long first = p - width + 1;
+    double sum = 0.0;
+    for (int j = first < 0 ? (int)-first : 0; j < width; j++)
+        sum = __dadd_rn(sum, __dmul_rn((double)kept[(first + j) * d + ch], (double)weights[ch * width + j]));
+    return sum;
+}
+
+// out[i] = c * causal_conv at p = positions[i]; a thread per value
 extern "C" __global__ void short_conv(const float* __restrict__ bcu, const int* __restrict__ positions, long total,
                                       int d, const float* __restrict__ kept, const float* __restrict__ weights,
                                       int width, float* __restrict__ out) {
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
     if (i >= total) return;
-    long row = i / d, ch = i % d, first = (long)positions[row] - width + 1;
-    double sum = 0.0;
-    for (int j = first < 0 ? (int)-first : 0; j < width; j++)
-        sum = __dadd_rn(sum, __dmul_rn((double)kept[(first + j) * d + ch], (double)weights[ch * width + j]));
-    out[i] = __fmul_rn(bcu[row * 3 * d + d + ch], (float)sum);
+    long row = i / d, ch = i % d;
+    out[i] = __fmul_rn(bcu[row * 3 * d + d + ch], (float)causal_conv(kept, d, ch, positions[row], weights, width));
 }
 
 // x *= scale

@@ -11,19 +11,15 @@ extern "C" __global__ void conv_keep(const float* __restrict__ x, long stride, c
     kept[(long)positions[row] * channels + c] = x[row * stride + c];
 }
 
-// out[r, c] = silu(the sum over j of weights[c, j] * kept[p - width + 1 + j, c] (+ bias[c])), p = positions[r],
-// positions before 0 counting as 0: the sum in float64, the oldest first (kinetic_cpu kernels/short_conv.py), the
-// bias added in float32, silu in float64; a thread a value
+// out[r, c] = silu(causal_conv at p = positions[r] (elementwise.cu) (+ bias[c])): the bias added in float32, silu
+// in float64; a thread a value
 extern "C" __global__ void conv_silu(const int* __restrict__ positions, long total, int channels,
                                      const float* __restrict__ kept, const float* __restrict__ weights, int width,
                                      const float* __restrict__ bias, float* __restrict__ out) {
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
     if (i >= total) return;
-    long row = i / channels, ch = i % channels, first = (long)positions[row] - width + 1;
-    double sum = 0.0;
-    for (int j = first < 0 ? (int)-first : 0; j < width; j++)
-        sum = __dadd_rn(sum, __dmul_rn((double)kept[(first + j) * channels + ch], (double)weights[ch * width + j]));
-    float v = (float)sum;
+    long row = i / channels, ch = i % channels;
+    float v = (float)causal_conv(kept, channels, ch, positions[row], weights, width);
     if (bias) v = __fadd_rn(v, bias[ch]);
     double x = v;
     out[i] = (float)(x / (1.0 + exp(-x)));
