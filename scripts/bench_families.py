@@ -22,7 +22,8 @@ from kinetic.testing.gguf_factory import Dims, write_random_model
 # The smallest real model of each family: its dimensions and the keys that give its layers their kinds.
 LFM2_350M_KINDS = "ccaccaccacacacac"  # LiquidAI/LFM2-350M's layer_types: c conv, a attention
 GRANITE_H_350M_ATTENTION = (10, 13, 17, 27)  # about Granite-4.0-H-350M: 4 of 32 layers attend, 28 are Mamba-2
-# Falcon-H1-0.5B's sizes, but for heads of 128 rather than 64 (the factory's heads span n_embd)
+# Falcon-H1-0.5B's sizes, but for heads of 128 rather than 64 (the factory's heads span n_embd); Qwen3.5-0.8B's,
+# but with 4 attention heads of 256 (8 in the model) and 1 KV head (2)
 SHAPES = {
     "lfm2-350m": ("lfm2", Dims(n_layer=16, n_embd=1024, n_head=16, n_head_kv=8, n_ff=4608, n_vocab=65536),
                   {"lfm2.attention.head_count_kv": [8 if kind == "a" else 0 for kind in LFM2_350M_KINDS],
@@ -36,6 +37,11 @@ SHAPES = {
     "falcon-h1-0.5b": ("falcon-h1", Dims(n_layer=36, n_embd=1024, n_head=8, n_head_kv=2, n_ff=2048, n_vocab=32784),
                        {"falcon-h1.ssm.inner_size": 1536, "falcon-h1.ssm.state_size": 128,
                         "falcon-h1.ssm.time_step_rank": 24, "falcon-h1.context_length": 16384}),
+    "qwen3.5-0.8b": ("qwen35", Dims(n_layer=24, n_embd=1024, n_head=4, n_head_kv=1, n_ff=3584, n_vocab=248320),
+                     {"qwen35.ssm.state_size": 128, "qwen35.ssm.group_count": 16, "qwen35.ssm.time_step_rank": 16,
+                      "qwen35.ssm.inner_size": 2048, "qwen35.full_attention_interval": 4,
+                      "qwen35.rope.dimension_count": 64, "qwen35.rope.dimension_sections": [11, 11, 10, 0],
+                      "qwen35.context_length": 32768}),
 }
 
 

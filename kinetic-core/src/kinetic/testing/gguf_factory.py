@@ -67,20 +67,21 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         MODEL_TENSOR.SHORTCONV_CONV: (d.n_embd, SHORT_CONV_WIDTH), MODEL_TENSOR.SHORTCONV_OUTPROJ: (d.n_embd, d.n_embd),
         **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()},
                       metadata.get(f"{arch}.ssm.inner_size", 2 * d.n_embd)),
-        **(_delta_net_shapes(d) if arch == "qwen35" else {}),
+        **(_delta_net_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in DELTA_NET.items()})
+           if arch == "qwen35" else {}),
         MODEL_TENSOR.NEXTN_EH_PROJ: (d.n_embd, 2 * d.n_embd), MODEL_TENSOR.NEXTN_ENORM: (d.n_embd,),
         MODEL_TENSOR.NEXTN_HNORM: (d.n_embd,),
     }
 
 
-def _delta_net_shapes(d: Dims) -> dict[MODEL_TENSOR, tuple[int, ...]]:
-    """Qwen3.5's Gated DeltaNet tensors (DELTA_NET's sizes) and its gated attention's doubled q."""
-    heads, k_heads, width = DELTA_NET["time_step_rank"], DELTA_NET["group_count"], DELTA_NET["state_size"]
+def _delta_net_shapes(d: Dims, ssm: Mapping[str, int]) -> dict[MODEL_TENSOR, tuple[int, ...]]:
+    """Qwen3.5's Gated DeltaNet tensors, with the file's ssm.* sizes, and its gated attention's doubled q."""
+    heads, k_heads, width = ssm["time_step_rank"], ssm["group_count"], ssm["state_size"]
     inner, channels = heads * width, (heads + 2 * k_heads) * width
     return {MODEL_TENSOR.ATTN_Q: (2 * d.n_head * d.head_dim, d.n_embd),
             MODEL_TENSOR.ATTN_QKV: (channels, d.n_embd), MODEL_TENSOR.ATTN_GATE: (inner, d.n_embd),
             MODEL_TENSOR.SSM_BETA: (heads, d.n_embd), MODEL_TENSOR.SSM_ALPHA: (heads, d.n_embd),
-            MODEL_TENSOR.SSM_CONV1D: (channels, DELTA_NET["conv_kernel"]), MODEL_TENSOR.SSM_DT: (heads,),
+            MODEL_TENSOR.SSM_CONV1D: (channels, ssm["conv_kernel"]), MODEL_TENSOR.SSM_DT: (heads,),
             MODEL_TENSOR.SSM_A: (heads,), MODEL_TENSOR.SSM_NORM: (width,), MODEL_TENSOR.SSM_OUT: (d.n_embd, inner)}
 
 
