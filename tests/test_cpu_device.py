@@ -122,6 +122,28 @@ def test_the_prediction_block_matches_the_reference_and_keeps_hidden_states(tmp_
     assert np.abs(our_hidden - their_hidden).mean() < TOLERANCE * their_hidden.std()
 
 
+def test_the_prediction_block_takes_its_parents_shortlist_for_rows_that_read_their_top(tmp_path, monkeypatch):
+    """It shares the main model's output layer, so rows reading only their top 1 (a draft's argmax) go through
+    the Shortlist the main runner keeps, and pick what the whole layer picks."""
+    path = write_random_model(tmp_path / "p.gguf", "qwen35", Dims(n_layer=3, n_embd=128, n_head=4, n_head_kv=2,
+                                                                   n_ff=256), "Q8_0", seed=7,
+                              metadata={"qwen35.nextn_predict_layers": 1})
+    runner = plugins().devices["cpu"].upload(load_stack(path), UploadOptions(context_length=256))
+    predictor, tokens = runner.predictor(), tokens_for(path, 12)
+    vectors = np.random.default_rng(1).standard_normal((12, 128)).astype(np.float32)
+    picks, asked = [], []
+    for started in (False, True):
+        if started:
+            assert runner.start_shortlist() and predictor._active_shortlist() is runner._shortlist
+            scores = runner._shortlist.logits
+            monkeypatch.setattr(runner._shortlist, "logits", lambda x, tops: asked.append(tops) or scores(x, tops))
+        seq = predictor.new_sequence()
+        logits = predictor.forward([Row(seq, t, p, parent=p - 1, logits=True, top=1, vector=v)
+                                    for p, (t, v) in enumerate(zip(tokens, vectors))])
+        picks.append(logits.argmax(axis=1))
+    assert [list(tops) for tops in asked] == [[1] * 12] and np.array_equal(*picks)
+
+
 # Sequences sharing a pass (Convoy): (tokens the sequence holds before the pass, its rows in the pass, which
 # of them ask for logits): a decode row, a prompt chunk whose last row asks, draft rows that all ask, and
 # the first chunk of a long prompt, which asks for none. A chunk longer than spread.SHORT_SPAN keeps the

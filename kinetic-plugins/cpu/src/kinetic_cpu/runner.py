@@ -42,6 +42,7 @@ class CpuRunner:
         self._spreader = Spreader()
         self._shortlist: Optional[Shortlist] = None  # on once start_shortlist() has kept its copy
         self._predictor: Optional[CpuRunner] = None
+        self._parent: Optional[CpuRunner] = None  # the runner whose prediction block this one runs
 
     def predictor(self) -> Optional["CpuRunner"]:
         """A runner of stack.prediction whose weights are this one's (the output layer, often the largest, too)."""
@@ -51,6 +52,7 @@ class CpuRunner:
             options = UploadOptions(context_length=self.context_length, cache_types=self.cache_types)
             self._predictor = CpuRunner(self.stack.prediction, options, self.threads)
             self._predictor._norms, self._predictor._matrices = self._norms, self._matrices
+            self._predictor._parent = self
         return self._predictor
 
     def new_sequence(self) -> CpuSequence:
@@ -323,8 +325,16 @@ class CpuRunner:
         """The logits of hidden [n, n_embd]: for a row that reads only its tops[t] largest (Row.top), with
         Shortlist on, those and the others that can be among them; else all."""
         x = self._norm(self.stack.output_norm, hidden)
-        logits = self._linear(self.stack.output, x) if self._shortlist is None else self._shortlist.logits(x, tops)
+        shortlist = self._active_shortlist()
+        logits = self._linear(self.stack.output, x) if shortlist is None else shortlist.logits(x, tops)
         return logits if self.stack.logit_scale == 1 else logits * np.float32(self.stack.logit_scale)
+
+    def _active_shortlist(self) -> Optional[Shortlist]:
+        """Its own Shortlist, or its parent's where it shares the parent's output layer (a prediction block's)."""
+        parent = self._parent
+        if self._shortlist is None and parent is not None and parent.stack.output is self.stack.output:
+            return parent._shortlist
+        return self._shortlist
 
     def start_shortlist(self) -> bool:
         """Keep the output layer's copy for Shortlist (once); False where its type has none."""

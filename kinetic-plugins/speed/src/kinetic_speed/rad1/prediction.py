@@ -33,7 +33,7 @@ class PredictionSource:
         self._pair(history[:at])
         draft, token, vector = [], history[at], self._hidden(at - 1)
         for position in range(at, at + limit):
-            row = Row(self.seq, token, position, logits=True, hidden=True, vector=vector)
+            row = Row(self.seq, token, position, logits=True, top=1, hidden=True, vector=vector)  # argmax reads one
             token = int(np.argmax(self.runner.forward([row])[0]))
             draft.append(token)
             vector = self.seq.hidden[position]
