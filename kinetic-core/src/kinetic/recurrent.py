@@ -118,9 +118,11 @@ class RecurrentStates:
 
 
 def cut(seq: Any, n: int, replay: Callable[[Any, np.ndarray, int], None]) -> None:
-    """Truncate a device sequence (its n_tokens and recurrent states) to its first n tokens: back to the last kept
-    states at or before n, then replay(seq, tokens, first position) the tokens from there to n again."""
+    """Truncate a device sequence (its n_tokens, recurrent states and hidden states) to its first n tokens: back to
+    the last kept states at or before n, then replay(seq, tokens, first position) the tokens from there to n again."""
     n = min(seq.n_tokens, max(0, n))
+    for position in range(n, seq.n_tokens):
+        seq.hidden.pop(position, None)
     if seq.recurrent is not None and n < seq.n_tokens:
         seq.n_tokens = seq.recurrent.rewind(n)
         if seq.n_tokens < n:

@@ -90,10 +90,7 @@ class CpuSequence:
         self.hidden: dict[int, np.ndarray] = {}  # position -> hidden state after the output norm (Row.hidden)
 
     def truncate(self, n: int) -> None:
-        held = self.n_tokens
         cut(self, n, self._replay)
-        for position in range(self.n_tokens, held):
-            self.hidden.pop(position, None)
 
     def write(self, layer: int, at: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
         """Positions at ([n] int64) of a layer get keys k and values v ([n, n_kv, head_dim] float32)."""

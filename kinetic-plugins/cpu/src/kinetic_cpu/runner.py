@@ -10,8 +10,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic import rotary
-from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, Parallel, RmsNorm, Rope, ShortConv,
-                                      Stack, Weight)
+from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, Parallel, RmsNorm,
+                                      Rope, ShortConv, Stack, Weight)
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence
@@ -59,7 +59,7 @@ class CpuRunner:
         return CpuSequence(self.stack, self.context_length, self.cache_types, self._replay)
 
     def _replay(self, seq: CpuSequence, tokens: np.ndarray, first: int) -> None:
-        """Append tokens at positions first, first + 1, ... to seq again (a cut between kept Mamba-2 states)."""
+        """Append tokens at positions first, first + 1, ... to seq again (a cut between kept recurrent states)."""
         self.forward([Row(seq, int(t), first + i, parent=i - 1) for i, t in enumerate(tokens)])
 
     def load(self, blob: bytes, into: Optional[CpuSequence] = None) -> CpuSequence:

@@ -52,14 +52,11 @@ class CudaSequence:
         self.decode_graph = None  # captured at its first one-token step
 
     def truncate(self, n: int) -> None:
-        held = self.n_tokens
         cut(self, n, self._replay)
-        for position in range(self.n_tokens, held):
-            self.hidden.pop(position, None)
 
     def save(self) -> bytes:
-        """n_tokens, then each block's keys and values for them, then each short convolution's rows: the cache's
-        own bits, so exact."""
+        """n_tokens, then each block's keys and values for them, each convolution's rows, then the recurrent states
+        (kinetic.recurrent): the cache's own bits, so exact."""
         n = self.n_tokens
         parts = []
         with self.stream:
