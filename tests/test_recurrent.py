@@ -84,3 +84,16 @@ def test_a_loaded_sequence_cuts_back_past_its_snapshots(setting):
     loaded = runner.load(held(runner, tokens).save())
     loaded.truncate(300)
     assert np.array_equal(feed(runner, loaded, tokens[300:]), whole[300:])
+
+
+def test_one_row_passes_across_a_snapshot_and_a_cut_give_the_same_bits(setting):
+    """One-token passes (on CUDA, replayed graphs: one per buffer a state alternates between) across a kept
+    snapshot, then after a cut back before it."""
+    runner, tokens, whole = setting
+    seq = runner.new_sequence()
+    feed(runner, seq, tokens[: SNAPSHOT - 6])
+    one_by_one = [feed(runner, seq, [t]) for t in tokens[SNAPSHOT - 6 : SNAPSHOT + 6]]
+    assert np.array_equal(np.concatenate(one_by_one), whole[SNAPSHOT - 6 : SNAPSHOT + 6])
+    seq.truncate(SNAPSHOT - 3)
+    again = [feed(runner, seq, [t]) for t in tokens[SNAPSHOT - 3 : SNAPSHOT + 3]]
+    assert np.array_equal(np.concatenate(again), whole[SNAPSHOT - 3 : SNAPSHOT + 3])

@@ -48,11 +48,12 @@ class RecurrentStates:
         self.kept: dict[int, States] = {}  # tokens held -> the states after them, every SNAPSHOT tokens
         self.recent: dict[int, States] = {}  # likewise, for the last pass
 
-    def scan(self, layer: int, n: int, first: int, step: Step) -> np.ndarray:
+    def scan(self, layer: int, n: int, first: int, step: Optional[Step]) -> Any:
         """A pass's n rows at positions first, first + 1, ... through layer's state: step(rows, state_in, state_out)
         runs the rows (a slice) from state_in into state_out and returns their outputs; -> every row's, in order.
         The pass writes into the layer's spare buffer, so the state it started from stays as it was, for a cut
-        back to it, without a copy."""
+        back to it, without a copy. With step None the pass's kernels are queued already (a replayed CUDA graph
+        of a pass that keeps no snapshot): only what is kept moves."""
         if layer == 0:
             self.recent = {}
         began, out = self.current[layer], self._spare[layer]
@@ -61,7 +62,8 @@ class RecurrentStates:
         stops = [i + 1 for i in range(n) if each_row or (first + i + 1) % SNAPSHOT == 0]
         outputs, start, source = [], 0, began
         for stop in stops + ([n] if not stops or stops[-1] != n else []):
-            outputs.append(step(slice(start, stop), source, out))
+            if step is not None:
+                outputs.append(step(slice(start, stop), source, out))
             held = first + stop
             if each_row:  # the last row's state is the buffer itself, which no later row of the pass changes
                 self._keep(self.recent, held, layer, out if stop == n else out.copy())
@@ -69,7 +71,12 @@ class RecurrentStates:
                 self._keep(self.kept, held, layer, out.copy())
             start, source = stop, out
         self.current[layer], self._spare[layer] = out, began
-        return outputs[0] if len(outputs) == 1 else self.xp.concatenate(outputs)
+        return outputs[0] if len(outputs) == 1 else self.xp.concatenate(outputs) if outputs else None
+
+    def advance(self, position: int) -> None:
+        """What every layer's scan keeps for a one-row pass at position whose kernels are queued already."""
+        for layer in range(len(self.current)):
+            self.scan(layer, 1, position, None)
 
     def _keep(self, table: dict[int, States], held: int, layer: int, state: np.ndarray) -> None:
         table.setdefault(held, [None] * len(self.current))[layer] = state

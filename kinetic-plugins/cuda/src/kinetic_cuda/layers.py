@@ -1,7 +1,7 @@
 """The blocks on the GPU: their weights uploaded, and the kernels a pass queues for each.
 
 Every function here only queues kernels on the current stream: a pass is the same launches whatever the
-data, so the one-token decode step can be captured as a CUDA graph and replayed (CudaRunner._decode_graph).
+data, so the one-token decode step can be captured as a CUDA graph and replayed (CudaRunner._decode).
 """
 
 from __future__ import annotations

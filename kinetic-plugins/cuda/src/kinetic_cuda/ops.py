@@ -197,8 +197,8 @@ def ssm_scan(v: cupy.ndarray, dt: cupy.ndarray, n: int, block, vectors: tuple, s
     y[:n] = their outputs; block: the Mamba2; vectors: its dt_bias, a, d on the GPU."""
     n_head, head_dim, d_state = state_in.shape
     args = (v, np.int64(v.strides[0] // 4), dt, np.int64(dt.strides[0] // 4), *vectors, state_in, state_out, y,
-            np.int32(n), np.int32(n_head), np.int32(d_state), np.int32(block.n_group))
-    kernel("ssm_scan")((n_head,), (head_dim,), args)
+            np.int32(n), np.int32(n_head), np.int32(head_dim), np.int32(d_state), np.int32(block.n_group))
+    kernel("ssm_scan")((_blocks(32 * n_head * head_dim),), (THREADS,), args)
 
 
 def delta_net_scan(qk: cupy.ndarray, v: cupy.ndarray, beta: cupy.ndarray, alpha: cupy.ndarray, n: int, block,
@@ -207,8 +207,8 @@ def delta_net_scan(qk: cupy.ndarray, v: cupy.ndarray, beta: cupy.ndarray, alpha:
     strided) from state_in into state_out, o[:n] = their outputs; block: the GatedDeltaNet; vectors: its dt_bias
     and a on the GPU."""
     args = (qk, v, np.int64(v.strides[0] // 4), beta, alpha, np.int64(beta.strides[0] // 4), *vectors, state_in,
-            state_out, o, np.int32(n), np.int32(block.n_v_head), np.int32(block.n_k_head))
-    kernel("delta_net_scan")((block.n_v_head,), (block.head_dim,), args)
+            state_out, o, np.int32(n), np.int32(block.n_v_head), np.int32(block.head_dim), np.int32(block.n_k_head))
+    kernel("delta_net_scan")((_blocks(32 * block.n_v_head * block.head_dim),), (THREADS,), args)
 
 
 def split_gate(qg: cupy.ndarray, n: int, head_dim: int, q: cupy.ndarray, gate: cupy.ndarray) -> None:

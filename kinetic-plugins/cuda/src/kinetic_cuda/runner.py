@@ -14,7 +14,7 @@ from kinetic.contracts.blocks import Attention, GatedDeltaNet, Mamba2, Parallel,
 from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_cache_types, linear_batches, state_blob,
                                       state_magic, state_tokens)
 from kinetic.errors import KineticError
-from kinetic.recurrent import RecurrentStates, cut, has_recurrent
+from kinetic.recurrent import SNAPSHOT, RecurrentStates, cut, has_recurrent
 from kinetic_cuda import cache as cache_module
 from kinetic_cuda import ops
 from kinetic_cuda.gpu import free_memory, gpu_name
@@ -39,7 +39,7 @@ class CudaSequence:
     """One conversation: a KV cache per attention block (keys, values: kinetic_cuda.cache), each convolution's kept
     rows ([context, channels] float32, a row per position), the recurrent mixers' states (kinetic.recurrent), which
     a cut between kept states computes again through `replay`(sequence, tokens, first position), and its decode
-    graph."""
+    graphs."""
 
     def __init__(self, caches: Caches, stream, cache_types: tuple[str, str], widths: list[int],
                  recurrent: Optional[RecurrentStates], replay):
@@ -49,7 +49,7 @@ class CudaSequence:
         self.recurrent, self._replay = recurrent, replay
         self.n_tokens = 0
         self.hidden: dict[int, np.ndarray] = {}  # position -> hidden state after the output norm (Row.hidden)
-        self.decode_graph = None  # captured at its first one-token step
+        self.decode_graphs: dict = {}  # the one-token pass's CUDA graphs (CudaRunner._decode)
 
     def truncate(self, n: int) -> None:
         cut(self, n, self._replay)
@@ -202,8 +202,8 @@ class CudaRunner:
         with self.stream:
             self.stream.synchronize()  # the last pass may still read the inputs
             self.ws.inputs.set(inputs, stream=self.stream)
-            if n == 1 and asks and seq.recurrent is None:  # recurrent states move between buffers: no graph
-                self._decode_graph(seq).launch(self.stream)
+            if n == 1 and asks and (seq.recurrent is None or (batch[0].position + 1) % SNAPSHOT):  # (_decode)
+                self._decode(seq, batch[0].position)
             else:
                 self._queue(seq, n, len(asks), batch[0].position)
             if any(row.hidden for row in batch):
@@ -220,12 +220,20 @@ class CudaRunner:
         seq.n_tokens = batch[-1].position + 1
         return logits
 
-    def _decode_graph(self, seq: CudaSequence):
-        if seq.decode_graph is None:
+    def _decode(self, seq: CudaSequence, position: int) -> None:
+        """The one-token pass at position, replaying the sequence's CUDA graph of it: one graph, or with recurrent
+        states one for each of the two buffers a layer's state alternates between (kinetic.recurrent), captured
+        at its first use (which keeps the states as the pass would). A pass that keeps a snapshot copies it, so
+        it is queued rather than replayed."""
+        key = seq.recurrent.current[0].data.ptr if seq.recurrent is not None else None
+        graph = seq.decode_graphs.get(key)
+        if graph is None:
             self.stream.begin_capture()
-            self._queue(seq, 1, 1)
-            seq.decode_graph = self.stream.end_capture()
-        return seq.decode_graph
+            self._queue(seq, 1, 1, position)
+            graph = seq.decode_graphs[key] = self.stream.end_capture()
+        elif seq.recurrent is not None:
+            seq.recurrent.advance(position)
+        graph.launch(self.stream)
 
     def _queue(self, seq: CudaSequence, n: int, n_logits: int, first: int = 0) -> None:
         """Queue a pass of n rows at positions first, ... whose inputs are in ws.inputs; logits of the first

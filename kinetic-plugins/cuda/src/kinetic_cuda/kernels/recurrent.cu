@@ -25,74 +25,105 @@ extern "C" __global__ void conv_silu(const int* __restrict__ positions, long tot
     out[i] = (float)(x / (1.0 + exp(-x)));
 }
 
-// The float64 sum of x[s] y[s] in 4 interleaved partial sums, then those pairwise (kinetic_cpu ssm_scan.dot)
-__device__ __forceinline__ double dot4(const float* __restrict__ x, const float* __restrict__ y, int n) {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-    int whole = n / 4 * 4;
-    for (int s = 0; s < whole; s += 4) {
-        s0 = __dadd_rn(s0, __dmul_rn((double)x[s], (double)y[s]));
-        s1 = __dadd_rn(s1, __dmul_rn((double)x[s + 1], (double)y[s + 1]));
-        s2 = __dadd_rn(s2, __dmul_rn((double)x[s + 2], (double)y[s + 2]));
-        s3 = __dadd_rn(s3, __dmul_rn((double)x[s + 3], (double)y[s + 3]));
-    }
-    for (int s = whole; s < n; s++) s0 = __dadd_rn(s0, __dmul_rn((double)x[s], (double)y[s]));
-    return __dadd_rn(__dadd_rn(s0, s1), __dadd_rn(s2, s3));
-}
-
 __device__ __forceinline__ double softplus(double t) { return t > 20.0 ? t : log1p(exp(t)); }  // as ggml cuts it
 
+// The scans keep a state row in a warp's registers from the first row of the pass to the last: lane l holds the
+// row's columns l, l + 32, ... (STATE_HELD of them at most), and a row's dot products are each lane's float64 sum
+// of its columns in order, then the warp's butterfly, the same order for any batch.
+#define STATE_HELD 8  // support.MAX_STATE_WIDTH / 32
+
+__device__ __forceinline__ double warp_sum(double s) {
+    for (int offset = 16; offset > 0; offset >>= 1) s = __dadd_rn(s, __shfl_xor_sync(0xffffffffu, s, offset));
+    return s;
+}
+
+__device__ __forceinline__ void load_row(const float* __restrict__ row, int width, int lane, float* held) {
+#pragma unroll
+    for (int k = 0; k < STATE_HELD; k++)
+        if (lane + 32 * k < width) held[k] = row[lane + 32 * k];
+}
+
+__device__ __forceinline__ void store_row(float* __restrict__ row, int width, int lane, const float* held) {
+#pragma unroll
+    for (int k = 0; k < STATE_HELD; k++)
+        if (lane + 32 * k < width) row[lane + 32 * k] = held[k];
+}
+
+// The lane's part of sum_s held[s] x[s]
+__device__ __forceinline__ double lane_dot(const float* held, const float* __restrict__ x, int width, int lane) {
+    double s = 0.0;
+#pragma unroll
+    for (int k = 0; k < STATE_HELD; k++)
+        if (lane + 32 * k < width) s = __dadd_rn(s, __dmul_rn((double)held[k], (double)x[lane + 32 * k]));
+    return s;
+}
+
+// held[s] = held[s] decay + by x[s], rounded to float32 as the state is kept
+__device__ __forceinline__ void decay_add(float* held, double decay, double by, const float* __restrict__ x,
+                                          int width, int lane) {
+#pragma unroll
+    for (int k = 0; k < STATE_HELD; k++)
+        if (lane + 32 * k < width)
+            held[k] = (float)__dadd_rn(__dmul_rn((double)held[k], decay), __dmul_rn(by, (double)x[lane + 32 * k]));
+}
+
 // Mamba-2's scan (kinetic_cpu kernels/ssm_scan.py): n rows in order from state_in into state_out
-// ([n_head, head_dim, d_state] float32), a thread block per head, a thread per state row p. v: [n, v_stride]
+// ([n_head, head_dim, d_state] float32), a warp per state row (h, p) of the n_head * head_dim. v: [n, v_stride]
 // (u, B, C after the convolution), dt: [n, dt_stride] (the first n_head), y: [n, n_head * head_dim]
 extern "C" __global__ void ssm_scan(const float* __restrict__ v, long v_stride, const float* __restrict__ dt,
                                     long dt_stride, const float* __restrict__ dt_bias, const float* __restrict__ a,
                                     const float* __restrict__ d, const float* state_in, float* state_out,
-                                    float* __restrict__ y, int n, int n_head, int d_state, int n_group) {
-    int h = blockIdx.x, p = threadIdx.x, head_dim = blockDim.x;
+                                    float* __restrict__ y, int n, int n_head, int head_dim, int d_state, int n_group) {
+    long warp = (blockIdx.x * (long)blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (warp >= (long)n_head * head_dim) return;
+    int h = warp / head_dim, p = warp % head_dim;
     long d_inner = (long)n_head * head_dim, g = h / (n_head / n_group);
-    long b_at = d_inner + g * d_state, c_at = d_inner + (n_group + g) * d_state;
-    long at = ((long)h * head_dim + p) * d_state;
+    long b_at = d_inner + g * d_state, c_at = d_inner + (n_group + g) * d_state, at = warp * d_state;
+    float held[STATE_HELD];
+    load_row(state_in + at, d_state, lane, held);
     for (int i = 0; i < n; i++) {
-        const float* before = (i == 0 ? state_in : state_out) + at;  // the same row after the first
-        float* after = state_out + at;
         const float* row = v + i * v_stride;
         double t = softplus(__dadd_rn((double)dt[i * dt_stride + h], (double)dt_bias[h]));
-        double decay = exp(__dmul_rn(t, (double)a[h]));
-        double u = row[h * head_dim + p], tu = __dmul_rn(t, u);
-        for (int s = 0; s < d_state; s++)
-            after[s] = (float)__dadd_rn(__dmul_rn((double)before[s], decay), __dmul_rn(tu, (double)row[b_at + s]));
-        double skip = __dmul_rn((double)d[h], u);
-        y[i * d_inner + h * head_dim + p] = (float)__dadd_rn(dot4(after, row + c_at, d_state), skip);
+        double u = row[h * head_dim + p];
+        decay_add(held, exp(__dmul_rn(t, (double)a[h])), __dmul_rn(t, u), row + b_at, d_state, lane);
+        double out = warp_sum(lane_dot(held, row + c_at, d_state, lane));
+        if (lane == 0) y[i * d_inner + warp] = (float)__dadd_rn(out, __dmul_rn((double)d[h], u));
     }
+    store_row(state_out + at, d_state, lane, held);
 }
 
 // Gated DeltaNet's scan (kinetic_cpu kernels/delta_net.py): n rows in order from state_in into state_out
-// ([n_head, head_dim, head_dim] float32, rows by value dimension), a thread block per value head h, reading key
-// head h mod n_k_head, a thread per state row j. qk: [n, 2 n_k_head, head_dim] (q's heads then k's, l2-normed);
-// v: [n, v_stride] (the heads at the start); beta, alpha: [n, ba_stride] (the first n_head of each);
-// o: [n, n_head, head_dim]
+// ([n_head, head_dim, head_dim] float32, rows by value dimension), a warp per state row (h, j) of the
+// n_head * head_dim, value head h reading key head h mod n_k_head. qk: [n, 2 n_k_head, head_dim] (q's heads then
+// k's, l2-normed); v: [n, v_stride] (the heads at the start); beta, alpha: [n, ba_stride] (the first n_head of
+// each); o: [n, n_head, head_dim]
 extern "C" __global__ void delta_net_scan(const float* __restrict__ qk, const float* __restrict__ v, long v_stride,
                                           const float* __restrict__ beta, const float* __restrict__ alpha,
                                           long ba_stride, const float* __restrict__ dt_bias,
                                           const float* __restrict__ a, const float* state_in, float* state_out,
-                                          float* __restrict__ o, int n, int n_head, int n_k_head) {
-    int h = blockIdx.x, j = threadIdx.x, head_dim = blockDim.x, kh = h % n_k_head;
-    long at = ((long)h * head_dim + j) * head_dim;
+                                          float* __restrict__ o, int n, int n_head, int head_dim, int n_k_head) {
+    long warp = (blockIdx.x * (long)blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (warp >= (long)n_head * head_dim) return;
+    int h = warp / head_dim, j = warp % head_dim, kh = h % n_k_head;
+    long at = warp * head_dim;
     double scale = 1.0 / sqrt((double)head_dim);
+    float held[STATE_HELD];
+    load_row(state_in + at, head_dim, lane, held);
     for (int i = 0; i < n; i++) {
-        const float* before = (i == 0 ? state_in : state_out) + at;  // the same row after the first
-        float* after = state_out + at;
         const float* q = qk + ((long)i * 2 * n_k_head + kh) * head_dim;
         const float* k = qk + ((long)i * 2 * n_k_head + n_k_head + kh) * head_dim;
         double t = softplus((double)__fadd_rn(alpha[i * ba_stride + h], dt_bias[h]));
         double decay = exp(__dmul_rn(t, (double)a[h]));
         double b = 1.0 / (1.0 + exp(-(double)beta[i * ba_stride + h]));
-        double seen = __dmul_rn(decay, dot4(before, k, head_dim));
+        double seen = __dmul_rn(decay, warp_sum(lane_dot(held, k, head_dim, lane)));
         double delta = __dmul_rn(b, __dsub_rn((double)v[i * v_stride + h * head_dim + j], seen));
-        for (int s = 0; s < head_dim; s++)
-            after[s] = (float)__dadd_rn(__dmul_rn((double)before[s], decay), __dmul_rn(delta, (double)k[s]));
-        o[((long)i * n_head + h) * head_dim + j] = (float)__dmul_rn(dot4(after, q, head_dim), scale);
+        decay_add(held, decay, delta, k, head_dim, lane);
+        double out = warp_sum(lane_dot(held, q, head_dim, lane));
+        if (lane == 0) o[(long)i * n_head * head_dim + warp] = (float)__dmul_rn(out, scale);
     }
+    store_row(state_out + at, head_dim, lane, held);
 }
 
 // Qwen3.5's q projection [n, n_head, 2, head_dim] (each head's queries, then its gate) into q and gate
