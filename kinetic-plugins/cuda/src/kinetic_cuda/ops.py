@@ -195,10 +195,11 @@ def ssm_scan(v: cupy.ndarray, dt: cupy.ndarray, n: int, block, vectors: tuple, s
              state_out: cupy.ndarray, y: cupy.ndarray) -> None:
     """Mamba-2's scan of rows v[:n] (u, B, C) and dt[:n] (views with rows strided) from state_in into state_out,
     y[:n] = their outputs; block: the Mamba2; vectors: its dt_bias, a, d on the GPU."""
-    n_head, head_dim, d_state = state_in.shape
+    n_head, d_state, head_dim = state_in.shape
     args = (v, np.int64(v.strides[0] // 4), dt, np.int64(dt.strides[0] // 4), *vectors, state_in, state_out, y,
             np.int32(n), np.int32(n_head), np.int32(head_dim), np.int32(d_state), np.int32(block.n_group))
-    kernel("ssm_scan")((_blocks(32 * n_head * head_dim),), (THREADS,), args)
+    warps = scan_warps(head_dim)
+    kernel("ssm_scan")((n_head * head_dim // warps,), (32 * warps,), args)
 
 
 def delta_net_scan(qk: cupy.ndarray, v: cupy.ndarray, beta: cupy.ndarray, alpha: cupy.ndarray, n: int, block,
@@ -208,7 +209,13 @@ def delta_net_scan(qk: cupy.ndarray, v: cupy.ndarray, beta: cupy.ndarray, alpha:
     and a on the GPU."""
     args = (qk, v, np.int64(v.strides[0] // 4), beta, alpha, np.int64(beta.strides[0] // 4), *vectors, state_in,
             state_out, o, np.int32(n), np.int32(block.n_v_head), np.int32(block.head_dim), np.int32(block.n_k_head))
-    kernel("delta_net_scan")((_blocks(32 * block.n_v_head * block.head_dim),), (THREADS,), args)
+    warps = scan_warps(block.head_dim)
+    kernel("delta_net_scan")((block.n_v_head * block.head_dim // warps,), (32 * warps,), args)
+
+
+def scan_warps(columns: int) -> int:
+    """Warps in a recurrent scan's thread block: a warp per column of a head's state, up to 8, all of one head."""
+    return math.gcd(columns, 8)
 
 
 def split_gate(qg: cupy.ndarray, n: int, head_dim: int, q: cupy.ndarray, gate: cupy.ndarray) -> None:

@@ -11,7 +11,7 @@ TITLE = "CUDA"  # how messages name the device
 QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # against int8 activations
 FLOATS = ("F32", "F16", "BF16")  # against float32 activations
 MAX_HEAD_DIM = 256  # one attention thread block per (row, head) holds a head's query
-MAX_STATE_WIDTH = 256  # a recurrent scan holds a state row in a warp's registers, 8 values a lane
+MAX_STATE_WIDTH = 256  # a recurrent scan holds a state's column in a warp's registers, 8 values a lane
 
 
 def matrices(stack: Stack) -> list[Weight]:
@@ -36,8 +36,8 @@ def refusal(stack: Stack) -> Optional[str]:
     for block in stack.mixers():
         if not isinstance(block, (Attention, GatedFeedForward, ShortConv, *RECURRENT)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"
-        if isinstance(block, RECURRENT) and state_shape(block)[2] > MAX_STATE_WIDTH:
-            return f"CUDA has no {type(block).__name__} kernel for state rows of {state_shape(block)[2]}"
+        if isinstance(block, RECURRENT) and state_shape(block)[1] > MAX_STATE_WIDTH:
+            return f"CUDA has no {type(block).__name__} kernel for state columns of {state_shape(block)[1]}"
         if isinstance(block, Attention):
             heads_fit = block.head_dim <= MAX_HEAD_DIM and block.head_dim % 8 == 0  # 8 keys a load
             if not heads_fit or block.rope.n_dims % 2 or block.n_head % block.n_head_kv:

@@ -1,6 +1,6 @@
 // The recurrent mixers (contracts.blocks.Mamba2, GatedDeltaNet; docs/recurrent.md) and Qwen3.5's gated
-// attention: each output element by one fixed sequence of operations, in float64 where kinetic_cpu's kernels
-// use it, whatever the batch.
+// attention: each output element by one fixed sequence of operations whatever the batch; the scans' state
+// arithmetic in float32, as ggml's CUDA kernels take it (float64 costs a conversion a value on the GPU).
 
 // kept[positions[r]] = x[r * stride + c], c < channels: a pass's convolution inputs kept by position, a thread a value
 extern "C" __global__ void conv_keep(const float* __restrict__ x, long stride, const int* __restrict__ positions,
@@ -27,103 +27,135 @@ extern "C" __global__ void conv_silu(const int* __restrict__ positions, long tot
 
 __device__ __forceinline__ double softplus(double t) { return t > 20.0 ? t : log1p(exp(t)); }  // as ggml cuts it
 
-// The scans keep a state row in a warp's registers from the first row of the pass to the last: lane l holds the
-// row's columns l, l + 32, ... (STATE_HELD of them at most), and a row's dot products are each lane's float64 sum
-// of its columns in order, then the warp's butterfly, the same order for any batch.
-#define STATE_HELD 8  // support.MAX_STATE_WIDTH / 32
+// The scans keep one output's column of a state (kinetic.recurrent.state_shape: [n_head, width, outputs]) in a
+// warp's registers from the first row of the pass to the last: lane l holds its values l, l + 32, ...
+// (STATE_HELD of them at most), and the column's dot products are each lane's fused multiply-adds over its
+// values in order, then the warp's butterfly, the same order for any batch.
+#define MAX_STATE_WIDTH 256  // support.MAX_STATE_WIDTH
+#define STATE_HELD (MAX_STATE_WIDTH / 32)
 
-__device__ __forceinline__ double warp_sum(double s) {
-    for (int offset = 16; offset > 0; offset >>= 1) s = __dadd_rn(s, __shfl_xor_sync(0xffffffffu, s, offset));
+__device__ __forceinline__ float warp_sum(float s) {
+    for (int offset = 16; offset > 0; offset >>= 1) s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, offset));
     return s;
 }
 
-__device__ __forceinline__ void load_row(const float* __restrict__ row, int width, int lane, float* held) {
+// column: a state's first value of the column, whose values are `stride` apart
+__device__ __forceinline__ void load_column(const float* __restrict__ column, long stride, int width, int lane,
+                                            float* held) {
 #pragma unroll
     for (int k = 0; k < STATE_HELD; k++)
-        if (lane + 32 * k < width) held[k] = row[lane + 32 * k];
+        if (lane + 32 * k < width) held[k] = column[(lane + 32 * k) * stride];
 }
 
-__device__ __forceinline__ void store_row(float* __restrict__ row, int width, int lane, const float* held) {
+__device__ __forceinline__ void store_column(float* __restrict__ column, long stride, int width, int lane,
+                                             const float* held) {
 #pragma unroll
     for (int k = 0; k < STATE_HELD; k++)
-        if (lane + 32 * k < width) row[lane + 32 * k] = held[k];
+        if (lane + 32 * k < width) column[(lane + 32 * k) * stride] = held[k];
 }
 
 // The lane's part of sum_s held[s] x[s]
-__device__ __forceinline__ double lane_dot(const float* held, const float* __restrict__ x, int width, int lane) {
-    double s = 0.0;
+__device__ __forceinline__ float lane_dot(const float* held, const float* __restrict__ x, int width, int lane) {
+    float s = 0.f;
 #pragma unroll
     for (int k = 0; k < STATE_HELD; k++)
-        if (lane + 32 * k < width) s = __dadd_rn(s, __dmul_rn((double)held[k], (double)x[lane + 32 * k]));
+        if (lane + 32 * k < width) s = __fmaf_rn(held[k], x[lane + 32 * k], s);
     return s;
 }
 
-// held[s] = held[s] decay + by x[s], rounded to float32 as the state is kept
-__device__ __forceinline__ void decay_add(float* held, double decay, double by, const float* __restrict__ x,
+// held[s] = held[s] decay + by x[s]
+__device__ __forceinline__ void decay_add(float* held, float decay, float by, const float* __restrict__ x,
                                           int width, int lane) {
 #pragma unroll
     for (int k = 0; k < STATE_HELD; k++)
-        if (lane + 32 * k < width)
-            held[k] = (float)__dadd_rn(__dmul_rn((double)held[k], decay), __dmul_rn(by, (double)x[lane + 32 * k]));
+        if (lane + 32 * k < width) held[k] = __fmaf_rn(held[k], decay, __fmul_rn(by, x[lane + 32 * k]));
+}
+
+// A block's warps are columns of one head (ops.scan_warps), which share the vectors each row reads: the block
+// stages SCAN_CHUNK rows of them in shared memory at a time, and lane l computes row first + l's scalars, which
+// every lane would otherwise compute again.
+#define SCAN_CHUNK 16
+
+// staged[r][c] = the row first + r's values at `at` (c < width) then at `then` (width more), rows of `stride`
+__device__ __forceinline__ void stage(float (*staged)[2 * MAX_STATE_WIDTH], const float* __restrict__ x,
+                                      long stride, int first, int count, long at, long then, int width) {
+    for (int e = threadIdx.x; e < count * 2 * width; e += blockDim.x) {
+        int r = e / (2 * width), c = e % (2 * width);
+        staged[r][c] = x[(first + r) * stride + (c < width ? at + c : then + c - width)];
+    }
 }
 
 // Mamba-2's scan (kinetic_cpu kernels/ssm_scan.py): n rows in order from state_in into state_out
-// ([n_head, head_dim, d_state] float32), a warp per state row (h, p) of the n_head * head_dim. v: [n, v_stride]
+// ([n_head, d_state, head_dim] float32), a warp per column (h, p) of the n_head * head_dim. v: [n, v_stride]
 // (u, B, C after the convolution), dt: [n, dt_stride] (the first n_head), y: [n, n_head * head_dim]
 extern "C" __global__ void ssm_scan(const float* __restrict__ v, long v_stride, const float* __restrict__ dt,
                                     long dt_stride, const float* __restrict__ dt_bias, const float* __restrict__ a,
                                     const float* __restrict__ d, const float* state_in, float* state_out,
                                     float* __restrict__ y, int n, int n_head, int head_dim, int d_state, int n_group) {
+    __shared__ float staged[SCAN_CHUNK][2 * MAX_STATE_WIDTH];  // B then C
     long warp = (blockIdx.x * (long)blockDim.x + threadIdx.x) / 32;
-    int lane = threadIdx.x % 32;
-    if (warp >= (long)n_head * head_dim) return;
-    int h = warp / head_dim, p = warp % head_dim;
+    int lane = threadIdx.x % 32, h = warp / head_dim, p = warp % head_dim;
     long d_inner = (long)n_head * head_dim, g = h / (n_head / n_group);
-    long b_at = d_inner + g * d_state, c_at = d_inner + (n_group + g) * d_state, at = warp * d_state;
+    long at = (long)h * d_state * head_dim + p;
     float held[STATE_HELD];
-    load_row(state_in + at, d_state, lane, held);
-    for (int i = 0; i < n; i++) {
-        const float* row = v + i * v_stride;
-        double t = softplus(__dadd_rn((double)dt[i * dt_stride + h], (double)dt_bias[h]));
-        double u = row[h * head_dim + p];
-        decay_add(held, exp(__dmul_rn(t, (double)a[h])), __dmul_rn(t, u), row + b_at, d_state, lane);
-        double out = warp_sum(lane_dot(held, row + c_at, d_state, lane));
-        if (lane == 0) y[i * d_inner + warp] = (float)__dadd_rn(out, __dmul_rn((double)d[h], u));
+    load_column(state_in + at, head_dim, d_state, lane, held);
+    for (int first = 0; first < n; first += SCAN_CHUNK) {
+        int count = min(SCAN_CHUNK, n - first), mine = first + min(lane, count - 1);
+        __syncthreads();  // the last chunk is read
+        stage(staged, v, v_stride, first, count, d_inner + g * d_state, d_inner + (n_group + g) * d_state, d_state);
+        double t = softplus(__dadd_rn((double)dt[mine * dt_stride + h], (double)dt_bias[h]));
+        double u = v[mine * v_stride + h * head_dim + p];
+        float decays = (float)exp(__dmul_rn(t, (double)a[h])), tus = (float)__dmul_rn(t, u);
+        float skips = (float)__dmul_rn((double)d[h], u);
+        __syncthreads();
+        for (int r = 0; r < count; r++) {
+            float decay = __shfl_sync(0xffffffffu, decays, r), tu = __shfl_sync(0xffffffffu, tus, r);
+            float skip = __shfl_sync(0xffffffffu, skips, r);
+            decay_add(held, decay, tu, staged[r], d_state, lane);
+            float out = warp_sum(lane_dot(held, staged[r] + d_state, d_state, lane));
+            if (lane == 0) y[(first + r) * d_inner + warp] = __fadd_rn(out, skip);
+        }
     }
-    store_row(state_out + at, d_state, lane, held);
+    store_column(state_out + at, head_dim, d_state, lane, held);
 }
 
 // Gated DeltaNet's scan (kinetic_cpu kernels/delta_net.py): n rows in order from state_in into state_out
-// ([n_head, head_dim, head_dim] float32, rows by value dimension), a warp per state row (h, j) of the
-// n_head * head_dim, value head h reading key head h mod n_k_head. qk: [n, 2 n_k_head, head_dim] (q's heads then
-// k's, l2-normed); v: [n, v_stride] (the heads at the start); beta, alpha: [n, ba_stride] (the first n_head of
-// each); o: [n, n_head, head_dim]
+// ([n_head, head_dim (k), head_dim (v)] float32), a warp per column (h, j) of the n_head * head_dim, value head h
+// reading key head h mod n_k_head. qk: [n, 2 n_k_head, head_dim] (q's heads then k's, l2-normed); v: [n, v_stride]
+// (the heads at the start); beta, alpha: [n, ba_stride] (the first n_head of each); o: [n, n_head, head_dim]
 extern "C" __global__ void delta_net_scan(const float* __restrict__ qk, const float* __restrict__ v, long v_stride,
                                           const float* __restrict__ beta, const float* __restrict__ alpha,
                                           long ba_stride, const float* __restrict__ dt_bias,
                                           const float* __restrict__ a, const float* state_in, float* state_out,
                                           float* __restrict__ o, int n, int n_head, int head_dim, int n_k_head) {
+    __shared__ float staged[SCAN_CHUNK][2 * MAX_STATE_WIDTH];  // q then k
     long warp = (blockIdx.x * (long)blockDim.x + threadIdx.x) / 32;
-    int lane = threadIdx.x % 32;
-    if (warp >= (long)n_head * head_dim) return;
-    int h = warp / head_dim, j = warp % head_dim, kh = h % n_k_head;
-    long at = warp * head_dim;
-    double scale = 1.0 / sqrt((double)head_dim);
+    int lane = threadIdx.x % 32, h = warp / head_dim, j = warp % head_dim, kh = h % n_k_head;
+    long at = (long)h * head_dim * head_dim + j;
+    float scale = (float)(1.0 / sqrt((double)head_dim));
     float held[STATE_HELD];
-    load_row(state_in + at, head_dim, lane, held);
-    for (int i = 0; i < n; i++) {
-        const float* q = qk + ((long)i * 2 * n_k_head + kh) * head_dim;
-        const float* k = qk + ((long)i * 2 * n_k_head + n_k_head + kh) * head_dim;
-        double t = softplus((double)__fadd_rn(alpha[i * ba_stride + h], dt_bias[h]));
-        double decay = exp(__dmul_rn(t, (double)a[h]));
-        double b = 1.0 / (1.0 + exp(-(double)beta[i * ba_stride + h]));
-        double seen = __dmul_rn(decay, warp_sum(lane_dot(held, k, head_dim, lane)));
-        double delta = __dmul_rn(b, __dsub_rn((double)v[i * v_stride + h * head_dim + j], seen));
-        decay_add(held, decay, delta, k, head_dim, lane);
-        double out = warp_sum(lane_dot(held, q, head_dim, lane));
-        if (lane == 0) o[(long)i * n_head * head_dim + warp] = (float)__dmul_rn(out, scale);
+    load_column(state_in + at, head_dim, head_dim, lane, held);
+    for (int first = 0; first < n; first += SCAN_CHUNK) {
+        int count = min(SCAN_CHUNK, n - first), mine = first + min(lane, count - 1);
+        __syncthreads();  // the last chunk is read
+        stage(staged, qk, 2L * n_k_head * head_dim, first, count, (long)kh * head_dim,
+              (long)(n_k_head + kh) * head_dim, head_dim);
+        double t = softplus((double)__fadd_rn(alpha[mine * ba_stride + h], dt_bias[h]));
+        float decays = (float)exp(__dmul_rn(t, (double)a[h]));
+        float betas = (float)(1.0 / (1.0 + exp(-(double)beta[mine * ba_stride + h])));
+        float values = v[mine * v_stride + h * head_dim + j];
+        __syncthreads();
+        for (int r = 0; r < count; r++) {
+            float decay = __shfl_sync(0xffffffffu, decays, r), b = __shfl_sync(0xffffffffu, betas, r);
+            float value = __shfl_sync(0xffffffffu, values, r);
+            float seen = __fmul_rn(decay, warp_sum(lane_dot(held, staged[r] + head_dim, head_dim, lane)));
+            float delta = __fmul_rn(b, __fsub_rn(value, seen));
+            decay_add(held, decay, delta, staged[r] + head_dim, head_dim, lane);
+            float out = warp_sum(lane_dot(held, staged[r], head_dim, lane));
+            if (lane == 0) o[(long)(first + r) * n_head * head_dim + warp] = __fmul_rn(out, scale);
+        }
     }
-    store_row(state_out + at, head_dim, lane, held);
+    store_column(state_out + at, head_dim, head_dim, lane, held);
 }
 
 // Qwen3.5's q projection [n, n_head, 2, head_dim] (each head's queries, then its gate) into q and gate
