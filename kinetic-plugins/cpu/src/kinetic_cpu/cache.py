@@ -61,6 +61,14 @@ def _q8_0_blocks(rows):  # rows: [blocks, 32] float32 -> (d [blocks] float32, q 
     return scales, quants
 
 
+def conv_rows(stack: Stack, context_length: int) -> list[np.ndarray]:
+    """Each convolution's input rows, a row per position ([context, channels] float32). A position's row is
+    written before any row reads it (kernels/short_conv.py), so a finished sequence's rows serve the next as
+    they are, which spares touching fresh memory (hundreds of kilobytes a token for a hybrid model)."""
+    return [np.zeros((context_length, b.conv.shape[0]), np.float32)
+            for b in stack.mixers() if isinstance(b, (ShortConv, *RECURRENT))]
+
+
 class CpuSequence:
     """One conversation's keys [n_head_kv, blocks, width, KEY_BLOCK] (position p in block p // KEY_BLOCK, column
     p % KEY_BLOCK: kernels/attention.py) and values [context, n_head_kv, width] per attention block. An f16
@@ -73,7 +81,7 @@ class CpuSequence:
     first position)."""
 
     def __init__(self, stack: Stack, context_length: int, cache_types: tuple[str, str],
-                 replay: Callable[["CpuSequence", np.ndarray, int], None]):
+                 replay: Callable[["CpuSequence", np.ndarray, int], None], rows: list[np.ndarray]):
         attentions = [b for b in stack.mixers() if isinstance(b, Attention)]
         blocks = -(-context_length // KEY_BLOCK)
         self.cache_types = key_type, value_type = cache_types
@@ -81,8 +89,7 @@ class CpuSequence:
                      for a in attentions]
         self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtypes(value_type)[0])
                        for a in attentions]
-        self.conv_rows = [np.zeros((context_length, b.conv.shape[0]), np.float32)  # a row per position
-                          for b in stack.mixers() if isinstance(b, (ShortConv, *RECURRENT))]
+        self.conv_rows = rows  # conv_rows(stack, context_length), or an earlier sequence's
         self.recurrent = RecurrentStates(stack, context_length) if has_recurrent(stack) else None
         self._replay = replay
         self.context_length = context_length

@@ -4,6 +4,7 @@ a copy kept in runs, kernels/block32.py); each sequence owns a KV cache."""
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -14,7 +15,7 @@ from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward
                                       Rope, ShortConv, Stack, Weight)
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic_cpu import compile_clock, ops
-from kinetic_cpu.cache import CpuSequence
+from kinetic_cpu.cache import CpuSequence, conv_rows
 from kinetic_cpu.home import at_home
 from kinetic_cpu.kernels import delta_net, short_conv, ssm_scan
 from kinetic_cpu.kernels.matmul import Matrix, activations
@@ -43,6 +44,7 @@ class CpuRunner:
         self._shortlist: Optional[Shortlist] = None  # on once start_shortlist() has kept its copy
         self._predictor: Optional[CpuRunner] = None
         self._parent: Optional[CpuRunner] = None  # the runner whose prediction block this one runs
+        self._spare_rows: list[list[np.ndarray]] = []  # finished sequences' convolution rows (cache.conv_rows)
 
     def predictor(self) -> Optional["CpuRunner"]:
         """A runner of stack.prediction whose weights are this one's (the output layer, often the largest, too)."""
@@ -56,7 +58,10 @@ class CpuRunner:
         return self._predictor
 
     def new_sequence(self) -> CpuSequence:
-        return CpuSequence(self.stack, self.context_length, self.cache_types, self._replay)
+        rows = self._spare_rows.pop() if self._spare_rows else conv_rows(self.stack, self.context_length)
+        seq = CpuSequence(self.stack, self.context_length, self.cache_types, self._replay, rows)
+        weakref.finalize(seq, self._spare_rows.append, rows)
+        return seq
 
     def _replay(self, seq: CpuSequence, tokens: np.ndarray, first: int) -> None:
         """Append tokens at positions first, first + 1, ... to seq again (a cut between kept recurrent states)."""
