@@ -15,42 +15,41 @@ from kinetic_cpu.kernels.ssm_scan import softplus
 def scan(q, k, v, beta, alpha, dt_bias, a, state_in, state_out):
     """Rows in order from state_in, into state_out: per value head h, reading q and k head h mod n_k_head,
     decay = exp(softplus(alpha_h + dt_bias_h) a_h), b = sigmoid(beta_h); with S_h [key dim, value dim],
-    delta = b (v - decay S_h^T k), S_h = S_h decay + k delta^T, then o = S_h^T q / sqrt(head_dim). Each state
-    value in float64, rounded to float32 once; the sums over the key dimension in order, in float64. The
-    state's columns are value dimensions, so each step runs along contiguous rows in vector registers."""
+    delta = b (v - decay S_h^T k), S_h = S_h decay + k delta^T, then o = S_h^T q / sqrt(head_dim). The scalars
+    in float64, rounded to float32; the state's arithmetic in float32, as ggml's, the sums over the key dimension
+    in order. The state's columns are value dimensions, so each step runs along contiguous rows in vector
+    registers."""
     # q, k: [n, n_k_head, head_dim] float32 (l2-normed); v: [n, n_head, head_dim] float32; beta, alpha: [n, n_head]
     # float32 (before their sigmoid and softplus); dt_bias, a: [n_head] float32;
     # state_in, state_out: [n_head, head_dim (k), head_dim (v)] float32 -> o [n, n_head, head_dim] float32
     n_head, head_dim = state_in.shape[0], state_in.shape[1]
     n_k_head = q.shape[1]
-    scale = 1.0 / math.sqrt(head_dim)
+    scale = np.float32(1.0 / math.sqrt(head_dim))
     o = np.empty((q.shape[0], n_head, head_dim), np.float32)
     for h in numba.prange(n_head):
         kh = h % n_k_head
-        delta, sums = np.empty(head_dim), np.empty(head_dim)
+        delta, sums = np.empty(head_dim, np.float32), np.empty(head_dim, np.float32)
         state = state_out[h]  # updated in place, each row copied in at the first step, while it is in cache: rows
         # that alias no other keep to vector registers
         for i in range(q.shape[0]):
-            decay = math.exp(softplus(np.float64(alpha[i, h] + dt_bias[h])) * np.float64(a[h]))
-            b = 1.0 / (1.0 + math.exp(-np.float64(beta[i, h])))
+            decay = np.float32(math.exp(softplus(np.float64(alpha[i, h] + dt_bias[h])) * np.float64(a[h])))
+            b = np.float32(1.0 / (1.0 + math.exp(-np.float64(beta[i, h]))))
             keys, queries = k[i, kh], q[i, kh]
             sums[:] = 0.0
             for s in range(head_dim):
-                key, row = np.float64(keys[s]), state[s]
+                key, row = keys[s], state[s]
                 if i == 0:
                     row[:] = state_in[h, s]
                 for j in range(head_dim):
-                    sums[j] += np.float64(row[j]) * key
+                    sums[j] += row[j] * key
             for j in range(head_dim):
-                delta[j] = b * (np.float64(v[i, h, j]) - decay * sums[j])
+                delta[j] = b * (v[i, h, j] - decay * sums[j])
                 sums[j] = 0.0
             for s in range(head_dim):
-                key, query = np.float64(keys[s]), np.float64(queries[s])
-                row = state[s]
+                key, query, row = keys[s], queries[s], state[s]
                 for j in range(head_dim):
-                    kept = np.float32(np.float64(row[j]) * decay + delta[j] * key)
-                    row[j] = kept
-                    sums[j] += np.float64(kept) * query
+                    row[j] = row[j] * decay + delta[j] * key
+                    sums[j] += row[j] * query
             for j in range(head_dim):
                 o[i, h, j] = sums[j] * scale
     return o

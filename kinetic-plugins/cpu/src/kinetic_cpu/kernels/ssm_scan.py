@@ -19,8 +19,8 @@ def softplus(t):
 @numba.njit(cache=True, nogil=True, parallel=True)
 def scan(v, dt, dt_bias, a, d, state_in, state_out, n_group):
     """Rows in order from state_in, into state_out: per head h of group g, t = softplus(dt_h + dt_bias_h),
-    S_h = S_h exp(t a_h) + B_g (t u_h)^T, y_h = S_h^T C_g + d_h u_h. Each state value in float64, rounded to
-    float32 once; y's sums over the state's d_state in order, in float64. The state's columns are head
+    S_h = S_h exp(t a_h) + B_g (t u_h)^T, y_h = S_h^T C_g + d_h u_h. The scalars in float64, rounded to float32;
+    the state's arithmetic in float32, as ggml's, y's sums over d_state in order. The state's columns are head
     dimensions, so each step runs along contiguous rows in vector registers (kinetic.recurrent.state_shape)."""
     # v: [n, channels] float32 (u [d_inner], B, C [n_group * d_state]); dt: [n, n_head] float32;
     # dt_bias, a, d: [n_head] float32; state_in, state_out: [n_head, d_state, head_dim] float32 -> y [n, d_inner]
@@ -31,24 +31,23 @@ def scan(v, dt, dt_bias, a, d, state_in, state_out, n_group):
     for h in numba.prange(n_head):
         g = h // per_group
         b_at, c_at, u_at = d_inner + g * d_state, d_inner + (n_group + g) * d_state, h * head_dim
-        tu, sums = np.empty(head_dim), np.empty(head_dim)
+        tu, sums = np.empty(head_dim, np.float32), np.empty(head_dim, np.float32)
         state = state_out[h]  # updated in place, each row copied in at the first step, while it is in cache: rows
         # that alias no other keep to vector registers
         for i in range(v.shape[0]):
             t = softplus(np.float64(dt[i, h]) + np.float64(dt_bias[h]))
-            decay = math.exp(t * np.float64(a[h]))
+            decay = np.float32(math.exp(t * np.float64(a[h])))
             for p in range(head_dim):
-                tu[p] = t * np.float64(v[i, u_at + p])
+                tu[p] = np.float32(t * np.float64(v[i, u_at + p]))
                 sums[p] = 0.0
             for s in range(d_state):
-                b, c = np.float64(v[i, b_at + s]), np.float64(v[i, c_at + s])
+                b, c = v[i, b_at + s], v[i, c_at + s]
                 row = state[s]
                 if i == 0:
                     row[:] = state_in[h, s]
                 for p in range(head_dim):
-                    kept = np.float32(np.float64(row[p]) * decay + tu[p] * b)
-                    row[p] = kept
-                    sums[p] += np.float64(kept) * c
+                    row[p] = row[p] * decay + tu[p] * b
+                    sums[p] += row[p] * c
             for p in range(head_dim):
-                y[i, u_at + p] = sums[p] + np.float64(d[h]) * np.float64(v[i, u_at + p])
+                y[i, u_at + p] = sums[p] + np.float32(np.float64(d[h]) * np.float64(v[i, u_at + p]))
     return y

@@ -1,6 +1,6 @@
 // The recurrent mixers (contracts.blocks.Mamba2, GatedDeltaNet; docs/recurrent.md) and Qwen3.5's gated
 // attention: each output element by one fixed sequence of operations whatever the batch; the scans' state
-// arithmetic in float32, as ggml's CUDA kernels take it (float64 costs a conversion a value on the GPU).
+// arithmetic in float32, as ggml's kernels and kinetic_cpu's take it.
 
 // kept[positions[r]] = x[r * stride + c], c < channels: a pass's convolution inputs kept by position, a thread a value
 extern "C" __global__ void conv_keep(const float* __restrict__ x, long stride, const int* __restrict__ positions,
