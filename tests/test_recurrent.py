@@ -12,7 +12,8 @@ import pytest
 from kinetic.contracts.device import Row, UploadOptions
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
-from kinetic.recurrent import SNAPSHOT
+from kinetic import recurrent
+from kinetic.recurrent import MAX_SNAPSHOT, SNAPSHOT, snapshot_interval
 from kinetic.testing.gguf_factory import Dims, write_random_model
 
 RECURRENT_FAMILIES = ("granitehybrid", "falcon-h1", "qwen35")
@@ -97,3 +98,19 @@ def test_one_row_passes_across_a_snapshot_and_a_cut_give_the_same_bits(setting):
     seq.truncate(SNAPSHOT - 3)
     again = [feed(runner, seq, [t]) for t in tokens[SNAPSHOT - 3 : SNAPSHOT + 3]]
     assert np.array_equal(np.concatenate(again), whole[SNAPSHOT - 3 : SNAPSHOT + 3])
+
+
+def test_snapshots_grow_apart_while_one_outweighs_the_tokens_between():
+    assert snapshot_interval(10 << 20, 100 << 10) == SNAPSHOT  # 10 MB of states, 100 KB a token
+    assert snapshot_interval(18 << 20, 12 << 10) == 2048  # Qwen3.5-0.8B's states against its KV cache alone
+    assert snapshot_interval(1 << 40, 1) == MAX_SNAPSHOT
+
+
+def test_a_longer_interval_cuts_and_saves_exactly(setting, monkeypatch):
+    runner, tokens, whole = setting
+    monkeypatch.setattr(recurrent, "snapshot_interval", lambda state_bytes, token_bytes: 2 * SNAPSHOT)
+    seq = held(runner, tokens)
+    assert seq.recurrent.interval == 2 * SNAPSHOT and set(seq.recurrent.kept) == {2 * SNAPSHOT}
+    loaded = runner.load(seq.save())
+    loaded.truncate(300)  # before the only snapshot: from the start again
+    assert np.array_equal(feed(runner, loaded, tokens[300:]), whole[300:])

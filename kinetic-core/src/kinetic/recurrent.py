@@ -3,7 +3,8 @@ for every device, in numpy or CuPy arrays (docs/recurrent.md).
 
 Each layer's state is held after the sequence's last token. A pass keeps the states it started from and, while
 they take little memory, those after each of its rows (RAD-1 rolls a draft back to one of them); every
-SNAPSHOT tokens the states are kept for good (a start to come back to, saved with the sequence). A cut
+`interval` tokens (snapshot_interval) the states are kept for good (a start to come back to, saved with the
+sequence). A cut
 anywhere else goes back to the last kept states before it and computes the tokens after them again, which by
 batch invariance gives the same bits (docs/exactness.md, section 6).
 """
@@ -17,7 +18,8 @@ import numpy as np
 
 from kinetic.contracts.blocks import GatedDeltaNet, Mamba2, Mixer, Stack
 
-SNAPSHOT = 256  # tokens between kept states: a divisor of the prompt grid (engine/generate.py, PROMPT_GRID)
+SNAPSHOT = 256  # the fewest tokens between kept states: a divisor of the prompt grid (engine/generate.py)
+MAX_SNAPSHOT = 8192  # the most: a cut computes at most this many tokens again
 KEEP_BYTES = 64 << 20  # a pass keeps the states after each of its rows while they fit in this many bytes
 
 RECURRENT = (Mamba2, GatedDeltaNet)  # the mixers that carry a state from token to token
@@ -33,20 +35,33 @@ def state_shape(block: Mixer) -> tuple[int, int, int]:
     return block.n_v_head, block.head_dim, block.head_dim
 
 
+def snapshot_interval(state_bytes: int, token_bytes: int) -> int:
+    """Tokens between kept states: SNAPSHOT, doubled (up to MAX_SNAPSHOT) while one snapshot holds more bytes
+    than the sequence's caches hold for the tokens between two, so that snapshots at most double a sequence's
+    memory; each interval is a divisor or a multiple of the prompt grid."""
+    interval = SNAPSHOT
+    while state_bytes > interval * token_bytes and interval < MAX_SNAPSHOT:
+        interval *= 2
+    return interval
+
+
 def has_recurrent(stack: Stack) -> bool:
     return any(isinstance(b, RECURRENT) for b in stack.mixers())
 
 
 class RecurrentStates:
-    """xp: the array module states live in (numpy, or cupy on the GPU); host: one of its arrays as numpy."""
+    """token_bytes: what the device's caches hold per token (for snapshot_interval); xp: the array module states
+    live in (numpy, or cupy on the GPU); host: one of its arrays as numpy."""
 
-    def __init__(self, stack: Stack, context_length: int, xp: ModuleType = np, host: Callable = np.asarray):
+    def __init__(self, stack: Stack, context_length: int, token_bytes: int, xp: ModuleType = np,
+                 host: Callable = np.asarray):
         self.xp, self.host = xp, host
         self.current = [xp.zeros(state_shape(b), xp.float32) for b in stack.mixers() if isinstance(b, RECURRENT)]
         self._spare = [xp.empty_like(s) for s in self.current]  # what the next pass writes its states into
         self.state_bytes = sum(s.nbytes for s in self.current)
+        self.interval = snapshot_interval(self.state_bytes, token_bytes)
         self.tokens = np.zeros(context_length, np.int64)  # to compute a cut's tokens again
-        self.kept: dict[int, States] = {}  # tokens held -> the states after them, every SNAPSHOT tokens
+        self.kept: dict[int, States] = {}  # tokens held -> the states after them, every interval tokens
         self.recent: dict[int, States] = {}  # likewise, for the last pass
 
     def scan(self, layer: int, n: int, first: int, step: Optional[Step]) -> Any:
@@ -60,7 +75,7 @@ class RecurrentStates:
         began, out = self.current[layer], self._spare[layer]
         self._keep(self.recent, first, layer, began)
         each_row = n * self.state_bytes <= KEEP_BYTES
-        stops = [i + 1 for i in range(n) if each_row or (first + i + 1) % SNAPSHOT == 0]
+        stops = [i + 1 for i in range(n) if each_row or (first + i + 1) % self.interval == 0]
         outputs, start, source = [], 0, began
         for stop in stops + ([n] if not stops or stops[-1] != n else []):
             if step is not None:
@@ -68,7 +83,7 @@ class RecurrentStates:
             held = first + stop
             if each_row:  # the last row's state is the buffer itself, which no later row of the pass changes
                 self._keep(self.recent, held, layer, out if stop == n else out.copy())
-            if held % SNAPSHOT == 0:
+            if held % self.interval == 0:
                 self._keep(self.kept, held, layer, out.copy())
             start, source = stop, out
         self.current[layer], self._spare[layer] = out, began
@@ -101,19 +116,19 @@ class RecurrentStates:
 
     def parts(self, n: int) -> list[bytes]:
         """Its bytes for a saved sequence of n tokens: the tokens, the current states, then each kept snapshot."""
-        snapshots = [self.kept[k] for k in range(SNAPSHOT, n + 1, SNAPSHOT)]
+        snapshots = [self.kept[k] for k in range(self.interval, n + 1, self.interval)]
         return [self.tokens[:n].tobytes(), *(self.host(s).tobytes() for s in self.current),
                 *(self.host(s).tobytes() for states in snapshots for s in states)]
 
     def saved_bytes(self, n: int) -> int:
-        return 8 * n + self.state_bytes * (1 + n // SNAPSHOT)
+        return 8 * n + self.state_bytes * (1 + n // self.interval)
 
     def load(self, blob: bytes, at: int, n: int) -> int:
         """parts(n) back from blob at `at`; -> where they end."""
         self.tokens[:n] = np.frombuffer(blob, np.int64, n, at)
         current, at = self._read(blob, at + 8 * n)
         self._restore(current, 0)
-        for held in range(SNAPSHOT, n + 1, SNAPSHOT):
+        for held in range(self.interval, n + 1, self.interval):
             self.kept[held], at = self._read(blob, at)
         return at
 

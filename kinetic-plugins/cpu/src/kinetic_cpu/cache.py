@@ -90,7 +90,9 @@ class CpuSequence:
         self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtypes(value_type)[0])
                        for a in attentions]
         self.conv_rows = rows  # conv_rows(stack, context_length), or an earlier sequence's
-        self.recurrent = RecurrentStates(stack, context_length) if has_recurrent(stack) else None
+        token_bytes = sum(k[:, 0, :, 0].nbytes + v[0].nbytes for k, v in zip(self.keys, self.values))
+        token_bytes += sum(r[0].nbytes for r in rows)
+        self.recurrent = RecurrentStates(stack, context_length, token_bytes) if has_recurrent(stack) else None
         self._replay = replay
         self.context_length = context_length
         self.n_tokens = 0

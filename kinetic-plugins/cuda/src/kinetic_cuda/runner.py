@@ -14,7 +14,7 @@ from kinetic.contracts.blocks import Attention, GatedDeltaNet, Mamba2, Parallel,
 from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_cache_types, linear_batches, state_blob,
                                       state_magic, state_tokens)
 from kinetic.errors import KineticError
-from kinetic.recurrent import SNAPSHOT, RecurrentStates, cut, has_recurrent
+from kinetic.recurrent import RecurrentStates, cut, has_recurrent
 from kinetic_cuda import cache as cache_module
 from kinetic_cuda import ops
 from kinetic_cuda.gpu import free_memory, gpu_name
@@ -41,15 +41,22 @@ class CudaSequence:
     a cut between kept states computes again through `replay`(sequence, tokens, first position), and its decode
     graphs."""
 
-    def __init__(self, caches: Caches, stream, cache_types: tuple[str, str], widths: list[int],
-                 recurrent: Optional[RecurrentStates], replay):
+    def __init__(self, stack: Stack, context_length: int, caches: Caches, stream, cache_types: tuple[str, str],
+                 widths: list[int], replay):
         self.caches, self.conv_rows = caches
         self.stream = stream  # the runner's, which every pass and copy of this cache goes on
         self.cache_types, self.widths = cache_types, widths
-        self.recurrent, self._replay = recurrent, replay
+        self.recurrent = RecurrentStates(stack, context_length, self.token_bytes(), cupy, cupy.asnumpy) \
+            if has_recurrent(stack) else None
+        self._replay = replay
         self.n_tokens = 0
         self.hidden: dict[int, np.ndarray] = {}  # position -> hidden state after the output norm (Row.hidden)
         self.decode_graphs: dict = {}  # the one-token pass's CUDA graphs (CudaRunner._decode)
+
+    def token_bytes(self) -> int:
+        """What its caches hold for each token."""
+        per_token = sum(cache_module.bytes_per_token(t, width) for width in self.widths for t in self.cache_types)
+        return per_token + sum(rows[0].nbytes for rows in self.conv_rows)
 
     def truncate(self, n: int) -> None:
         cut(self, n, self._replay)
@@ -71,8 +78,7 @@ class CudaSequence:
     def restore(self, blob: bytes) -> None:
         """The state save() gave; a KineticError if blob is not one of this model's on this device."""
         n, head = state_tokens(blob, state_magic(STATE_MAGIC, self.cache_types), "CUDA")
-        per_token = sum(cache_module.bytes_per_token(t, width) for width in self.widths for t in self.cache_types)
-        per_token += sum(rows[0].nbytes for rows in self.conv_rows)
+        per_token = self.token_bytes()
         context = len(self.conv_rows[0]) if self.conv_rows else \
             cache_module.positions(self.caches[0][0], self.cache_types[0], self.widths[0])
         states = self.recurrent.saved_bytes(n) if self.recurrent is not None else 0
@@ -156,9 +162,8 @@ class CudaRunner:
     def new_sequence(self) -> CudaSequence:
         """A sequence on a reserved cache; its cache is reused by a later sequence once it is collected."""
         caches = self._spare_caches.pop() if self._spare_caches else self._new_caches()
-        recurrent = RecurrentStates(self.stack, self.context_length, cupy, cupy.asnumpy) \
-            if has_recurrent(self.stack) else None
-        seq = CudaSequence(caches, self.stream, self.cache_types, self._widths, recurrent, self._replay)
+        seq = CudaSequence(self.stack, self.context_length, caches, self.stream, self.cache_types, self._widths,
+                           self._replay)
         weakref.finalize(seq, self._spare_caches.append, caches)
         return seq
 
@@ -202,7 +207,7 @@ class CudaRunner:
         with self.stream:
             self.stream.synchronize()  # the last pass may still read the inputs
             self.ws.inputs.set(inputs, stream=self.stream)
-            if n == 1 and asks and (seq.recurrent is None or (batch[0].position + 1) % SNAPSHOT):  # (_decode)
+            if n == 1 and asks and (seq.recurrent is None or (batch[0].position + 1) % seq.recurrent.interval):
                 self._decode(seq, batch[0].position)
             else:
                 self._queue(seq, n, len(asks), batch[0].position)
