@@ -29,7 +29,7 @@ Step = Callable[[slice, Any, Any], Any]  # (rows, state in, state out) -> the ro
 
 def state_shape(block: Mixer) -> tuple[int, int, int]:
     """Mamba-2's [n_head, d_state, head_dim]; Gated DeltaNet's [n_v_head, head_dim (k), head_dim (v)]: per head,
-    the dimension each output's sum runs over, then the outputs' (docs/recurrent.md)."""
+    the contracts' S_h transposed, the dimension each output's sum runs over first (docs/recurrent.md)."""
     if isinstance(block, Mamba2):
         return block.n_head, block.d_state, block.out_proj.shape[1] // block.n_head
     return block.n_v_head, block.head_dim, block.head_dim
