@@ -51,11 +51,13 @@ def has_recurrent(stack: Stack) -> bool:
 
 class RecurrentStates:
     """token_bytes: what the device's caches hold per token (for snapshot_interval); xp: the array module states
-    live in (numpy, or cupy on the GPU); host: one of its arrays as numpy."""
+    live in (numpy, or cupy on the GPU); host: one of its arrays as numpy; in_place: one-row passes update the
+    states where they are (the CPU's: a state read and written in the same memory moves a third fewer bytes
+    than one written elsewhere), so a cut back past such a row computes again from kept states."""
 
     def __init__(self, stack: Stack, context_length: int, token_bytes: int, xp: ModuleType = np,
-                 host: Callable = np.asarray):
-        self.xp, self.host = xp, host
+                 host: Callable = np.asarray, in_place: bool = False):
+        self.xp, self.host, self.in_place = xp, host, in_place
         self.current = [xp.zeros(state_shape(b), xp.float32) for b in stack.mixers() if isinstance(b, RECURRENT)]
         self._spare = [xp.empty_like(s) for s in self.current]  # what the next pass writes its states into
         self.state_bytes = sum(s.nbytes for s in self.current)
@@ -68,12 +70,14 @@ class RecurrentStates:
         """A pass's n rows at positions first, first + 1, ... through layer's state: step(rows, state_in, state_out)
         runs the rows (a slice) from state_in into state_out and returns their outputs; -> every row's, in order.
         The pass writes into the layer's spare buffer, so the state it started from stays as it was, for a cut
-        back to it, without a copy. With step None the pass's kernels are queued already (a replayed CUDA graph
+        back to it, without a copy (unless in_place and n is 1). With step None the pass's kernels are queued already (a replayed CUDA graph
         of a pass that keeps no snapshot): only what is kept moves."""
         if layer == 0:
             self.recent = {}
-        began, out = self.current[layer], self._spare[layer]
-        self._keep(self.recent, first, layer, began)
+        began = self.current[layer]
+        out = began if self.in_place and n == 1 else self._spare[layer]
+        if out is not began:
+            self._keep(self.recent, first, layer, began)
         each_row = n * self.state_bytes <= KEEP_BYTES
         stops = [i + 1 for i in range(n) if each_row or (first + i + 1) % self.interval == 0]
         outputs, start, source = [], 0, began
@@ -86,7 +90,8 @@ class RecurrentStates:
             if held % self.interval == 0:
                 self._keep(self.kept, held, layer, out.copy())
             start, source = stop, out
-        self.current[layer], self._spare[layer] = out, began
+        if out is not began:
+            self.current[layer], self._spare[layer] = out, began
         return outputs[0] if len(outputs) == 1 else self.xp.concatenate(outputs) if outputs else None
 
     def advance(self, position: int) -> None:

@@ -92,7 +92,8 @@ class CpuSequence:
         self.conv_rows = rows  # conv_rows(stack, context_length), or an earlier sequence's
         token_bytes = sum(k[:, 0, :, 0].nbytes + v[0].nbytes for k, v in zip(self.keys, self.values))
         token_bytes += sum(r[0].nbytes for r in rows)
-        self.recurrent = RecurrentStates(stack, context_length, token_bytes) if has_recurrent(stack) else None
+        self.recurrent = RecurrentStates(stack, context_length, token_bytes, in_place=True) \
+            if has_recurrent(stack) else None
         self._replay = replay
         self.context_length = context_length
         self.n_tokens = 0
