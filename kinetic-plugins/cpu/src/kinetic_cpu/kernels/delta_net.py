@@ -26,6 +26,7 @@ def scan(q, k, v, beta, alpha, dt_bias, a, state_in, state_out):
     n_k_head = q.shape[1]
     scale = np.float32(1.0 / math.sqrt(head_dim))
     o = np.empty((q.shape[0], n_head, head_dim), np.float32)
+    separate = state_in.ctypes.data != state_out.ctypes.data  # else the states are updated where they are
     for h in numba.prange(n_head):
         kh = h % n_k_head
         delta, sums = np.empty(head_dim, np.float32), np.empty(head_dim, np.float32)
@@ -38,7 +39,7 @@ def scan(q, k, v, beta, alpha, dt_bias, a, state_in, state_out):
             sums[:] = 0.0
             for s in range(head_dim):
                 key, row = keys[s], state[s]
-                if i == 0:
+                if i == 0 and separate:
                     row[:] = state_in[h, s]
                 for j in range(head_dim):
                     sums[j] += row[j] * key

@@ -28,6 +28,7 @@ def scan(v, dt, dt_bias, a, d, state_in, state_out, n_group):
     d_inner = n_head * head_dim
     per_group = n_head // n_group
     y = np.empty((v.shape[0], d_inner), np.float32)
+    separate = state_in.ctypes.data != state_out.ctypes.data  # else the states are updated where they are
     for h in numba.prange(n_head):
         g = h // per_group
         b_at, c_at, u_at = d_inner + g * d_state, d_inner + (n_group + g) * d_state, h * head_dim
@@ -43,7 +44,7 @@ def scan(v, dt, dt_bias, a, d, state_in, state_out, n_group):
             for s in range(d_state):
                 b, c = v[i, b_at + s], v[i, c_at + s]
                 row = state[s]
-                if i == 0:
+                if i == 0 and separate:
                     row[:] = state_in[h, s]
                 for p in range(head_dim):
                     row[p] = row[p] * decay + tu[p] * b
