@@ -4,9 +4,8 @@ for every device, in numpy or CuPy arrays (docs/recurrent.md).
 Each layer's state is held after the sequence's last token. A pass keeps the states it started from and, while
 they take little memory, those after each of its rows (RAD-1 rolls a draft back to one of them); every
 `interval` tokens (snapshot_interval) the states are kept for good (a start to come back to, saved with the
-sequence). A cut
-anywhere else goes back to the last kept states before it and computes the tokens after them again, which by
-batch invariance gives the same bits (docs/exactness.md, section 6).
+sequence). A cut anywhere else goes back to the last kept states before it and computes the tokens after them
+again, which by batch invariance gives the same bits (docs/exactness.md, section 6).
 """
 
 from __future__ import annotations
@@ -70,8 +69,8 @@ class RecurrentStates:
         """A pass's n rows at positions first, first + 1, ... through layer's state: step(rows, state_in, state_out)
         runs the rows (a slice) from state_in into state_out and returns their outputs; -> every row's, in order.
         The pass writes into the layer's spare buffer, so the state it started from stays as it was, for a cut
-        back to it, without a copy (unless in_place and n is 1). With step None the pass's kernels are queued already (a replayed CUDA graph
-        of a pass that keeps no snapshot): only what is kept moves."""
+        back to it, without a copy (unless in_place and n is 1). With step None the pass's kernels are queued
+        already (a replayed CUDA graph of a pass that keeps no snapshot): only what is kept moves."""
         if layer == 0:
             self.recent = {}
         began = self.current[layer]

@@ -90,15 +90,15 @@ class CpuRunner:
             start += len(indices)
         hidden = self._run([rows[i] for i in order], spans)
         place = {i: j for j, i in enumerate(order)}
-        keep = [i for i, row in enumerate(rows) if row.hidden]
-        if keep:
-            for i, normed in zip(keep, self._norm(self.stack.output_norm, hidden[[place[i] for i in keep]])):
-                rows[i].sequence.hidden[rows[i].position] = normed
-        asks = [(place[i], row.top) for i, row in enumerate(rows) if row.logits]
+        wanted = [i for i, row in enumerate(rows) if row.hidden or row.logits]  # each normed once, for both
+        normed = self._norm(self.stack.output_norm, hidden[[place[i] for i in wanted]])
+        for i, x in zip(wanted, normed):
+            if rows[i].hidden:
+                rows[i].sequence.hidden[rows[i].position] = x
+        asks = [j for j, i in enumerate(wanted) if rows[i].logits]
         if not asks:
             return np.empty((0, self.stack.n_vocab), np.float32)
-        at, tops = zip(*asks)
-        return self._logits(hidden[list(at)], tops)
+        return self._logits(normed[asks], [rows[wanted[j]].top for j in asks])
 
     def _run(self, batch: list[Row], spans: Spans) -> np.ndarray:
         """Append each span of batch (its rows of one sequence, in order) to that sequence; the final hidden
@@ -326,10 +326,9 @@ class CpuRunner:
         out = self._linear(f.down, gated)
         return self._norm(f.post_norm, out)
 
-    def _logits(self, hidden: np.ndarray, tops: Sequence[int]) -> np.ndarray:
-        """The logits of hidden [n, n_embd]: for a row that reads only its tops[t] largest (Row.top), with
-        Shortlist on, those and the others that can be among them; else all."""
-        x = self._norm(self.stack.output_norm, hidden)
+    def _logits(self, x: np.ndarray, tops: Sequence[int]) -> np.ndarray:
+        """The logits of x [n, n_embd] (hidden states after the output norm): for a row that reads only its
+        tops[t] largest (Row.top), with Shortlist on, those and the others that can be among them; else all."""
         shortlist = self._active_shortlist()
         logits = self._linear(self.stack.output, x) if shortlist is None else shortlist.logits(x, tops)
         return logits if self.stack.logit_scale == 1 else logits * np.float32(self.stack.logit_scale)

@@ -8,7 +8,7 @@ import math
 import numba
 import numpy as np
 
-from kinetic_cpu.kernels.ssm_scan import softplus
+from kinetic_cpu.kernels.ssm_scan import decay_add, softplus
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -48,9 +48,7 @@ def scan(q, k, v, beta, alpha, dt_bias, a, state_in, state_out):
                 sums[j] = 0.0
             for s in range(head_dim):
                 key, query, row = keys[s], queries[s], state[s]
-                for j in range(head_dim):
-                    row[j] = row[j] * decay + delta[j] * key
-                    sums[j] += row[j] * query
+                decay_add(row, decay, delta, key, sums, query)
             for j in range(head_dim):
                 o[i, h, j] = sums[j] * scale
     return o

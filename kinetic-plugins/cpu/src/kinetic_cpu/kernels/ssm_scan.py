@@ -16,6 +16,15 @@ def softplus(t):
     return t if t > SOFTPLUS_CUT else math.log1p(math.exp(t))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def decay_add(row, decay, xs, x, sums, weight):
+    """A state row's step, element by element in float32: row = row decay + xs x, then sums += row weight."""
+    # row, xs, sums: [width] float32, row updated in place; decay, x, weight: float32
+    for p in range(len(row)):
+        row[p] = row[p] * decay + xs[p] * x
+        sums[p] += row[p] * weight
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def scan(v, dt, dt_bias, a, d, state_in, state_out, n_group):
     """Rows in order from state_in, into state_out: per head h of group g, t = softplus(dt_h + dt_bias_h),
@@ -46,9 +55,7 @@ def scan(v, dt, dt_bias, a, d, state_in, state_out, n_group):
                 row = state[s]
                 if i == 0 and separate:
                     row[:] = state_in[h, s]
-                for p in range(head_dim):
-                    row[p] = row[p] * decay + tu[p] * b
-                    sums[p] += row[p] * c
+                decay_add(row, decay, tu, b, sums, c)
             for p in range(head_dim):
                 y[i, u_at + p] = sums[p] + np.float32(np.float64(d[h]) * np.float64(v[i, u_at + p]))
     return y
