@@ -76,6 +76,22 @@ __device__ __forceinline__ void decay_add(float* held, float decay, float by, co
 // every lane would otherwise compute again.
 #define SCAN_CHUNK 16
 
+// The warp's sum of each of a lane's SCAN_CHUNK (16) values, all at once: lane l ends with the sum of part[l / 2].
+// Each sum pairs the lanes as warp_sum does, so it has warp_sum's bits; the rows' butterflies overlap instead of
+// following one another.
+__device__ __forceinline__ float chunk_sums(float* part, int lane) {
+#pragma unroll
+    for (int half = SCAN_CHUNK / 2, offset = 16; half >= 1; half /= 2, offset /= 2) {
+        bool upper = lane & offset;  // keeps the upper half of the values
+#pragma unroll
+        for (int m = 0; m < half; m++) {
+            float keep = upper ? part[m + half] : part[m], send = upper ? part[m] : part[m + half];
+            part[m] = __fadd_rn(keep, __shfl_xor_sync(0xffffffffu, send, offset));
+        }
+    }
+    return __fadd_rn(part[0], __shfl_xor_sync(0xffffffffu, part[0], 1));
+}
+
 // staged[r][c] = the row first + r's values at `at` (c < width) then at `then` (width more), rows of `stride`
 __device__ __forceinline__ void stage(float (*staged)[2 * MAX_STATE_WIDTH], const float* __restrict__ x,
                                       long stride, int first, int count, long at, long then, int width) {
@@ -108,13 +124,15 @@ extern "C" __global__ void ssm_scan(const float* __restrict__ v, long v_stride, 
         float decays = (float)exp(__dmul_rn(t, (double)a[h])), tus = (float)__dmul_rn(t, u);
         float skips = (float)__dmul_rn((double)d[h], u);
         __syncthreads();
-        for (int r = 0; r < count; r++) {
+        float part[SCAN_CHUNK];
+#pragma unroll
+        for (int r = 0; r < SCAN_CHUNK; r++) {
             float decay = __shfl_sync(0xffffffffu, decays, r), tu = __shfl_sync(0xffffffffu, tus, r);
-            float skip = __shfl_sync(0xffffffffu, skips, r);
-            decay_add(held, decay, tu, staged[r], d_state, lane);
-            float out = warp_sum(lane_dot(held, staged[r] + d_state, d_state, lane));
-            if (lane == 0) y[(first + r) * d_inner + warp] = __fadd_rn(out, skip);
+            if (r < count) decay_add(held, decay, tu, staged[r], d_state, lane);
+            part[r] = r < count ? lane_dot(held, staged[r] + d_state, d_state, lane) : 0.f;
         }
+        float out = chunk_sums(part, lane), skip = __shfl_sync(0xffffffffu, skips, lane / 2);
+        if (lane % 2 == 0 && lane / 2 < count) y[(first + lane / 2) * d_inner + warp] = __fadd_rn(out, skip);
     }
     store_column(state_out + at, head_dim, d_state, lane, held);
 }
@@ -145,15 +163,21 @@ extern "C" __global__ void delta_net_scan(const float* __restrict__ qk, const fl
         float betas = (float)(1.0 / (1.0 + exp(-(double)beta[mine * ba_stride + h])));
         float values = v[mine * v_stride + h * head_dim + j];
         __syncthreads();
-        for (int r = 0; r < count; r++) {
+        float part[SCAN_CHUNK];
+#pragma unroll
+        for (int r = 0; r < SCAN_CHUNK; r++) {
             float decay = __shfl_sync(0xffffffffu, decays, r), b = __shfl_sync(0xffffffffu, betas, r);
             float value = __shfl_sync(0xffffffffu, values, r);
-            float seen = __fmul_rn(decay, warp_sum(lane_dot(held, staged[r] + head_dim, head_dim, lane)));
-            float delta = __fmul_rn(b, __fsub_rn(value, seen));
-            decay_add(held, decay, delta, staged[r] + head_dim, head_dim, lane);
-            float out = warp_sum(lane_dot(held, staged[r], head_dim, lane));
-            if (lane == 0) o[(long)(first + r) * n_head * head_dim + warp] = __fmul_rn(out, scale);
+            part[r] = 0.f;
+            if (r < count) {  // the same for the whole warp
+                float seen = __fmul_rn(decay, warp_sum(lane_dot(held, staged[r] + head_dim, head_dim, lane)));
+                decay_add(held, decay, __fmul_rn(b, __fsub_rn(value, seen)), staged[r] + head_dim, head_dim, lane);
+                part[r] = lane_dot(held, staged[r], head_dim, lane);
+            }
         }
+        float out = chunk_sums(part, lane);
+        if (lane % 2 == 0 && lane / 2 < count)
+            o[(long)(first + lane / 2) * n_head * head_dim + warp] = __fmul_rn(out, scale);
     }
     store_column(state_out + at, head_dim, head_dim, lane, held);
 }
