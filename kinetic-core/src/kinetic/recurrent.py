@@ -1,5 +1,6 @@
 """A sequence's recurrent states (contracts.blocks.Mamba2, GatedDeltaNet), kept so that it truncates exactly;
-for every device, in numpy or CuPy arrays (docs/recurrent.md).
+for every device, in numpy or CuPy arrays (docs/recurrent.md). A layer's state is its scan's and its causal
+convolution's last width - 1 input rows (its tail), in one buffer.
 
 Each layer's state is held after the sequence's last token. A pass keeps the states it started from and, while
 they take little memory, those after each of its rows (RAD-1 rolls a draft back to one of them); every
@@ -10,6 +11,7 @@ again, which by batch invariance gives the same bits (docs/exactness.md, section
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any, Callable, Optional
 
@@ -22,7 +24,7 @@ MAX_SNAPSHOT = 8192  # the most: a cut computes at most this many tokens again
 KEEP_BYTES = 64 << 20  # a pass keeps the states after each of its rows while they fit in this many bytes
 
 RECURRENT = (Mamba2, GatedDeltaNet)  # the mixers that carry a state from token to token
-States = list[Optional[Any]]  # one float32 state per recurrent layer (state_shape), a numpy or CuPy array
+States = list[Optional[Any]]  # one float32 buffer per recurrent layer (state_shape, tail_shape), numpy or CuPy
 Step = Callable[[slice, Any, Any], Any]  # (rows, state in, state out) -> the rows' outputs
 
 
@@ -32,6 +34,11 @@ def state_shape(block: Mixer) -> tuple[int, int, int]:
     if isinstance(block, Mamba2):
         return block.n_head, block.d_state, block.out_proj.shape[1] // block.n_head
     return block.n_v_head, block.head_dim, block.head_dim
+
+
+def tail_shape(block: Mixer) -> tuple[int, int]:
+    """The convolution input rows a recurrent layer keeps: [width - 1, channels]."""
+    return block.conv.shape[1] - 1, block.conv.shape[0]
 
 
 def snapshot_interval(state_bytes: int, token_bytes: int) -> int:
@@ -57,13 +64,35 @@ class RecurrentStates:
     def __init__(self, stack: Stack, context_length: int, token_bytes: int, xp: ModuleType = np,
                  host: Callable = np.asarray, in_place: bool = False):
         self.xp, self.host, self.in_place = xp, host, in_place
-        self.current = [xp.zeros(state_shape(b), xp.float32) for b in stack.mixers() if isinstance(b, RECURRENT)]
+        self._shapes = [(state_shape(b), tail_shape(b)) for b in stack.mixers() if isinstance(b, RECURRENT)]
+        self.current = [xp.zeros(math.prod(scan) + math.prod(tail), xp.float32) for scan, tail in self._shapes]
         self._spare = [xp.empty_like(s) for s in self.current]  # what the next pass writes its states into
         self.state_bytes = sum(s.nbytes for s in self.current)
         self.interval = snapshot_interval(self.state_bytes, token_bytes)
         self.tokens = np.zeros(context_length, np.int64)  # to compute a cut's tokens again
         self.kept: dict[int, States] = {}  # tokens held -> the states after them, every interval tokens
         self.recent: dict[int, States] = {}  # likewise, for the last pass
+
+    def views(self, layer: int, buffer: Any) -> tuple[Any, Any]:
+        """A layer's buffer as its scan state [state_shape] and its tail [tail_shape]."""
+        scan, tail = self._shapes[layer]
+        return buffer[: math.prod(scan)].reshape(scan), buffer[math.prod(scan) :].reshape(tail)
+
+    def tail(self, layer: int) -> Any:
+        """The current tail of a layer: the input rows before the next pass's first, [width - 1, channels]."""
+        return self.views(layer, self.current[layer])[1]
+
+    def keeping_tails(self, layer: int, window: Any, step: Step) -> Step:
+        """step, which runs rows through the scan states (views), as a Step over whole buffers that also keeps
+        each row's tail, from the pass's window ([width - 1 + n, channels]: the tail, then the pass's rows)."""
+        keep = self._shapes[layer][1][0]
+
+        def whole(rows: slice, state_in: Any, state_out: Any) -> Any:
+            (scan_in, _), (scan_out, tail_out) = self.views(layer, state_in), self.views(layer, state_out)
+            tail_out[...] = window[rows.stop : rows.stop + keep]
+            return step(rows, scan_in, scan_out)
+
+        return whole
 
     def scan(self, layer: int, n: int, first: int, step: Optional[Step]) -> Any:
         """A pass's n rows at positions first, first + 1, ... through layer's state: step(rows, state_in, state_out)
@@ -139,7 +168,7 @@ class RecurrentStates:
     def _read(self, blob: bytes, at: int) -> tuple[States, int]:
         states = []
         for s in self.current:
-            states.append(self.xp.array(np.frombuffer(blob, np.float32, s.size, at).reshape(s.shape)))
+            states.append(self.xp.array(np.frombuffer(blob, np.float32, s.size, at)))
             at += s.nbytes
         return states, at
 

@@ -11,7 +11,7 @@ from typing import Callable
 from kinetic.contracts.blocks import Attention, ShortConv, Stack
 from kinetic.contracts.device import state_blob, state_magic, state_tokens
 from kinetic.errors import KineticError
-from kinetic.recurrent import RECURRENT, RecurrentStates, cut, has_recurrent
+from kinetic.recurrent import RecurrentStates, cut, has_recurrent
 from kinetic_cpu import ops
 from kinetic_cpu.kernels.attention import KEY_BLOCK, Q8_BYTES, Q8_VALUES
 
@@ -65,8 +65,7 @@ def conv_rows(stack: Stack, context_length: int) -> list[np.ndarray]:
     """Each convolution's input rows, a row per position ([context, channels] float32). A position's row is
     written before any row reads it (kernels/short_conv.py), so a finished sequence's rows serve the next as
     they are, which spares touching fresh memory (hundreds of kilobytes a token for a hybrid model)."""
-    return [np.zeros((context_length, b.conv.shape[0]), np.float32)
-            for b in stack.mixers() if isinstance(b, (ShortConv, *RECURRENT))]
+    return [np.zeros((context_length, b.conv.shape[0]), np.float32) for b in stack.mixers() if isinstance(b, ShortConv)]
 
 
 class CpuSequence:
@@ -76,9 +75,8 @@ class CpuSequence:
     storage spares a conversion per read); a q8_0 cache keeps each position's q8_0 blocks' bytes (int8), a
     position's key column or value row holding them as ggml's block_q8_0 does. Each short convolution keeps its
     input rows [context, n_embd] float32, position by position, so that the sequence truncates exactly; each
-    Mamba-2 or Gated DeltaNet mixer its convolution's input rows likewise, and its state
-    (kinetic.recurrent), which a cut between kept states computes again through `replay`(sequence, tokens,
-    first position)."""
+    Mamba-2 or Gated DeltaNet mixer its state, its convolution's last rows with it (kinetic.recurrent), which
+    a cut between kept states computes again through `replay`(sequence, tokens, first position)."""
 
     def __init__(self, stack: Stack, context_length: int, cache_types: tuple[str, str],
                  replay: Callable[["CpuSequence", np.ndarray, int], None], rows: list[np.ndarray]):

@@ -135,9 +135,9 @@ class CpuRunner:
             numbers.rows += 1
             return self._short_conv(block, x, spans, numbers.rows - 1, positions)
         if isinstance(block, (Mamba2, GatedDeltaNet)):
-            numbers.rows, numbers.states = numbers.rows + 1, numbers.states + 1
+            numbers.states += 1
             run = self._mamba2 if isinstance(block, Mamba2) else self._delta_net
-            return run(block, x, spans, numbers.rows - 1, numbers.states - 1, positions)
+            return run(block, x, spans, numbers.states - 1, positions)
         return self._feed_forward(block, x)
 
     def _embed(self, tokens: np.ndarray, batch: list[Row]) -> np.ndarray:
@@ -249,27 +249,40 @@ class CpuRunner:
             convolved[span] = short_conv.convolve(seq.conv_rows[layer], at, weights)
         return convolved
 
-    def _mamba2(self, m: Mamba2, x: np.ndarray, spans: Spans, rows: int, layer: int,
-                positions: np.ndarray) -> np.ndarray:
-        """Each sequence's rows keep their convolution input in its kept rows `rows`, then run through its
-        Mamba-2 state `layer` in order (kinetic.recurrent)."""
+    def _windows(self, conv: Weight, v: np.ndarray, spans: Spans, layer: int) -> tuple[np.ndarray, list]:
+        """Each sequence's rows of v ([n, channels]) after recurrent layer `layer`'s tail (kinetic.recurrent),
+        convolved (kernels/short_conv.py); -> [n, channels] float32, and each span's window
+        [width - 1 + rows, channels]."""
+        weights = self._vector(conv).reshape(conv.shape)
+        convolved = np.empty(v.shape, np.float32)
+        windows = []
+        for seq, span in spans:
+            windows.append(np.concatenate([seq.recurrent.tail(layer), v[span]]))
+            convolved[span] = short_conv.convolve(windows[-1], np.arange(conv.shape[1] - 1, len(windows[-1])),
+                                                  weights)
+        return convolved, windows
+
+    def _mamba2(self, m: Mamba2, x: np.ndarray, spans: Spans, layer: int, positions: np.ndarray) -> np.ndarray:
+        """Each sequence's rows through its Mamba-2 state `layer` (its convolution's tail, then its scan), in
+        order (kinetic.recurrent)."""
         d_inner, channels = m.out_proj.shape[1], m.conv.shape[0]
         zvdt = self._linear(m.in_proj, self._norm(m.norm, x))
         z, v, dt = zvdt[:, :d_inner], zvdt[:, d_inner : d_inner + channels], zvdt[:, d_inner + channels :]
-        convolved = self._convolve(m.conv, v, spans, rows, positions)
+        convolved, windows = self._windows(m.conv, v, spans, layer)
         if m.conv_bias is not None:
             convolved = convolved + self._vector(m.conv_bias)
         activated = ops.gate(convolved, np.ones_like(convolved), False)  # silu(v) * 1: silu(v)
         dt = np.ascontiguousarray(dt)
         dt_bias, a, d = self._vector(m.dt_bias), self._vector(m.a), self._vector(m.d)
         y = np.empty((len(x), d_inner), np.float32)
-        for seq, span in spans:
+        for (seq, span), window in zip(spans, windows):
             v_rows, dt_rows = activated[span], dt[span]
 
             def step(rows: slice, state_in: np.ndarray, state_out: np.ndarray) -> np.ndarray:
                 return ssm_scan.scan(v_rows[rows], dt_rows[rows], dt_bias, a, d, state_in, state_out, m.n_group)
 
-            y[span] = seq.recurrent.scan(layer, span.stop - span.start, int(positions[span.start]), step)
+            y[span] = seq.recurrent.scan(layer, span.stop - span.start, int(positions[span.start]),
+                                         seq.recurrent.keeping_tails(layer, window, step))
         gated = ops.gate(np.ascontiguousarray(z), y, False)
         if m.out_norm is not None:  # a row per group; x * 1 is exact: then each group's weights, as one norm would
             ones = np.ones(d_inner // m.n_group, np.float32)
@@ -277,28 +290,29 @@ class CpuRunner:
             gated = normed * self._vector(m.out_norm.weight)
         return self._linear(m.out_proj, gated)
 
-    def _delta_net(self, g: GatedDeltaNet, x: np.ndarray, spans: Spans, rows: int, layer: int,
+    def _delta_net(self, g: GatedDeltaNet, x: np.ndarray, spans: Spans, layer: int,
                    positions: np.ndarray) -> np.ndarray:
-        """Each sequence's rows keep their convolution input in its kept rows `rows`, then run through its
-        Gated DeltaNet state `layer` in order (kinetic.recurrent, kernels/delta_net.py)."""
+        """Each sequence's rows through its Gated DeltaNet state `layer` (its convolution's tail, then its scan),
+        in order (kinetic.recurrent, kernels/delta_net.py)."""
         n, hd = len(x), g.head_dim
         h = self._norm(g.norm, x)
         qkv_in, z, beta, alpha = self._linears(h, (g.qkv_proj, None), (g.gate_proj, None), (g.beta_proj, None),
                                                (g.alpha_proj, None))
-        convolved = self._convolve(g.conv, qkv_in, spans, rows, positions)
+        convolved, windows = self._windows(g.conv, qkv_in, spans, layer)
         qkv = ops.gate(convolved, np.ones_like(convolved), False)  # silu
         keys = g.n_k_head * hd
         q, k = (self._l2_norm(qkv[:, at : at + keys], hd, g.l2_eps).reshape(n, g.n_k_head, hd) for at in (0, keys))
         v = np.ascontiguousarray(qkv[:, 2 * keys :]).reshape(n, g.n_v_head, hd)
         dt_bias, a = self._vector(g.dt_bias), self._vector(g.a)
         o = np.empty((n, g.n_v_head, hd), np.float32)
-        for seq, span in spans:
+        for (seq, span), window in zip(spans, windows):
             parts = (q[span], k[span], v[span], beta[span], alpha[span])
 
             def step(rows: slice, state_in: np.ndarray, state_out: np.ndarray) -> np.ndarray:
                 return delta_net.scan(*(part[rows] for part in parts), dt_bias, a, state_in, state_out)
 
-            o[span] = seq.recurrent.scan(layer, span.stop - span.start, int(positions[span.start]), step)
+            o[span] = seq.recurrent.scan(layer, span.stop - span.start, int(positions[span.start]),
+                                         seq.recurrent.keeping_tails(layer, window, step))
         normed = self._norm(g.out_norm, o).reshape(n, -1)
         return self._linear(g.out_proj, ops.gate(np.ascontiguousarray(z), normed, False))
 
@@ -358,7 +372,7 @@ class _Numbers:
     """Kept state of each kind numbered so far in a pass, in block order (CpuSequence's lists)."""
 
     attentions: int = 0
-    rows: int = 0  # convolution inputs: short convolutions', Mamba-2's and Gated DeltaNet's
+    rows: int = 0  # short convolutions' input rows
     states: int = 0  # Mamba-2 and Gated DeltaNet states
 
 

@@ -200,6 +200,15 @@ class GpuParallel:
         ops.add(ws.x, ws.sum, n, self.residual_scale)
 
 
+def _convolve(ws: Workspace, x: cupy.ndarray, n: int, tail: cupy.ndarray, weights: cupy.ndarray,
+              bias: Optional[cupy.ndarray], out: cupy.ndarray) -> cupy.ndarray:
+    """out[:n] = silu(the causal convolution of rows x[:n] after a recurrent layer's tail (+ bias)); -> the window
+    [width - 1 + rows, channels] of the tail, then the rows (kinetic.recurrent's RecurrentStates.keeping_tails)."""
+    window = ws.window(tail)
+    ops.conv_silu(x, ws.window_rows, n, window, weights, bias, out)
+    return window[ws.lead - len(tail) :]
+
+
 class GpuMamba2:
     def __init__(self, m: Mamba2, matrix: Matrices, residual_scale: float):
         self.block, self.residual_scale = m, residual_scale
@@ -212,21 +221,21 @@ class GpuMamba2:
         self.d_inner, self.channels = m.out_proj.shape[1], m.conv.shape[0]
         self.widths = mix_widths(m)
 
-    def run(self, ws: Workspace, n: int, kept: cupy.ndarray, states, layer: int, first: int) -> None:
-        """ws.x[:n] += this block's output; kept: its convolution's rows of the sequence ([context, channels]);
-        states: the sequence's RecurrentStates, this block's is `layer`; first: the pass's first position."""
+    def run(self, ws: Workspace, n: int, states, layer: int, first: int) -> None:
+        """ws.x[:n] += this block's output; states: the sequence's RecurrentStates, this block's is `layer` (its
+        convolution's tail, then its scan); first: the pass's first position."""
         m = self.block
         h, prepared = _norm_input(ws, self.norm, n, wants_int8(self.in_proj))
         (zvdt,), (conv, y) = (ws.carve(buffer, widths) for buffer, widths in zip((ws.mix_in, ws.mix), self.widths))
         products(ws, h, n, [(self.in_proj, zvdt, None)], prepared=prepared)
         v, dt = zvdt[:, self.d_inner : self.d_inner + self.channels], zvdt[:, self.d_inner + self.channels :]
-        ops.conv_silu(v, ws.inputs[1], n, kept, self.conv, self.conv_bias, conv)
+        window = _convolve(ws, v, n, states.tail(layer), self.conv, self.conv_bias, conv)
 
         def step(rows: slice, state_in: cupy.ndarray, state_out: cupy.ndarray) -> cupy.ndarray:
             ops.ssm_scan(conv[rows], dt[rows], rows.stop - rows.start, m, self.vectors, state_in, state_out, y[rows])
             return y[rows]
 
-        states.scan(layer, n, first, step)
+        states.scan(layer, n, first, states.keeping_tails(layer, window, step))
         ops.silu_gate_rows(y, zvdt, n)  # y * silu(z): z leads each row
         if self.out_norm is not None:  # each group normed with ones, then times its weights
             groups = y.reshape(-1, self.group_ones.size)
@@ -248,14 +257,14 @@ class GpuDeltaNet:
         self.qk_rows = cupy.asarray((np.arange(rows)[:, None] * heads + np.arange(qk)[None, :]).ravel(), cupy.int32)
         self.widths = mix_widths(g)
 
-    def run(self, ws: Workspace, n: int, kept: cupy.ndarray, states, layer: int, first: int) -> None:
+    def run(self, ws: Workspace, n: int, states, layer: int, first: int) -> None:
         """As GpuMamba2.run."""
         g, hd = self.block, self.block.head_dim
         h, prepared = _norm_input(ws, self.norm, n, wants_int8(*self.projections))
         (qkv, z, beta, alpha), (conv, qk, o) = (ws.carve(buffer, widths)
                                                 for buffer, widths in zip((ws.mix_in, ws.mix), self.widths))
         products(ws, h, n, list(zip(self.projections, (qkv, z, beta, alpha), (None,) * 4)), prepared=prepared)
-        ops.conv_silu(qkv, ws.inputs[1], n, kept, self.conv, None, conv)
+        window = _convolve(ws, qkv, n, states.tail(layer), self.conv, None, conv)
         # q and k over each head: x / sqrt(sum x^2 + eps) as llama.cpp takes it, an RMS norm with eps / head_dim
         # times 1 / sqrt(head_dim)
         pieces = conv.reshape(-1, hd)
@@ -268,7 +277,7 @@ class GpuDeltaNet:
                                state_in, state_out, o[rows])
             return o[rows]
 
-        states.scan(layer, n, first, step)
+        states.scan(layer, n, first, states.keeping_tails(layer, window, step))
         heads = o.reshape(-1, hd)
         self.out_norm(heads, n * g.n_v_head, heads)
         quantized = self.out_proj.quantized

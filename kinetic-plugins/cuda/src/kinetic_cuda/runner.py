@@ -36,10 +36,10 @@ Caches = tuple[list[tuple[cupy.ndarray, cupy.ndarray]], list[cupy.ndarray]]  # k
 
 
 class CudaSequence:
-    """One conversation: a KV cache per attention block (keys, values: kinetic_cuda.cache), each convolution's kept
-    rows ([context, channels] float32, a row per position), the recurrent mixers' states (kinetic.recurrent), which
-    a cut between kept states computes again through `replay`(sequence, tokens, first position), and its decode
-    graphs."""
+    """One conversation: a KV cache per attention block (keys, values: kinetic_cuda.cache), each short
+    convolution's kept rows ([context, channels] float32, a row per position), the recurrent mixers' states
+    (kinetic.recurrent), which a cut between kept states computes again through `replay`(sequence, tokens, first
+    position), and its decode graphs."""
 
     def __init__(self, stack: Stack, context_length: int, caches: Caches, stream, cache_types: tuple[str, str],
                  widths: list[int], replay):
@@ -62,8 +62,8 @@ class CudaSequence:
         cut(self, n, self._replay)
 
     def save(self) -> bytes:
-        """n_tokens, then each block's keys and values for them, each convolution's rows, then the recurrent states
-        (kinetic.recurrent): the cache's own bits, so exact."""
+        """n_tokens, then each block's keys and values for them, each short convolution's rows, then the recurrent
+        states (kinetic.recurrent): the cache's own bits, so exact."""
         n = self.n_tokens
         parts = []
         with self.stream:
@@ -255,7 +255,7 @@ class CudaRunner:
             elif isinstance(block, GpuShortConv):
                 block.run(ws, n, next(conv_rows))
             elif isinstance(block, (GpuMamba2, GpuDeltaNet)):
-                block.run(ws, n, next(conv_rows), seq.recurrent, next(layers), first)
+                block.run(ws, n, seq.recurrent, next(layers), first)
             else:
                 block.run(ws, n)
 

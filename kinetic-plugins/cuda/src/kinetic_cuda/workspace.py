@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import cupy
 
 from kinetic.contracts.blocks import Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, ShortConv, Stack
+from kinetic.recurrent import RECURRENT, tail_shape
 
 SCORES_BYTES = 1 << 30  # attention scores scratch; fewer rows per pass where long contexts need it
 MAX_ROWS = 512
@@ -23,8 +24,9 @@ class Shape:
     kv_width: int  # widest n_head_kv * head_dim
     n_ff: int  # widest feed-forward, or short convolution's b, c, u (3 n_embd), whichever is wider
     n_head: int
-    conv_widths: tuple[int, ...] = ()  # each convolution's kept row of float32 per position, in block order
+    conv_widths: tuple[int, ...] = ()  # each short convolution's kept row of float32 per position, in block order
     mix_width: int = 0  # the widest of the mix buffers' carvings (mix_widths)
+    window: tuple[int, int] = (0, 0)  # the recurrent convolutions' most kept rows (width - 1) and channels
 
     @staticmethod
     def of(stack: Stack) -> "Shape":
@@ -32,11 +34,13 @@ class Shape:
         attentions = [b for b in mixers if isinstance(b, Attention)]
         widths = [b.gate.shape[0] if isinstance(b, GatedFeedForward) else b.in_proj.shape[0] for b in mixers
                   if isinstance(b, (GatedFeedForward, ShortConv))]
-        conv_widths = tuple(b.conv.shape[0] for b in mixers if isinstance(b, (ShortConv, Mamba2, GatedDeltaNet)))
+        conv_widths = tuple(b.conv.shape[0] for b in mixers if isinstance(b, ShortConv))
+        tails = [tail_shape(b) for b in mixers if isinstance(b, RECURRENT)]
         return Shape(stack.n_embd, stack.n_vocab, max((a.n_head * a.head_dim for a in attentions), default=0),
                      max((a.n_head_kv * a.head_dim for a in attentions), default=0), max(widths, default=0),
                      max((a.n_head for a in attentions), default=1), conv_widths,
-                     max((sum(w) for b in mixers for w in mix_widths(b)), default=0))
+                     max((sum(w) for b in mixers for w in mix_widths(b)), default=0),
+                     tuple(max(sizes, default=0) for sizes in zip(*tails)) if tails else (0, 0))
 
     @property
     def widest(self) -> int:
@@ -64,6 +68,7 @@ def rows_per_pass(shape: Shape, context: int) -> int:
 def workspace_bytes(shape: Shape, rows: int, context: int) -> int:
     floats = rows * (5 * shape.n_embd + 2 * shape.q_width + 2 * shape.kv_width + 2 * shape.n_ff + shape.n_vocab
                      + 2 * shape.mix_width)
+    floats += (rows + shape.window[0]) * shape.window[1] + rows
     return 4 * floats + rows * shape.widest * (1 + 8 / 32) + 4 * rows * shape.n_head * context
 
 
@@ -93,10 +98,22 @@ class Workspace:
         self.scores = floats(rows * shape.n_head * context)
         self.acts = Activations(rows, shape.widest)
         self.inputs = cupy.zeros((3, rows), cupy.int32)  # tokens, positions, rows asking for logits
+        # a recurrent convolution's tail, then a pass's rows, at these rows (ops.conv_silu's positions)
+        self.lead, channels = shape.window
+        self._window = floats((rows + self.lead) * channels)
+        self.window_rows = cupy.arange(self.lead, self.lead + rows, dtype=cupy.int32)
 
     def view(self, buffer: cupy.ndarray, width: int) -> cupy.ndarray:
         """buffer's memory as a contiguous [rows, width] array, for blocks narrower than the widest."""
         return buffer.ravel()[: self.rows * width].reshape(self.rows, width)
+
+    def window(self, tail: cupy.ndarray) -> cupy.ndarray:
+        """A window [lead + rows, channels] whose rows before lead end with tail ([width - 1, channels]), for a
+        pass's rows at window_rows."""
+        keep, channels = tail.shape
+        window = self._window[: (self.lead + self.rows) * channels].reshape(-1, channels)
+        window[self.lead - keep : self.lead] = tail
+        return window
 
     def carve(self, buffer: cupy.ndarray, widths: tuple[int, ...]) -> list[cupy.ndarray]:
         """Contiguous [rows, width] arrays, one after another in buffer's memory (mix_widths)."""
