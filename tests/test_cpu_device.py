@@ -104,24 +104,6 @@ def test_matches_reference_random(random_model):
     assert np.abs(ours - reference).mean() < TOLERANCE * spread
 
 
-def test_the_prediction_block_matches_the_reference_and_keeps_hidden_states(tmp_path):
-    """Qwen3.5's prediction layer (Stack.prediction) on its rows' tokens and vectors, as the reference runs it; the
-    rows that ask keep their normed hidden states."""
-    path = write_random_model(tmp_path / "p.gguf", "qwen35", Dims(n_layer=3, n_embd=128, n_head=4, n_head_kv=2,
-                                                                   n_ff=256), "Q8_0", seed=7,
-                              metadata={"qwen35.nextn_predict_layers": 1})
-    tokens, vectors = tokens_for(path, 12), np.random.default_rng(1).standard_normal((12, 128)).astype(np.float32)
-    outputs = []
-    for runner in (runner_for(path).predictor(), ReferenceRunner(load_stack(path).prediction)):
-        seq = runner.new_sequence()
-        rows = [Row(seq, t, p, parent=p - 1, logits=True, hidden=True, vector=v)
-                for p, (t, v) in enumerate(zip(tokens, vectors))]
-        outputs.append((runner.forward(rows), np.array([seq.hidden[p] for p in range(12)])))
-    (ours, our_hidden), (reference, their_hidden) = outputs
-    assert np.abs(ours - reference).mean() < TOLERANCE * reference.std()
-    assert np.abs(our_hidden - their_hidden).mean() < TOLERANCE * their_hidden.std()
-
-
 def test_the_prediction_block_takes_its_parents_shortlist_for_rows_that_read_their_top(tmp_path, monkeypatch):
     """It shares the main model's output layer, so rows reading only their top 1 (a draft's argmax) go through
     the Shortlist the main runner keeps, and pick what the whole layer picks."""

@@ -12,10 +12,12 @@ from typing import Sequence
 
 import numpy as np
 import pytest
+from usable_devices import DEVICES, device_or_skip
 
 from kinetic.contracts.device import Row
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
+from kinetic.reference.executor import ReferenceRunner
 from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_random_model
 from kinetic_speed.rad1 import Rad1Drafter, TokenLog
 from kinetic_speed.rad1.drafter import FIRST_LENGTH, MAX_LENGTH
@@ -23,6 +25,7 @@ from kinetic_speed.rad1.lookup import ContextSource, NgramIndex
 from kinetic_speed.rad1.prediction import PredictionSource
 
 FAMILIES = ARCHITECTURES
+TOLERANCE = 0.02  # a device's logits and hidden states from the reference's, in fractions of their spread
 SETTINGS = [
     {"temp": 0},
     {"temp": 0.8, "seed": 7},
@@ -96,13 +99,31 @@ def test_drafted_equals_plain_random(random_session, settings):
     assert answer(random_session, prompt, settings, 40) == (plain, plain_held)
 
 
-@pytest.fixture(scope="module")
-def predicting_session(tmp_path_factory) -> Session:
-    """Qwen3.5 with its prediction layer (random weights), on the CPU."""
+@pytest.fixture(scope="module", params=DEVICES)
+def predicting_session(request, tmp_path_factory) -> Session:
+    """Qwen3.5 with its prediction layer (random weights), on each device."""
+    device_or_skip(request.param)
     path = tmp_path_factory.mktemp("mtp") / "qwen35.gguf"
     write_random_model(path, "qwen35", Dims(n_layer=3, n_embd=64, n_head=4, n_head_kv=2, n_ff=128), "Q8_0", seed=5,
                        metadata={"qwen35.nextn_predict_layers": 1})
-    return Session(path, SessionOptions(device="cpu", ctx_size=256), announce=lambda line: None)
+    return Session(path, SessionOptions(device=request.param, ctx_size=256), announce=lambda line: None)
+
+
+def test_the_prediction_block_matches_the_reference_and_keeps_hidden_states(predicting_session):
+    """Qwen3.5's prediction layer (Stack.prediction) on its rows' tokens and vectors, as the reference runs it; the
+    rows that ask keep their normed hidden states."""
+    runner = predicting_session.runner
+    tokens = np.random.default_rng(0).integers(0, runner.stack.n_vocab, 12).tolist()
+    vectors = np.random.default_rng(1).standard_normal((12, runner.stack.n_embd)).astype(np.float32)
+    outputs = []
+    for predictor in (runner.predictor(), ReferenceRunner(runner.stack.prediction)):
+        seq = predictor.new_sequence()
+        rows = [Row(seq, t, p, parent=p - 1, logits=True, hidden=True, vector=v)
+                for p, (t, v) in enumerate(zip(tokens, vectors))]
+        outputs.append((predictor.forward(rows), np.array([seq.hidden[p] for p in range(12)])))
+    (ours, our_hidden), (reference, their_hidden) = outputs
+    assert np.abs(ours - reference).mean() < TOLERANCE * reference.std()
+    assert np.abs(our_hidden - their_hidden).mean() < TOLERANCE * their_hidden.std()
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from usable_devices import DEVICES, device_or_skip
 
 from kinetic.contracts.device import Row, UploadOptions
 from kinetic.model.load import load_stack
-from kinetic.plugins import plugins
 from kinetic import recurrent
 from kinetic.recurrent import MAX_SNAPSHOT, SNAPSHOT, snapshot_interval
 from kinetic.testing.gguf_factory import Dims, write_random_model
@@ -22,20 +22,12 @@ DRAFT = 8  # rows of the pass after them
 CUTS = (10, SNAPSHOT, 300, 2 * SNAPSHOT, 2 * SNAPSHOT + 1, N - 1)
 
 
-def _device_or_skip(name: str):
-    device = plugins().devices.get(name)
-    reason = device.probe() if device is not None else f"the {name} plugin is not installed"
-    if reason is not None:
-        pytest.skip(f"{name} is not usable here: {reason}")
-    return device
-
-
 @lru_cache(maxsize=None)
 def _runner(device_name: str, path: Path):
-    return _device_or_skip(device_name).upload(load_stack(path), UploadOptions(context_length=1024))
+    return device_or_skip(device_name).upload(load_stack(path), UploadOptions(context_length=1024))
 
 
-@pytest.fixture(scope="module", params=[(d, f) for d in ("cpu", "cuda") for f in RECURRENT_FAMILIES],
+@pytest.fixture(scope="module", params=[(d, f) for d in DEVICES for f in RECURRENT_FAMILIES],
                 ids=lambda p: f"{p[0]}-{p[1]}")
 def setting(request, tmp_path_factory):
     """(runner, tokens, every row's logits of a run never cut) for a random model of the family."""

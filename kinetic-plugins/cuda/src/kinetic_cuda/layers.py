@@ -11,10 +11,11 @@ from typing import Callable, Optional
 
 import cupy
 import numpy as np
+from cupy.cuda import runtime
 
 from kinetic import rotary
-from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Parallel, RmsNorm, Rope,
-                                      ShortConv, Weight)
+from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Parallel, PredictionInput,
+                                      RmsNorm, Rope, ShortConv, Weight)
 from kinetic.contracts.device import cache_rotations
 from kinetic_cuda import ops
 from kinetic_cuda.weights import GpuMatrix, vector
@@ -69,6 +70,27 @@ def residual(ws: Workspace, m: GpuMatrix, x: cupy.ndarray, n: int, post_norm: Op
     if post_norm is not None:
         post_norm(ws.y, n, ws.y)
     ops.add(ws.x, ws.y, n, scale)
+
+
+class GpuInput:
+    """A prediction block's input (PredictionInput): ws.x = eh_proj([enorm(ws.x), hnorm(vectors)]), the rows'
+    vectors (Row.vector) set into `vectors` before a pass, so a decode graph reads them from there."""
+
+    def __init__(self, given: PredictionInput, matrices: Matrices, rows: int):
+        self.enorm, self.hnorm, self.eh_proj = GpuNorm(given.enorm), GpuNorm(given.hnorm), matrices(given.eh_proj)
+        d = given.enorm.weight.shape[0]
+        self.vectors = cupy.zeros((rows, d), cupy.float32)
+        self._halves = cupy.zeros((2, rows, d), cupy.float32)  # the normed embeddings, then the normed vectors
+        self._joined = cupy.zeros((rows, 2 * d), cupy.float32)
+
+    def run(self, ws: Workspace, n: int) -> None:
+        self.enorm(ws.x, n, self._halves[0])
+        self.hnorm(self.vectors, n, self._halves[1])
+        row = self.vectors.shape[1] * 4
+        for half in (0, 1):  # joined[:n, half d : (half + 1) d] = halves[half, :n], a copy a graph can hold
+            runtime.memcpy2DAsync(self._joined.data.ptr + half * row, 2 * row, self._halves[half].data.ptr, row, row,
+                                  n, runtime.memcpyDeviceToDevice, cupy.cuda.get_current_stream().ptr)
+        products(ws, self._joined, n, [(self.eh_proj, ws.x, None)])
 
 
 def rope_table(rope: Rope, context: int) -> tuple[cupy.ndarray, cupy.ndarray]:

@@ -18,10 +18,10 @@ from kinetic.recurrent import RecurrentStates, cut, has_recurrent
 from kinetic_cuda import cache as cache_module
 from kinetic_cuda import ops
 from kinetic_cuda.gpu import free_memory, gpu_name
-from kinetic_cuda.layers import (GpuAttention, GpuDeltaNet, GpuFeedForward, GpuMamba2, GpuNorm, GpuParallel,
-                                 GpuShortConv, products, rope_table)
+from kinetic_cuda.layers import (GpuAttention, GpuDeltaNet, GpuFeedForward, GpuInput, GpuMamba2, GpuNorm,
+                                 GpuParallel, GpuShortConv, products, rope_table)
 from kinetic_cuda.module import compile_seconds, kernel
-from kinetic_cuda.support import TITLE, matrices
+from kinetic_cuda.support import TITLE, matrices, refusal
 from kinetic_cuda.weights import GpuMatrix, upload_bytes
 from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_bytes
 
@@ -106,7 +106,8 @@ class CudaRunner:
     def compile_seconds(self) -> float:
         return compile_seconds()
 
-    def __init__(self, stack: Stack, options: UploadOptions):
+    def __init__(self, stack: Stack, options: UploadOptions, shared: Optional[dict[str, GpuMatrix]] = None):
+        """shared: the uploaded matrices of the runner whose prediction block this one runs, by name."""
         check_cache_types(stack, options.cache_types, TITLE)
         self.stack = stack
         self.cache_types = options.cache_types
@@ -116,12 +117,14 @@ class CudaRunner:
         self.context_length = _context_that_fits(stack, shape, self._widths, options)
         rows = rows_per_pass(shape, self.context_length)
         self.device_name = gpu_name()
-        self._matrices: dict[str, GpuMatrix] = {}
+        self._matrices: dict[str, GpuMatrix] = shared if shared is not None else {}
+        self._predictor: Optional[CudaRunner] = None
         self._tables: dict[tuple, tuple] = {}
         scale = stack.residual_scale
         self.blocks = [self._block(b, scale, rows) for b in stack.blocks]
         self.embedding, self.output = self._matrix(stack.embedding), self._matrix(stack.output)
         self.output_norm = GpuNorm(stack.output_norm)
+        self.input = GpuInput(stack.input, self._matrix, rows) if stack.input is not None else None
         self.ws = Workspace(shape, rows, self.context_length)
         for name in KERNELS:  # fetched before any graph capture
             kernel(name)
@@ -179,8 +182,20 @@ class CudaRunner:
     def start_shortlist(self) -> bool:
         return False  # every row gets its whole logits (Row.top is read by the CPU's Shortlist only)
 
-    def predictor(self) -> None:
-        return None  # the prediction block's input (Stack.input) has no kernel here yet
+    def predictor(self) -> Optional["CudaRunner"]:
+        """A runner of stack.prediction whose weights are this one's (the output layer, often the largest, too);
+        None where the device cannot run the block or it does not fit beside this runner."""
+        prediction = self.stack.prediction
+        if prediction is None or refusal(prediction) is not None:
+            return None
+        if self._predictor is None:
+            options = UploadOptions(context_length=self.context_length, context_given=True,
+                                    cache_types=self.cache_types)
+            try:
+                self._predictor = CudaRunner(prediction, options, self._matrices)
+            except UploadRefused:
+                return None
+        return self._predictor
 
     def forward(self, rows: Sequence[Row]) -> np.ndarray:
         """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
@@ -207,6 +222,9 @@ class CudaRunner:
         with self.stream:
             self.stream.synchronize()  # the last pass may still read the inputs
             self.ws.inputs.set(inputs, stream=self.stream)
+            if self.input is not None:
+                vectors = np.array([row.vector for row in batch], np.float32)
+                self.input.vectors[:n].set(vectors, stream=self.stream)
             if n == 1 and asks and (seq.recurrent is None or (batch[0].position + 1) % seq.recurrent.interval):
                 self._decode(seq, batch[0].position)
             else:
@@ -245,6 +263,8 @@ class CudaRunner:
         n_logits asking rows."""
         ws = self.ws
         ops.embed(self.embedding, ws.inputs[0], n, ws.x, self.stack.embedding_scale)
+        if self.input is not None:
+            self.input.run(ws, n)
         caches, conv_rows, layers = iter(seq.caches), iter(seq.conv_rows), itertools.count()
 
         def run(block) -> None:  # its kept state is the next of its kind, in block order

@@ -16,7 +16,7 @@ MAX_STATE_WIDTH = 256  # a recurrent scan holds a state's column in a warp's reg
 
 def matrices(stack: Stack) -> list[Weight]:
     """Every matrix the device multiplies by, the embedding (looked up by rows) included."""
-    out = [stack.embedding, stack.output]
+    out = [stack.embedding, stack.output] + ([stack.input.eh_proj] if stack.input is not None else [])
     for block in stack.mixers():
         if isinstance(block, Attention):
             out += [block.q, block.k, block.v, block.o]
@@ -31,8 +31,6 @@ def matrices(stack: Stack) -> list[Weight]:
 
 def refusal(stack: Stack) -> Optional[str]:
     """None if the device runs every block and weight of the stack, else one line saying what it lacks."""
-    if stack.input is not None:
-        return "CUDA has no kernel for a prediction block's input"
     for block in stack.mixers():
         if not isinstance(block, (Attention, GatedFeedForward, ShortConv, *RECURRENT)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"

@@ -27,6 +27,7 @@ class Shape:
     conv_widths: tuple[int, ...] = ()  # each short convolution's kept row of float32 per position, in block order
     mix_width: int = 0  # the widest of the mix buffers' carvings (mix_widths)
     window: tuple[int, int] = (0, 0)  # the recurrent convolutions' most kept rows (width - 1) and channels
+    input_width: int = 0  # a prediction block's input's (PredictionInput: 2 n_embd)
 
     @staticmethod
     def of(stack: Stack) -> "Shape":
@@ -40,11 +41,12 @@ class Shape:
                      max((a.n_head_kv * a.head_dim for a in attentions), default=0), max(widths, default=0),
                      max((a.n_head for a in attentions), default=1), conv_widths,
                      max((sum(w) for b in mixers for w in mix_widths(b)), default=0),
-                     tuple(max(sizes, default=0) for sizes in zip(*tails)) if tails else (0, 0))
+                     tuple(max(sizes, default=0) for sizes in zip(*tails)) if tails else (0, 0),
+                     2 * stack.n_embd if stack.input is not None else 0)
 
     @property
     def widest(self) -> int:
-        return max(self.n_embd, self.q_width, self.n_ff)
+        return max(self.n_embd, self.q_width, self.n_ff, self.input_width)
 
 
 def mix_widths(block: Mixer) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -67,7 +69,7 @@ def rows_per_pass(shape: Shape, context: int) -> int:
 
 def workspace_bytes(shape: Shape, rows: int, context: int) -> int:
     floats = rows * (5 * shape.n_embd + 2 * shape.q_width + 2 * shape.kv_width + 2 * shape.n_ff + shape.n_vocab
-                     + 2 * shape.mix_width)
+                     + 2 * shape.mix_width + 3 * shape.input_width)
     floats += (rows + shape.window[0]) * shape.window[1] + rows
     return 4 * floats + rows * shape.widest * (1 + 8 / 32) + 4 * rows * shape.n_head * context
 
