@@ -2,7 +2,7 @@
 """Greedy conformance with llama.cpp: the same file, the same raw prompts, token for token.
 
     python scripts/conformance.py MODEL... --llama DIR [--device cpu] [-n 64] [--near-tie 0.1]
-    python scripts/conformance.py --random DIR --llama DIR --device cuda
+    python scripts/conformance.py --random DIR --llama DIR --device cuda [--only qwen3moe,lfm2moe]
     python scripts/conformance.py MODEL --llama DIR -ctk q8_0 -ctv q8_0
 
 Runs llama-server (from DIR) and Kinetic on each MODEL for fixed raw prompts (token ids from llama.cpp's
@@ -87,15 +87,17 @@ def kinetic_greedy(runner, prompt: list[int], n: int) -> list[int]:
     return out
 
 
-def random_files(folder: Path, tools: Path) -> list[Path]:
-    """Each comparable random-weight model (kinetic.testing.gguf_factory.COMPARABLE: every family, and files
-    with what a file may add) as F16 and Q8_0 (written by gguf-py) and, where tools has llama-quantize,
-    Q4_K_M quantized from its F32 file: the same weights in each type."""
+def random_files(folder: Path, tools: Path, names: list[str]) -> list[Path]:
+    """Each comparable random-weight model named (kinetic.testing.gguf_factory.COMPARABLE: every family, and files
+    with what a file may add; all where names is empty) as F16 and Q8_0 (written by gguf-py) and, where tools has
+    llama-quantize, Q4_K_M quantized from its F32 file: the same weights in each type."""
     from kinetic.testing.gguf_factory import COMPARABLE, write_comparable_model
 
     folder.mkdir(parents=True, exist_ok=True)
     files = []
     for name, (arch, metadata) in COMPARABLE.items():
+        if names and name not in names:
+            continue
         for weights in ("F16", "Q8_0"):
             files.append(write_comparable_model(folder / f"{name}-{weights}.gguf", arch, weights, metadata))
         if (tools / "llama-quantize").exists():
@@ -118,6 +120,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", type=Path, nargs="*")
     parser.add_argument("--random", type=Path, help="folder to write random-weight files of every family into")
+    parser.add_argument("--only", default="", help="with --random, these comparable files alone (comma-separated)")
     parser.add_argument("--llama", type=Path, required=True, help="folder with llama-server")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("-n", type=int, default=64, help="greedy tokens per prompt")
@@ -130,7 +133,8 @@ def main(argv: list[str]) -> int:
 
     make_greedy_golden.N_PREDICT = args.n
     llama_environment(args.llama, args.device)
-    models = args.models + (random_files(args.random, args.llama) if args.random else [])
+    names = [name for name in args.only.split(",") if name]
+    models = args.models + (random_files(args.random, args.llama, names) if args.random else [])
     if not models:
         parser.error("give a MODEL or --random DIR")
     failed = [model.name for model in models if not conforms(model, args)]

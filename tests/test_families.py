@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 from kinetic import open_model
-from kinetic.contracts.blocks import Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Parallel, ShortConv, Yarn
+from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, Parallel, ShortConv,
+                                      Yarn)
 from kinetic.contracts.device import Row
 from kinetic.errors import ModelFileError
 from kinetic.model import load_stack
 from kinetic.reference import ReferenceRunner, generate
-from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_gguf, write_random_model
+from kinetic.testing.gguf_factory import ARCHITECTURES, MOE, Dims, write_gguf, write_random_model
 
 DIMS = Dims(n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_vocab=300)
 FAMILIES = ARCHITECTURES
@@ -22,7 +23,8 @@ FAMILIES = ARCHITECTURES
 # per head after the rotation), norms before and after each block, activation, and the stack's scales
 # (embedding, residual, logits).
 _PLAIN = dict(neox=False, biases=False, head_norms=None, pre_norms=True, post_norms=False, activation="silu",
-              scales=(1.0, 1.0, 1.0), attention_scale=0.25, mixers=(Attention, Attention), n_rot=16, gated=False)
+              scales=(1.0, 1.0, 1.0), attention_scale=0.25, mixers=(Attention, Attention), n_rot=16, gated=False,
+              ffns=(GatedFeedForward, GatedFeedForward), tied=False)
 EXPECTED = {
     "llama": _PLAIN,
     "qwen2": {**_PLAIN, "neox": True, "biases": True},
@@ -40,6 +42,8 @@ EXPECTED = {
     "qwen35": {**_PLAIN, "neox": True, "head_norms": "head", "mixers": (GatedDeltaNet, Attention), "n_rot": 8,
                "gated": True},
 }
+EXPECTED |= {moe: {**EXPECTED[dense], "ffns": (GatedFeedForward if moe == "lfm2moe" else Experts, Experts),
+                   "tied": moe == "lfm2moe"} for moe, dense in MOE.items()}  # LFM2 MoE: a dense first layer, no output
 HEAD_NORMS = {"head": (16, 16, False), "across": (64, 32, False), "after rotation": (16, 16, True)}
 
 
@@ -61,7 +65,7 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
     expect = EXPECTED[arch]
     assert (stack.n_vocab, stack.n_embd, stack.context_length) == (300, 64, 256)
     assert (stack.embedding_scale, stack.residual_scale, stack.logit_scale) == expect["scales"]
-    assert [type(b) for b in stack.blocks] == [kind for mixer in expect["mixers"] for kind in (mixer, GatedFeedForward)]
+    assert [type(b) for b in stack.blocks] == [kind for pair in zip(expect["mixers"], expect["ffns"]) for kind in pair]
     for i, (attn, ffn) in enumerate(zip(stack.blocks[::2], stack.blocks[1::2])):
         if isinstance(attn, ShortConv):
             assert (attn.conv.shape, attn.in_proj.name) == ((64, 3), f"blk.{i}.shortconv.in_proj.weight")
@@ -81,7 +85,7 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
             assert (attn.norm.weight.name, ffn.norm.weight.name) == (f"blk.{i}.attn_norm.weight", f"blk.{i}.ffn_norm")
             shared_norm, attn = attn.norm, attn.mixers[0]
         assert (attn.n_head, attn.n_head_kv, attn.head_dim) == (4, 2, 16)
-        assert attn.q.name == f"blk.{i}.attn_q.weight" and ffn.down.name == f"blk.{i}.ffn_down.weight"
+        assert attn.q.name == f"blk.{i}.attn_q.weight" and ffn.down.name.startswith(f"blk.{i}.ffn_down")
         assert attn.scale == pytest.approx(expect["attention_scale"])
         assert attn.rope.neox == expect["neox"] and attn.rope.n_dims == expect["n_rot"] and attn.rope.scale == 1.0
         assert attn.output_gate == expect["gated"]
@@ -92,11 +96,42 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
             widths = (attn.q_norm.weight.shape[0], attn.k_norm.weight.shape[0], attn.norms_after_rope)
             assert widths == HEAD_NORMS[expect["head_norms"]]
         assert (attn.norm is not None and ffn.norm is not None) == expect["pre_norms"]
-        assert (attn.post_norm is not None and ffn.post_norm is not None) == expect["post_norms"]
+        assert (attn.post_norm is not None and getattr(ffn, "post_norm", None) is not None) == expect["post_norms"]
         assert ffn.activation == expect["activation"]
         assert (attn.norm or attn.post_norm or shared_norm).eps == pytest.approx(1e-6)
-    assert stack.output.name == "output.weight"
-    assert stack.output_norm.weight.name == ("token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight")
+    assert stack.output.name == ("token_embd.weight" if expect["tied"] else "output.weight")
+    lfm2 = MOE.get(arch, arch) == "lfm2"
+    assert stack.output_norm.weight.name == ("token_embd_norm.weight" if lfm2 else "output_norm.weight")
+
+
+@pytest.mark.parametrize("arch, gating, width, shared, shared_gate, bias", [
+    ("qwen3moe", "softmax", 64, False, False, False), ("qwen35moe", "softmax", 64, True, True, False),
+    ("granitemoe", "softmax", 128, True, False, False), ("lfm2moe", "sigmoid", 64, False, False, True)])
+def test_experts_map_the_router_the_stacked_experts_and_the_shared_expert(tmp_path, arch, gating, width, shared,
+                                                                         shared_gate, bias):
+    """Each MoE family's routing rule and tensors (llama.cpp's build_moe_ffn callers): Granite MoE's experts are
+    feed_forward_length wide, the others expert_feed_forward_length."""
+    block = load_stack(random_model(tmp_path, arch)).blocks[-1]
+    assert isinstance(block, Experts) and (block.n_expert, block.n_used, block.gating, block.normalize) == (
+        8, 2, gating, True)
+    assert (block.gate.shape, block.up.shape, block.down.shape) == ((8, width, 64), (8, width, 64), (8, 64, width))
+    assert block.router.name == "blk.1.ffn_gate_inp.weight" and block.router.type.name == "F32"
+    assert (block.shared is not None, block.shared_gate is not None, block.selection_bias is not None) == (
+        shared, shared_gate, bias)
+    if shared:
+        assert block.shared.norm is None and block.shared.down.name == "blk.1.ffn_down_shexp.weight"
+
+
+def test_merged_expert_gates_and_ups_are_refused_by_name(tmp_path):
+    merged = np.zeros((8, 128, 64), np.float32)
+    path = random_model(tmp_path, "qwen3moe", extra_tensors={"blk.0.ffn_gate_up_exps.weight": merged})
+    with pytest.raises(ModelFileError, match="ffn_gate_up_exps"):
+        load_stack(path)
+
+
+def test_an_unknown_expert_gating_function_is_refused(tmp_path):
+    with pytest.raises(ModelFileError, match="expert_gating_func 4 is not supported yet"):
+        load_stack(random_model(tmp_path, "lfm2moe", metadata={"lfm2moe.expert_gating_func": 4}))
 
 
 def test_output_is_tied_to_the_embedding_without_output_weight(tmp_path):
@@ -234,8 +269,9 @@ def test_fused_qkv_is_refused_by_name(tmp_path):
 
 def test_a_missing_tensor_is_named(family_model, tmp_path):
     arch, _ = family_model
-    with pytest.raises(ModelFileError, match=r"^tensor blk\.1\.ffn_up\.weight is missing$"):
-        load_stack(random_model(tmp_path, arch, without={"blk.1.ffn_up.weight"}))
+    name = f"blk.1.{'ffn_up_exps' if arch in MOE else 'ffn_up'}.weight"
+    with pytest.raises(ModelFileError, match=f"^tensor {name} is missing$"):
+        load_stack(random_model(tmp_path, arch, without={name}))
 
 
 def test_a_missing_or_mistyped_key_is_named(family_model):

@@ -109,6 +109,36 @@ class GatedFeedForward:
 
 
 @dataclass(frozen=True)
+class Experts:
+    """A routed mixture-of-experts feed-forward (Shazeer et al., 2017), as llama.cpp runs it (build_moe_ffn in
+    src/llama-graph.cpp; docs/experts.md).
+
+    On h = norm(x): p = gating(router(h)), softmax or sigmoid over the n_expert experts; the n_used experts with
+    the largest p + selection_bias are picked, in that rank order; their weights w are their p, divided by the
+    sum of the picked ones' when normalize, times weight_scale. Then x += w_1 y_1 + w_2 y_2 + ... in rank order,
+    y_r = down_e(act(gate_e(h)) * up_e(h)) of the expert picked r-th, plus the shared expert's output on h where
+    there is one, times sigmoid(shared_gate . h) where it has a gate."""
+
+    norm: RmsNorm
+    router: Weight  # [n_expert, n_embd]
+    gate: Weight  # [n_expert, n_ff, n_embd]
+    up: Weight  # [n_expert, n_ff, n_embd]
+    down: Weight  # [n_expert, n_embd, n_ff]
+    n_used: int
+    gating: Literal["softmax", "sigmoid"]
+    normalize: bool
+    activation: Literal["silu"] = "silu"
+    weight_scale: float = 1.0
+    selection_bias: Optional[Weight] = None  # [n_expert]: added to p to pick, not to weigh (exp_probs_b)
+    shared: Optional[GatedFeedForward] = None  # its norm None: it reads h
+    shared_gate: Optional[Weight] = None  # [n_embd]
+
+    @property
+    def n_expert(self) -> int:
+        return self.router.shape[0]
+
+
+@dataclass(frozen=True)
 class ShortConv:
     """LFM2's gated short convolution (Liquid AI, 2025): b, c, u = in_proj(norm(x)) split in three equal parts,
     then x += out_proj(c * conv(b * u)), conv causal per channel over the last `width` positions' b * u (positions
@@ -171,7 +201,7 @@ class GatedDeltaNet:
     l2_eps: float
 
 
-Mixer = Union[Attention, GatedFeedForward, ShortConv, Mamba2, GatedDeltaNet]
+Mixer = Union[Attention, GatedFeedForward, Experts, ShortConv, Mamba2, GatedDeltaNet]
 
 
 @dataclass(frozen=True)

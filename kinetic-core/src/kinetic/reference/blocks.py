@@ -6,7 +6,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedDeltaNet, GatedFeedForward, Mamba2, RmsNorm, ShortConv, Weight
+from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, RmsNorm, ShortConv,
+                                      Weight)
+from kinetic.experts import route
 from kinetic.reference import ops
 from kinetic.reference.sequence import Sequence
 
@@ -47,6 +49,30 @@ def feed_forward(w: Weights, block: GatedFeedForward, x: np.ndarray) -> np.ndarr
     h = _norm(w, block.norm, x)
     gated = ops.ACTIVATIONS[block.activation](ops.linear(h, w(block.gate))) * ops.linear(h, w(block.up))
     return _norm(w, block.post_norm, ops.linear(gated, w(block.down)))
+
+
+def experts(w: Weights, block: Experts, x: np.ndarray) -> np.ndarray:
+    """Each row's picked experts' feed-forwards, weighted and summed in rank order, and the shared expert's."""
+    # x: [n, n_embd] float32
+    h = _norm(w, block.norm, x)
+    chosen, weights = route(block, ops.linear(h, w(block.router)), w(block.selection_bias))
+    gate, up, down = w(block.gate), w(block.up), w(block.down)  # [n_expert, ...] each
+    out = np.zeros_like(h)
+    for rank in range(block.n_used):
+        picked = chosen[:, rank]
+        gated = ops.ACTIVATIONS[block.activation](_each(gate[picked], h)) * _each(up[picked], h)
+        out = out + weights[:, rank : rank + 1] * _each(down[picked], gated)
+    if block.shared is not None:
+        shared = feed_forward(w, block.shared, h)
+        if block.shared_gate is not None:
+            shared = shared * ops.sigmoid(h @ w(block.shared_gate))[:, None]
+        out = out + shared
+    return out
+
+
+def _each(matrices: np.ndarray, x: np.ndarray) -> np.ndarray:
+    # matrices: [n, rows, cols], row t's own; x: [n, cols] -> [n, rows]
+    return np.einsum("nrc,nc->nr", matrices, x)
 
 
 def short_conv(w: Weights, block: ShortConv, x: np.ndarray, groups: list[tuple[Sequence, np.ndarray]],

@@ -12,8 +12,8 @@ from typing import Optional, Sequence as Seq
 
 import numpy as np
 
-from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, Parallel, ShortConv, Stack,
-                                      Weight)
+from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, Parallel,
+                                      ShortConv, Stack, Weight)
 from kinetic.contracts.device import Row
 from kinetic.errors import KineticError
 from kinetic.reference import blocks, ops
@@ -89,6 +89,8 @@ class ReferenceRunner:
             return blocks.attention(self.weight, block, x, positions, groups, number)
         if isinstance(block, GatedFeedForward):
             return blocks.feed_forward(self.weight, block, x)
+        if isinstance(block, Experts):
+            return blocks.experts(self.weight, block, x)
         if isinstance(block, ShortConv):
             return blocks.short_conv(self.weight, block, x, groups, number)
         if isinstance(block, Mamba2):

@@ -18,7 +18,7 @@ from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR
 
 # Every architecture write_random_model writes: those of the built-in families.
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense",
-                 "lfm2", "granitehybrid", "falcon-h1", "qwen35")
+                 "lfm2", "granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "qwen35moe", "granitemoe", "lfm2moe")
 # Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
 VARIANTS = {
     "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
@@ -32,6 +32,7 @@ VARIANTS = {
 }
 # Granite's logits multiplied by 8 rather than divided: its factory scale leaves them too flat to compare
 COMPARABLE = {**{arch: (arch, {}) for arch in ARCHITECTURES}, "granite": ("granite", {"granite.logit_scale": 0.125}),
+              "granitemoe": ("granitemoe", {"granitemoe.logit_scale": 0.125}),
               **VARIANTS}
 
 
@@ -68,10 +69,21 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()},
                       metadata.get(f"{arch}.ssm.inner_size", 2 * d.n_embd)),
         **(_delta_net_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in DELTA_NET.items()})
-           if arch == "qwen35" else {}),
+           if MOE.get(arch, arch) == "qwen35" else {}),
         MODEL_TENSOR.NEXTN_EH_PROJ: (d.n_embd, 2 * d.n_embd), MODEL_TENSOR.NEXTN_ENORM: (d.n_embd,),
         MODEL_TENSOR.NEXTN_HNORM: (d.n_embd,),
+        **_expert_shapes(d, metadata.get(f"{arch}.expert_count", EXPERTS["expert_count"]),
+                         metadata.get(f"{arch}.expert_feed_forward_length", d.n_ff)),
     }
+
+
+def _expert_shapes(d: Dims, n_expert: int, n_ff: int) -> dict[MODEL_TENSOR, tuple[int, ...]]:
+    """A mixture of experts' tensors: the router, the stacked experts, the selection bias and a shared expert."""
+    return {MODEL_TENSOR.FFN_GATE_INP: (n_expert, d.n_embd), MODEL_TENSOR.FFN_GATE_EXP: (n_expert, n_ff, d.n_embd),
+            MODEL_TENSOR.FFN_UP_EXP: (n_expert, n_ff, d.n_embd), MODEL_TENSOR.FFN_DOWN_EXP: (n_expert, d.n_embd, n_ff),
+            MODEL_TENSOR.FFN_EXP_PROBS_B: (n_expert,), MODEL_TENSOR.FFN_GATE_INP_SHEXP: (d.n_embd,),
+            MODEL_TENSOR.FFN_GATE_SHEXP: (d.n_ff, d.n_embd), MODEL_TENSOR.FFN_UP_SHEXP: (d.n_ff, d.n_embd),
+            MODEL_TENSOR.FFN_DOWN_SHEXP: (d.n_embd, d.n_ff)}
 
 
 def _delta_net_shapes(d: Dims, ssm: Mapping[str, int]) -> dict[MODEL_TENSOR, tuple[int, ...]]:
@@ -136,6 +148,7 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
     arch_enum = next(a for a, name in MODEL_ARCH_NAMES.items() if name == arch)
     metadata = {**_model_metadata(arch, dims), **metadata}
     attends = _attending_layers(arch, metadata, dims.n_layer)
+    lead = metadata.get(f"{arch}.leading_dense_block_count", 0) if arch in MOE else dims.n_layer  # dense layers
     rng = np.random.default_rng(seed)
     shapes = _shapes(arch, dims, metadata)
     qtype = gguf.GGMLQuantizationType[weight_type]
@@ -144,7 +157,8 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
         if kind not in shapes:
             continue
         names = [TENSOR_NAMES[kind]] if "{bid}" not in TENSOR_NAMES[kind] else [
-            TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer) if _in_layer(arch, kind, attends[b])]
+            TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer)
+            if _in_layer(arch, kind, attends[b], b < lead)]
         for name in names:
             values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
             if kind is MODEL_TENSOR.SSM_A:  # a decay rate: -exp(A_log), as the converter stores it
@@ -164,17 +178,26 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
 # What llama.cpp's converters write for an architecture beyond the common tensors and keys.
 _BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V),
            "granitehybrid": (MODEL_TENSOR.SSM_CONV1D,), "falcon-h1": (MODEL_TENSOR.SSM_CONV1D,)}
-_SUFFIXES = {MODEL_TENSOR.SSM_DT: ".bias", MODEL_TENSOR.SSM_A: "", MODEL_TENSOR.SSM_D: ""}  # llama.cpp's names
+_SUFFIXES = {MODEL_TENSOR.SSM_DT: ".bias", MODEL_TENSOR.SSM_A: "", MODEL_TENSOR.SSM_D: "",
+             MODEL_TENSOR.FFN_EXP_PROBS_B: ".bias"}  # llama.cpp's names
 _ARCH_SUFFIXES = {"falcon-h1": {MODEL_TENSOR.FFN_PRE_NORM: ""}}  # its converter maps the whole name, .weight too
 _PARALLEL = ("falcon-h1",)  # every layer holds attention and a recurrent mixer side by side
-_PREDICTS = ("qwen35",)  # writes its prediction layers' own tensors
+_PREDICTS = ("qwen35", "qwen35moe")  # writes its prediction layers' own tensors
 _NORMS_ACROSS_HEADS = ("olmo2",)
 # as llama.cpp's converter keeps them (conversion/base.py)
 _ALWAYS_F32 = (MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SSM_CONV1D, MODEL_TENSOR.SSM_A, MODEL_TENSOR.SSM_D,
-               MODEL_TENSOR.SSM_NORM)
+               MODEL_TENSOR.SSM_NORM, MODEL_TENSOR.FFN_GATE_INP, MODEL_TENSOR.FFN_GATE_INP_SHEXP)
+# a mixture-of-experts architecture -> the dense one whose layout and keys it shares
+MOE = {"qwen3moe": "qwen3", "qwen35moe": "qwen35", "granitemoe": "granite", "lfm2moe": "lfm2"}
+EXPERTS = {"expert_count": 8, "expert_used_count": 2}  # {arch}.*
+_EXPERT_EXTRAS = {"lfm2moe": {"leading_dense_block_count": 1, "expert_gating_func": 2}}  # its first layer dense
 SSM = {"conv_kernel": 4, "state_size": 16, "time_step_rank": 8, "group_count": 1}  # {arch}.ssm.*
 DELTA_NET = {"conv_kernel": 4, "state_size": 16, "group_count": 2, "time_step_rank": 4}  # qwen35.ssm.*
 SHORT_CONV_WIDTH = 3  # LFM2's shortconv.l_cache
+_DENSE_FFN = (MODEL_TENSOR.FFN_GATE, MODEL_TENSOR.FFN_UP, MODEL_TENSOR.FFN_DOWN)
+_EXPERT_FFN = (MODEL_TENSOR.FFN_GATE_INP, MODEL_TENSOR.FFN_GATE_EXP, MODEL_TENSOR.FFN_UP_EXP, MODEL_TENSOR.FFN_DOWN_EXP,
+               MODEL_TENSOR.FFN_EXP_PROBS_B, MODEL_TENSOR.FFN_GATE_INP_SHEXP, MODEL_TENSOR.FFN_GATE_SHEXP,
+               MODEL_TENSOR.FFN_UP_SHEXP, MODEL_TENSOR.FFN_DOWN_SHEXP)
 _ATTENTION = (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MODEL_TENSOR.ATTN_OUT,
               MODEL_TENSOR.ATTN_Q_NORM, MODEL_TENSOR.ATTN_K_NORM)
 _RECURRENT = (MODEL_TENSOR.ATTN_QKV, MODEL_TENSOR.ATTN_GATE, MODEL_TENSOR.SSM_BETA, MODEL_TENSOR.SSM_ALPHA,
@@ -201,7 +224,11 @@ def _attending_layers(arch: str, metadata: Mapping[str, Any], n_layer: int) -> l
     return [bool(n) for n in heads] if isinstance(heads, list) else [True] * n_layer
 
 
-def _in_layer(arch: str, kind: MODEL_TENSOR, attends: bool) -> bool:
+def _in_layer(arch: str, kind: MODEL_TENSOR, attends: bool, dense: bool) -> bool:
+    if kind in _EXPERT_FFN:
+        return arch in MOE and not dense
+    if kind in _DENSE_FFN:
+        return dense
     if arch in _PARALLEL:
         return True
     if kind in _ATTENTION:
@@ -210,24 +237,35 @@ def _in_layer(arch: str, kind: MODEL_TENSOR, attends: bool) -> bool:
 
 
 def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
-    if arch == "gemma3":  # a small window, so that short tests reach past it
+    """The architecture's own keys: its dense layout's (MOE), and its experts' where it has them."""
+    layout = MOE.get(arch, arch)
+    keys = _layout_metadata(layout, arch, d)
+    if arch in MOE:  # experts half the feed-forward's width, but Granite MoE's, which are as wide
+        extras = {"expert_feed_forward_length": d.n_ff // 2} if arch != "granitemoe" else {}
+        keys |= {f"{arch}.{key}": value for key, value in {**EXPERTS, **extras, **_EXPERT_EXTRAS.get(arch, {}),
+                                                           "expert_shared_feed_forward_length": d.n_ff}.items()}
+    return keys
+
+
+def _layout_metadata(layout: str, arch: str, d: Dims) -> dict[str, Any]:
+    if layout == "gemma3":  # a small window, so that short tests reach past it
         return {f"{arch}.attention.sliding_window": 4, f"{arch}.attention.key_length": d.head_dim,
                 f"{arch}.attention.value_length": d.head_dim, f"{arch}.rope.freq_base": 1000000.0}
-    if arch == "lfm2":
+    if layout == "lfm2":
         return {f"{arch}.shortconv.l_cache": SHORT_CONV_WIDTH,
                 f"{arch}.attention.head_count_kv": [d.n_head_kv * (i % 2) for i in range(d.n_layer)]}  # odd: attention
     ssm = {**{f"{arch}.ssm.{key}": value for key, value in SSM.items()}, f"{arch}.ssm.inner_size": 2 * d.n_embd}
-    if arch == "granitehybrid":
+    if layout == "granitehybrid":
         return {**ssm, f"{arch}.attention.head_count_kv": [d.n_head_kv * (i % 2) for i in range(d.n_layer)],
                 f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0}
-    if arch == "falcon-h1":
+    if layout == "falcon-h1":
         return ssm
-    if arch == "qwen35":  # part of each head rotated, as Qwen3.5's, over sections giving every pair an axis
+    if layout == "qwen35":  # part of each head rotated, as Qwen3.5's, over sections giving every pair an axis
         return {**{f"{arch}.ssm.{key}": value for key, value in DELTA_NET.items()},
                 f"{arch}.ssm.inner_size": DELTA_NET["time_step_rank"] * DELTA_NET["state_size"],
                 f"{arch}.full_attention_interval": 2, f"{arch}.rope.dimension_count": d.head_dim // 2,
                 f"{arch}.rope.dimension_sections": [2, 1, 1, 0], f"{arch}.rope.freq_base": 1000000.0}
-    if arch == "granite":  # scales of the size Granite 3's files hold
+    if layout == "granite":  # scales of the size Granite 3's files hold
         return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
                 f"{arch}.attention.scale": 0.015625}
     return {}

@@ -11,9 +11,10 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic import rotary
-from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, Parallel, RmsNorm,
-                                      Rope, ShortConv, Stack, Weight)
+from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, Parallel,
+                                      RmsNorm, Rope, ShortConv, Stack, Weight)
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
+from kinetic.experts import route
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence, conv_rows
 from kinetic_cpu.home import at_home
@@ -138,6 +139,8 @@ class CpuRunner:
             numbers.states += 1
             run = self._mamba2 if isinstance(block, Mamba2) else self._delta_net
             return run(block, x, spans, numbers.states - 1, positions)
+        if isinstance(block, Experts):
+            return self._experts(block, x)
         return self._feed_forward(block, x)
 
     def _embed(self, tokens: np.ndarray, batch: list[Row]) -> np.ndarray:
@@ -167,22 +170,32 @@ class CpuRunner:
             self._norms[weight.name] = np.ascontiguousarray(weight.to_float32().reshape(-1), dtype=np.float32)
         return self._norms[weight.name]
 
-    def _matrix(self, weight: Weight) -> Matrix:
-        if weight.name not in self._matrices:
-            self._matrices[weight.name] = Matrix(weight.raw(), weight.type.id)
-        return self._matrices[weight.name]
+    def _matrix(self, weight: Weight, expert: Optional[int] = None) -> Matrix:
+        """The weight's matrix, or with expert e the e-th of its stacked matrices ([n_expert, rows, k])."""
+        key = weight.name if expert is None else f"{weight.name}#{expert}"
+        if key not in self._matrices:
+            raw = weight.raw()
+            if expert is not None:
+                rows = weight.shape[1]
+                raw = raw[expert * rows : (expert + 1) * rows]
+            self._matrices[key] = Matrix(raw, weight.type.id)
+        return self._matrices[key]
 
     def _linears(self, x: np.ndarray, *weights: tuple[Weight, Optional[Weight]]) -> list[np.ndarray]:
-        """x ([n, k] float32) times each (weight, bias); matrices that take the same activations share them."""
+        """x ([n, k] float32) times each (weight, bias)."""
+        ys = self._products(x, [self._matrix(weight) for weight, _ in weights])
+        return [y + self._vector(bias) if bias is not None else y for y, (_, bias) in zip(ys, weights)]
+
+    @staticmethod
+    def _products(x: np.ndarray, matrices: list[Matrix]) -> list[np.ndarray]:
+        """x ([n, k] float32) times each matrix; matrices that take the same activations share them."""
         x = np.ascontiguousarray(x, dtype=np.float32)
         shared: dict[str, tuple] = {}
         out = []
-        for weight, bias in weights:
-            matrix = self._matrix(weight)
+        for matrix in matrices:
             if matrix.activations not in shared:
                 shared[matrix.activations] = activations(matrix.activations, x)
-            y = matrix(x, shared[matrix.activations])
-            out.append(y + self._vector(bias) if bias is not None else y)
+            out.append(matrix(x, shared[matrix.activations]))
         return out
 
     def _linear(self, weight: Weight, x: np.ndarray) -> np.ndarray:
@@ -339,6 +352,28 @@ class CpuRunner:
         gated = ops.gate(gate, up, f.activation == "gelu_tanh")
         out = self._linear(f.down, gated)
         return self._norm(f.post_norm, out)
+
+    def _experts(self, m: Experts, x: np.ndarray) -> np.ndarray:
+        """Each expert's products for the rows that picked it, then each row's outputs weighted and summed in its
+        rank order (kinetic.experts), then the shared expert's: a row's bits do not depend on its batch."""
+        h = self._norm(m.norm, x)
+        bias = self._vector(m.selection_bias) if m.selection_bias is not None else None
+        chosen, weights = route(m, self._linear(m.router, h), bias)  # [n, n_used] each
+        picked = np.empty((m.n_used, *h.shape), np.float32)  # [rank, n, n_embd]
+        for e in np.unique(chosen):
+            rows, ranks = np.nonzero(chosen == e)
+            gate, up = self._products(h[rows], [self._matrix(m.gate, e), self._matrix(m.up, e)])
+            y = self._products(ops.gate(gate, up, m.activation == "gelu_tanh"), [self._matrix(m.down, e)])[0]
+            picked[ranks, rows] = y * weights[rows, ranks][:, None]
+        out = picked[0]
+        for more in picked[1:]:
+            out = out + more
+        if m.shared is None:
+            return out
+        shared = self._feed_forward(m.shared, h)
+        if m.shared_gate is not None:
+            shared = shared * ops.sigmoid(self._linear(m.shared_gate, h))
+        return out + shared
 
     def _logits(self, x: np.ndarray, tops: Sequence[int]) -> np.ndarray:
         """The logits of x [n, n_embd] (hidden states after the output norm): for a row that reads only its

@@ -14,8 +14,8 @@ import numpy as np
 from cupy.cuda import runtime
 
 from kinetic import rotary
-from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Parallel, PredictionInput,
-                                      RmsNorm, Rope, ShortConv, Weight)
+from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, Parallel,
+                                      PredictionInput, RmsNorm, Rope, ShortConv, Weight)
 from kinetic.contracts.device import cache_rotations
 from kinetic_cuda import ops
 from kinetic_cuda.weights import GpuMatrix, vector
@@ -200,10 +200,56 @@ class GpuFeedForward:
 
     def run(self, ws: Workspace, n: int) -> None:
         h, prepared = _norm_input(ws, self.norm, n, wants_int8(self.gate, self.up))
+        g = self._gated(ws, h, n, prepared)
+        residual(ws, self.down, g, n, self.post_norm, self.residual_scale, prepared=True)
+
+    def feed(self, ws: Workspace, h: cupy.ndarray, n: int, prepared: bool, out: cupy.ndarray) -> None:
+        """out[:n] = down(act(gate(h)) * up(h)) (a mixture's shared expert, on its normed input h)."""
+        products(ws, self._gated(ws, h, n, prepared), n, [(self.down, out, None)], prepared=True)
+
+    def _gated(self, ws: Workspace, h: cupy.ndarray, n: int, prepared: bool) -> cupy.ndarray:
+        """act(gate(h)) * up(h) in ws.gate, and its int8 blocks in ws.acts where down takes them."""
         g, u = ws.view(ws.gate, self.width), ws.view(ws.up, self.width)
         products(ws, h, n, [(self.gate, g, None), (self.up, u, None)], prepared=prepared)
         ops.gate(g, u, n, self.gelu, ws.acts if self.down.quantized else None)
-        residual(ws, self.down, g, n, self.post_norm, self.residual_scale, prepared=True)
+        return g
+
+
+class GpuExperts:
+    """A mixture of experts (docs/experts.md): routing on the GPU, each (row, rank) pair's products by its expert's
+    matrices, then each row's weighted sum in rank order with the shared expert's output; no host round trip, so
+    a decode step stays one graph."""
+
+    def __init__(self, m: Experts, matrix: Matrices, residual_scale: float):
+        self.block, self.residual_scale = m, residual_scale
+        self.norm = GpuNorm(m.norm)
+        self.router, self.gate, self.up, self.down = (matrix(w) for w in (m.router, m.gate, m.up, m.down))
+        self.bias = _bias(m.selection_bias)
+        self.shared = GpuFeedForward(m.shared, matrix, 1.0) if m.shared is not None else None
+        self.shared_gate = matrix(m.shared_gate) if m.shared_gate is not None else None
+        self.width = m.gate.shape[1]
+        self.int8 = wants_int8(self.gate, self.up, *((self.shared.gate, self.shared.up) if self.shared else ()))
+
+    def run(self, ws: Workspace, n: int) -> None:
+        m, pairs, d = self.block, n * self.block.n_used, ws.x.shape[1]
+        h, prepared = _norm_input(ws, self.norm, n, self.int8)
+        logits = ws.view(ws.router, m.n_expert)
+        products(ws, h, n, [(self.router, logits, None)], prepared=True)
+        ops.route(logits, n, m, self.bias, ws.expert_ids, ws.expert_weights)
+        gate, up = ws.pairs(ws.expert_gate, pairs, self.width), ws.pairs(ws.expert_up, pairs, self.width)
+        for matrix, out in ((self.gate, gate), (self.up, up)):
+            ops.expert_products(matrix, self.width, ws.expert_ids, m.n_used, pairs, ws.acts, h, out)
+        ops.gate(gate, up, pairs, False, ws.expert_acts if self.down.quantized else None)
+        y = ws.pairs(ws.expert_out, pairs, d)
+        ops.expert_products(self.down, d, ws.expert_ids, 1, pairs, ws.expert_acts, gate, y)
+        gates = None
+        if self.shared is not None:
+            self.shared.feed(ws, h, n, prepared, ws.y)
+            if self.shared_gate is not None:
+                gates = ws.shared_gates[:n].reshape(n, 1)
+                products(ws, h, n, [(self.shared_gate, gates, None)], prepared=True)
+        ops.combine_experts(y, ws.expert_weights, n, m.n_used, ws.y, self.shared is not None, gates)
+        ops.add(ws.x, ws.y, n, self.residual_scale)
 
 
 class GpuParallel:

@@ -11,7 +11,7 @@ import time
 from functools import lru_cache
 from importlib import resources
 
-SOURCES = ("quants.cuh", "matmul.cu", "elementwise.cu", "norm_rope.cu", "attention.cu", "recurrent.cu")
+SOURCES = ("quants.cuh", "matmul.cu", "elementwise.cu", "norm_rope.cu", "attention.cu", "recurrent.cu", "experts.cu")
 OPTIONS = ("--std=c++17", "--fmad=false")
 
 

@@ -68,6 +68,37 @@ def matmul(jobs: list[tuple], acts: Activations, x: cupy.ndarray, n: int, accumu
     m.matvec((grid, math.ceil(n / TILE)), (MV_THREADS,), args, shared_mem=shared)
 
 
+def expert_products(m: GpuMatrix, rows: int, ids: cupy.ndarray, tokens_per: int, pairs: int, acts: Activations,
+                    x: cupy.ndarray, out: cupy.ndarray) -> None:
+    """out[p, :rows] = the matrix of expert ids[p] . x[p // tokens_per] for p < pairs, m a stack of experts' matrices
+    of `rows` rows each; a quantized m reads acts, made of x. Each output in matmul.cu's one order."""
+    xs = (acts.xq, acts.xd, acts.xs, NULL) if m.quantized else (NULL, NULL, NULL, x)
+    args = (m.data, np.int64(rows * m.row_bytes), ids, np.int32(tokens_per), out, np.int32(rows), np.int32(m.per),
+            np.int64(m.row_bytes), np.int32(m.chunks)) + xs
+    m.experts((math.ceil(rows / m.per), pairs), (MV_THREADS,), args, shared_mem=m.experts_shared_bytes())
+
+
+def route(logits: cupy.ndarray, n: int, block, bias: Optional[cupy.ndarray], ids: cupy.ndarray,
+          weights: cupy.ndarray) -> None:
+    """Each of the n rows' experts (kinetic.experts.route) into ids and weights ([n * n_used] each); logits
+    ([rows, n_expert], the router's) become the probabilities. block: the Experts."""
+    flags = (np.int32(block.gating == "sigmoid"), np.int32(block.normalize), np.float32(block.weight_scale))
+    args = (logits, np.int32(n), np.int32(block.n_expert), NULL if bias is None else bias, np.int32(block.n_used),
+            *flags, ids, weights)
+    kernel("route")((math.ceil(n / 64),), (64,), args)
+
+
+def combine_experts(y: cupy.ndarray, weights: cupy.ndarray, n: int, n_used: int, out: cupy.ndarray, shared: bool,
+                    gates: Optional[cupy.ndarray]) -> None:
+    """out[:n] = each row's expert outputs y ([n * n_used, width]) weighted and summed in rank order, plus, where
+    shared, out's own values (the shared expert's) times sigmoid(gates[row]) where gates are given."""
+    width = out.shape[1]
+    total = n * width
+    args = (y, weights, np.int32(n_used), np.int32(width), np.int64(total), np.int32(shared),
+            NULL if gates is None else gates, out)
+    kernel("combine_experts")((_blocks(total),), (THREADS,), args)
+
+
 @functools.lru_cache(maxsize=None)
 def _multiprocessors() -> int:
     return cupy.cuda.Device().attributes["MultiProcessorCount"]

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 import cupy
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedDeltaNet, Mamba2, Parallel, Rope, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import Attention, Experts, GatedDeltaNet, Mamba2, Parallel, Rope, ShortConv, Stack, Weight
 from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_cache_types, linear_batches, state_blob,
                                       state_magic, state_tokens)
 from kinetic.errors import KineticError
@@ -18,7 +18,7 @@ from kinetic.recurrent import RecurrentStates, cut, has_recurrent
 from kinetic_cuda import cache as cache_module
 from kinetic_cuda import ops
 from kinetic_cuda.gpu import free_memory, gpu_name
-from kinetic_cuda.layers import (GpuAttention, GpuDeltaNet, GpuFeedForward, GpuInput, GpuMamba2, GpuNorm,
+from kinetic_cuda.layers import (GpuAttention, GpuDeltaNet, GpuExperts, GpuFeedForward, GpuInput, GpuMamba2, GpuNorm,
                                  GpuParallel, GpuShortConv, products, rope_table)
 from kinetic_cuda.module import compile_seconds, kernel
 from kinetic_cuda.support import TITLE, matrices, refusal
@@ -31,7 +31,7 @@ MIN_CONTEXT = 4096  # shrinking to fit stops here (reference docs, -c)
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
 KERNELS = ("quantize_q8", "gate", "add", "scale", "rms_norm", "rope_store", "store_q8", "store_f16", "hadamard",
            "short_conv_keep", "short_conv", "conv_keep", "conv_silu", "ssm_scan", "delta_net_scan", "split_gate",
-           "sigmoid_mul", "mul_rows", "silu_gate_rows", *ops.ATTENTION_KERNELS)
+           "sigmoid_mul", "mul_rows", "silu_gate_rows", "route", "combine_experts", *ops.ATTENTION_KERNELS)
 Caches = tuple[list[tuple[cupy.ndarray, cupy.ndarray]], list[cupy.ndarray]]  # keys and values; convolutions' rows
 
 
@@ -143,6 +143,8 @@ class CudaRunner:
             return GpuMamba2(b, self._matrix, scale)
         if isinstance(b, GatedDeltaNet):
             return GpuDeltaNet(b, self._matrix, scale, rows)
+        if isinstance(b, Experts):
+            return GpuExperts(b, self._matrix, scale)
         return GpuFeedForward(b, self._matrix, scale)
 
     def _matrix(self, weight: Weight) -> GpuMatrix:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from kinetic.contracts.blocks import Attention, GatedDeltaNet, GatedFeedForward, Mamba2, ShortConv, Stack, Weight
+from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, ShortConv, Stack,
+                                      Weight)
 from kinetic.recurrent import RECURRENT, state_shape
 
 TITLE = "CUDA"  # how messages name the device
@@ -12,6 +13,7 @@ QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # 
 FLOATS = ("F32", "F16", "BF16")  # against float32 activations
 MAX_HEAD_DIM = 256  # one attention thread block per (row, head) holds a head's query
 MAX_STATE_WIDTH = 256  # a recurrent scan holds a state's column in a warp's registers, 8 values a lane
+MAX_EXPERTS = 512  # experts.cu's route keeps a row's picked experts in a bit set of this size
 
 
 def matrices(stack: Stack) -> list[Weight]:
@@ -22,6 +24,11 @@ def matrices(stack: Stack) -> list[Weight]:
             out += [block.q, block.k, block.v, block.o]
         elif isinstance(block, GatedFeedForward):
             out += [block.gate, block.up, block.down]
+        elif isinstance(block, Experts):
+            shared = block.shared
+            out += [block.router, block.gate, block.up, block.down]
+            out += [shared.gate, shared.up, shared.down] if shared is not None else []
+            out += [block.shared_gate] if block.shared_gate is not None else []
         elif isinstance(block, (ShortConv, Mamba2)):
             out += [block.in_proj, block.out_proj]
         elif isinstance(block, GatedDeltaNet):
@@ -32,8 +39,10 @@ def matrices(stack: Stack) -> list[Weight]:
 def refusal(stack: Stack) -> Optional[str]:
     """None if the device runs every block and weight of the stack, else one line saying what it lacks."""
     for block in stack.mixers():
-        if not isinstance(block, (Attention, GatedFeedForward, ShortConv, *RECURRENT)):
+        if not isinstance(block, (Attention, GatedFeedForward, Experts, ShortConv, *RECURRENT)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"
+        if isinstance(block, Experts) and block.n_expert > MAX_EXPERTS:
+            return f"CUDA has no routing kernel for more than {MAX_EXPERTS} experts ({block.n_expert})"
         if isinstance(block, RECURRENT) and state_shape(block)[1] > MAX_STATE_WIDTH:
             return f"CUDA has no {type(block).__name__} kernel for state columns of {state_shape(block)[1]}"
         if isinstance(block, Attention):

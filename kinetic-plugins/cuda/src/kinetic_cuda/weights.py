@@ -42,6 +42,10 @@ class GpuMatrix:
         if self.quantized:
             self.mma.max_dynamic_shared_size_bytes = max(self.mma_shared_bytes(), self.mma.max_dynamic_shared_size_bytes)
         self.embed = kernel(f"embed_{self.type}")
+        self.experts = kernel(f"experts_{self.type}")  # a stack of experts' matrices (ops.expert_products)
+        if self.experts_shared_bytes() > DEFAULT_SHARED:
+            self.experts.max_dynamic_shared_size_bytes = max(self.experts_shared_bytes(),
+                                                             self.experts.max_dynamic_shared_size_bytes)
 
     def shared_bytes(self, n: int) -> int:
         """Dynamic shared memory of a matvec launch for n tokens (matmul.cu's matvec): two buffers of rows."""
@@ -49,6 +53,10 @@ class GpuMatrix:
         x = 40 * tile * self.chunks
         return 2 * _up16(self.per * self.row_bytes) + _up16(4 * tile * self.per * (self.chunks | 1)) + \
             (x if self.quantized and x <= X_STAGED else 0)
+
+    def experts_shared_bytes(self) -> int:
+        """Dynamic shared memory of an experts launch (matmul.cu's experts): a group's rows and their values."""
+        return _up16(self.per * self.row_bytes) + 4 * self.per * (self.chunks | 1)
 
     def mma_shared_bytes(self) -> int:
         """Dynamic shared memory of an mma launch (matmul.cu's MmaShared): three stages, each of a step's raw bytes

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import cupy
 
-from kinetic.contracts.blocks import Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, ShortConv, Stack
+from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, ShortConv,
+                                      Stack)
 from kinetic.recurrent import RECURRENT, tail_shape
 
 SCORES_BYTES = 1 << 30  # attention scores scratch; fewer rows per pass where long contexts need it
@@ -28,13 +29,16 @@ class Shape:
     mix_width: int = 0  # the widest of the mix buffers' carvings (mix_widths)
     window: tuple[int, int] = (0, 0)  # the recurrent convolutions' most kept rows (width - 1) and channels
     input_width: int = 0  # a prediction block's input's (PredictionInput: 2 n_embd)
+    experts: tuple[int, int, int] = (0, 0, 0)  # the most experts, experts a row uses, and an expert's width
 
     @staticmethod
     def of(stack: Stack) -> "Shape":
         mixers = stack.mixers()
         attentions = [b for b in mixers if isinstance(b, Attention)]
-        widths = [b.gate.shape[0] if isinstance(b, GatedFeedForward) else b.in_proj.shape[0] for b in mixers
-                  if isinstance(b, (GatedFeedForward, ShortConv))]
+        experts = [b for b in mixers if isinstance(b, Experts)]
+        feed_forwards = [b for b in mixers if isinstance(b, GatedFeedForward)] + [b.shared for b in experts if b.shared]
+        widths = [b.gate.shape[0] for b in feed_forwards] + [b.in_proj.shape[0] for b in mixers
+                                                             if isinstance(b, ShortConv)]
         conv_widths = tuple(b.conv.shape[0] for b in mixers if isinstance(b, ShortConv))
         tails = [tail_shape(b) for b in mixers if isinstance(b, RECURRENT)]
         return Shape(stack.n_embd, stack.n_vocab, max((a.n_head * a.head_dim for a in attentions), default=0),
@@ -42,7 +46,9 @@ class Shape:
                      max((a.n_head for a in attentions), default=1), conv_widths,
                      max((sum(w) for b in mixers for w in mix_widths(b)), default=0),
                      tuple(max(sizes, default=0) for sizes in zip(*tails)) if tails else (0, 0),
-                     2 * stack.n_embd if stack.input is not None else 0)
+                     2 * stack.n_embd if stack.input is not None else 0,
+                     tuple(max(sizes) for sizes in zip(*[(b.n_expert, b.n_used, b.gate.shape[1]) for b in experts]))
+                     if experts else (0, 0, 0))
 
     @property
     def widest(self) -> int:
@@ -71,7 +77,9 @@ def workspace_bytes(shape: Shape, rows: int, context: int) -> int:
     floats = rows * (5 * shape.n_embd + 2 * shape.q_width + 2 * shape.kv_width + 2 * shape.n_ff + shape.n_vocab
                      + 2 * shape.mix_width + 3 * shape.input_width)
     floats += (rows + shape.window[0]) * shape.window[1] + rows
-    return 4 * floats + rows * shape.widest * (1 + 8 / 32) + 4 * rows * shape.n_head * context
+    n_expert, n_used, width = shape.experts
+    floats += rows * (n_expert + 1) + rows * n_used * (2 * width + shape.n_embd + 2)
+    return 4 * floats + (rows * shape.widest + rows * n_used * width) * (1 + 8 / 32) + 4 * rows * shape.n_head * context
 
 
 class Activations:
@@ -104,6 +112,13 @@ class Workspace:
         self.lead, channels = shape.window
         self._window = floats((rows + self.lead) * channels)
         self.window_rows = cupy.arange(self.lead, self.lead + rows, dtype=cupy.int32)
+        # a mixture of experts': the router's logits, each (row, rank) pair's expert, weight, products and int8 blocks
+        n_expert, n_used, width = shape.experts
+        self.router, self.shared_gates = floats(rows * n_expert), floats(rows)
+        self.expert_ids, self.expert_weights = cupy.zeros(rows * n_used, cupy.int32), floats(rows * n_used)
+        self.expert_gate, self.expert_up = floats(rows * n_used * width), floats(rows * n_used * width)
+        self.expert_out = floats(rows * n_used * shape.n_embd)
+        self.expert_acts = Activations(rows * n_used, width)
 
     def view(self, buffer: cupy.ndarray, width: int) -> cupy.ndarray:
         """buffer's memory as a contiguous [rows, width] array, for blocks narrower than the widest."""
@@ -116,6 +131,10 @@ class Workspace:
         window = self._window[: (self.lead + self.rows) * channels].reshape(-1, channels)
         window[self.lead - keep : self.lead] = tail
         return window
+
+    def pairs(self, buffer: cupy.ndarray, pairs: int, width: int) -> cupy.ndarray:
+        """buffer's memory as a contiguous [pairs, width] array (a mixture of experts' (row, rank) pairs)."""
+        return buffer[: pairs * width].reshape(pairs, width)
 
     def carve(self, buffer: cupy.ndarray, widths: tuple[int, ...]) -> list[cupy.ndarray]:
         """Contiguous [rows, width] arrays, one after another in buffer's memory (mix_widths)."""

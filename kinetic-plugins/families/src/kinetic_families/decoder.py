@@ -6,9 +6,10 @@ Tensor names are llama.cpp's (gguf-py constants.TENSOR_NAMES); `blk.{i}.` prefix
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
-from kinetic.contracts.blocks import Attention, Block, GatedFeedForward, Mamba2, Rope, RmsNorm, Stack, Weight, Yarn
+from kinetic.contracts.blocks import (Attention, Block, Experts, GatedFeedForward, Mamba2, Rope, RmsNorm, Stack, Weight,
+                                      Yarn)
 from kinetic.contracts.loader import Loader
 from kinetic.errors import ModelFileError
 
@@ -27,6 +28,9 @@ class Dims:
     n_ff: int
     eps: float  # of every RMS norm
     context_length: int
+
+
+FeedForwards = Callable[[Loader, int, "Dims"], Block]  # layer i's feed-forward: dense, or experts in a MoE family
 
 
 def read_dims(loader: Loader) -> Dims:
@@ -145,6 +149,40 @@ def feed_forward(loader: Loader, i: int, d: Dims, activation: str, post_norm: Op
         activation=activation,
         post_norm=post_norm,
     )
+
+
+def experts(loader: Loader, i: int, d: Dims, gating: str = "softmax", norm_name: str = "ffn_norm.weight",
+            width: Optional[int] = None) -> Experts:
+    """Layer i's routed experts after blk.{i}.{norm_name}, sized by expert_count, expert_used_count and their
+    width (else expert_feed_forward_length, else feed_forward_length / expert_used_count), their weights
+    normalized, with the optional selection bias exp_probs_b and shared expert ffn_{gate,up,down}_shexp, which
+    ffn_gate_inp_shexp gates where present (llama.cpp: build_moe_ffn and its callers in src/models/)."""
+    blk = f"blk.{i}."
+    loader.refuse(blk + "ffn_gate_up_exps.weight")
+    n_expert, n_used = loader.hp("expert_count", int), loader.hp("expert_used_count", int)
+    n_ff = width or loader.hp("expert_feed_forward_length", int, d.n_ff // n_used)
+    shared = blk + "ffn_up_shexp.weight" in loader.model.tensors
+    return Experts(
+        norm=norm(loader, blk + norm_name, d.n_embd, d.eps),
+        router=loader.weight(blk + "ffn_gate_inp.weight", (n_expert, d.n_embd)),
+        gate=loader.weight(blk + "ffn_gate_exps.weight", (n_expert, n_ff, d.n_embd)),
+        up=loader.weight(blk + "ffn_up_exps.weight", (n_expert, n_ff, d.n_embd)),
+        down=loader.weight(blk + "ffn_down_exps.weight", (n_expert, d.n_embd, n_ff)),
+        n_used=n_used,
+        gating=gating,
+        normalize=True,
+        selection_bias=loader.optional(blk + "exp_probs_b.bias", (n_expert,)),
+        shared=GatedFeedForward(None, loader.weight(blk + "ffn_gate_shexp.weight", (None, d.n_embd)),
+                                loader.weight(blk + "ffn_up_shexp.weight", (None, d.n_embd)),
+                                loader.weight(blk + "ffn_down_shexp.weight", (d.n_embd, None)), "silu")
+        if shared else None,
+        shared_gate=loader.optional(blk + "ffn_gate_inp_shexp.weight", (d.n_embd,)),
+    )
+
+
+def swiglu(loader: Loader, i: int, d: Dims) -> GatedFeedForward:
+    """Layer i's SwiGLU after ffn_norm: a family's dense feed-forward (FeedForwards)."""
+    return feed_forward(loader, i, d, "silu")
 
 
 def mamba2(loader: Loader, i: int, d: Dims, pre_norm: bool = True, out_norm_optional: bool = False) -> Mamba2:

@@ -20,15 +20,16 @@ from kinetic.contracts import Family
 from kinetic.contracts.blocks import Rope, Stack
 from kinetic.contracts.loader import Loader
 
-from kinetic_families.decoder import Dims, attention, feed_forward, read_dims, rotary, stack
+from kinetic_families.decoder import Dims, FeedForwards, attention, read_dims, rotary, stack, swiglu
 
 
-def build(loader: Loader) -> Stack:
+def build(loader: Loader, ffn: FeedForwards = swiglu) -> Stack:
+    """ffn: each layer's feed-forward (Granite MoE: experts)."""
     d = read_dims(loader)
     rope, scale = granite_rope(loader, d), attention_scale(loader, d)
     blocks = []
     for i in range(d.n_layer):
-        blocks += [attention(loader, i, d, rope, scale), feed_forward(loader, i, d, "silu")]
+        blocks += [attention(loader, i, d, rope, scale), ffn(loader, i, d)]
     return stack(loader, d, blocks, **granite_scales(loader, loader.hp("logit_scale", float)))
 
 

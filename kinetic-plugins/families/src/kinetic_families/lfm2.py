@@ -22,11 +22,12 @@ from kinetic.contracts.blocks import ShortConv, Stack
 from kinetic.contracts.loader import Loader
 from kinetic.errors import ModelFileError
 
-from kinetic_families.decoder import (Dims, attention, feed_forward, head_norms, kv_heads_by_layer, norm, read_dims,
-                                      rotary, stack)
+from kinetic_families.decoder import (Dims, FeedForwards, attention, head_norms, kv_heads_by_layer, norm, read_dims,
+                                      rotary, stack, swiglu)
 
 
-def build(loader: Loader) -> Stack:
+def build(loader: Loader, ffn: FeedForwards = swiglu) -> Stack:
+    """ffn: each layer's feed-forward (LFM2 MoE: experts after its leading dense layers)."""
     d = read_dims(loader)
     if not loader.hp("attention.causal", bool, True):
         raise ModelFileError("bidirectional attention (attention.causal false) is not supported yet")
@@ -40,7 +41,7 @@ def build(loader: Loader) -> Stack:
                                     sliding_window=window))
         else:
             blocks.append(short_conv(loader, i, d, width))
-        blocks.append(feed_forward(loader, i, d, "silu"))
+        blocks.append(ffn(loader, i, d))
     return stack(loader, d, blocks, output_norm="token_embd_norm.weight")
 
 

@@ -16,18 +16,17 @@ from kinetic.contracts import Family
 from kinetic.contracts.blocks import Stack
 from kinetic.contracts.loader import Loader
 
-from kinetic_families.decoder import attention, feed_forward, head_norms, read_dims, rotary, stack
+from kinetic_families.decoder import FeedForwards, attention, head_norms, read_dims, rotary, stack, swiglu
 
 
-def build(loader: Loader) -> Stack:
+def build(loader: Loader, ffn: FeedForwards = swiglu) -> Stack:
+    """ffn: each layer's feed-forward (Qwen3 MoE: experts)."""
     d = read_dims(loader)
     rope = rotary(loader, d, neox=True)
     blocks = []
     for i in range(d.n_layer):
-        blocks += [
-            attention(loader, i, d, rope, 1 / math.sqrt(d.head_dim), **head_norms(loader, i, d)),
-            feed_forward(loader, i, d, "silu"),
-        ]
+        blocks += [attention(loader, i, d, rope, 1 / math.sqrt(d.head_dim), **head_norms(loader, i, d)),
+                   ffn(loader, i, d)]
     return stack(loader, d, blocks)
 
 

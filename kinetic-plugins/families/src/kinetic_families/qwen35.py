@@ -28,30 +28,36 @@ import math
 from typing import Optional
 
 from kinetic.contracts import Family
-from kinetic.contracts.blocks import Attention, GatedDeltaNet, PredictionInput, Rope, RmsNorm, Stack
+from kinetic.contracts.blocks import Attention, GatedDeltaNet, GatedFeedForward, PredictionInput, Rope, RmsNorm, Stack
 from kinetic.contracts.loader import Loader
 from kinetic.errors import ModelFileError
 
-from kinetic_families.decoder import Dims, attention, feed_forward, head_norms, norm, read_dims, rotary, stack
+from kinetic_families.decoder import (Dims, FeedForwards, attention, feed_forward, head_norms, norm, read_dims, rotary,
+                                      stack)
 
 
-def build(loader: Loader) -> Stack:
+def dense(loader: Loader, i: int, d: Dims) -> GatedFeedForward:
+    return feed_forward(loader, i, d, "silu", norm_name="post_attention_norm.weight")
+
+
+def build(loader: Loader, ffn: FeedForwards = dense) -> Stack:
+    """ffn: each layer's feed-forward, the prediction layer's too (Qwen3.5 MoE: experts)."""
     d = read_dims(loader)
     check_sections(loader, d.n_rot // 2)
     rope = rotary(loader, d, neox=True)
     blocks = []
     for i, recurrent in enumerate(recurrent_layers(loader, d)):
         blocks.append(gated_delta_net(loader, i, d) if recurrent else gated_attention(loader, i, d, rope))
-        blocks.append(feed_forward(loader, i, d, "silu", norm_name="post_attention_norm.weight"))
+        blocks.append(ffn(loader, i, d))
     main = stack(loader, d, blocks)
-    return dataclasses.replace(main, prediction=prediction(loader, d, rope, main))
+    return dataclasses.replace(main, prediction=prediction(loader, d, rope, main, ffn))
 
 
 def gated_attention(loader: Loader, i: int, d: Dims, rope: Rope) -> Attention:
     return attention(loader, i, d, rope, 1 / math.sqrt(d.head_dim), output_gate=True, **head_norms(loader, i, d))
 
 
-def prediction(loader: Loader, d: Dims, rope: Rope, main: Stack) -> Optional[Stack]:
+def prediction(loader: Loader, d: Dims, rope: Rope, main: Stack, ffn: FeedForwards) -> Optional[Stack]:
     """The prediction layer after the d.n_layer layers as a stack of its own; None unless the file holds one
     (llama.cpp runs exactly one)."""
     nextn = f"blk.{d.n_layer}.nextn."
@@ -61,8 +67,7 @@ def prediction(loader: Loader, d: Dims, rope: Rope, main: Stack) -> Optional[Sta
     return dataclasses.replace(
         main,
         embedding=loader.optional(nextn + "embed_tokens.weight", main.embedding.shape) or main.embedding,
-        blocks=(gated_attention(loader, d.n_layer, d, rope),
-                feed_forward(loader, d.n_layer, d, "silu", norm_name="post_attention_norm.weight")),
+        blocks=(gated_attention(loader, d.n_layer, d, rope), ffn(loader, d.n_layer, d)),
         output_norm=RmsNorm(head_norm, d.eps) if head_norm is not None else main.output_norm,
         output=loader.optional(nextn + "shared_head_head.weight", main.output.shape) or main.output,
         input=PredictionInput(norm(loader, nextn + "enorm.weight", d.n_embd, d.eps),

@@ -211,6 +211,29 @@ __device__ void matvec(const Job& j0, const Job& j1, const Job& j2, int per, lon
     }
 }
 
+// ---- experts: out[p] = the matrix of expert ids[p] . token p / tokens_per ([pairs, rows]), a thread block per
+// (group of `per` rows, pair p), each output summed in the canonical order above, so a pair's bits depend on its
+// expert, its row and its token alone. smem: the group's rows, then the values [per][chunks | 1].
+template <class T, bool QUANTIZED>
+__device__ void experts(const u8* W, long expert_bytes, const int* ids, int tokens_per, float* out, int rows, int per,
+                        long row_bytes, int chunks, const signed char* xq, const float* xd, const int* xs,
+                        const float* x) {
+    extern __shared__ __align__(16) u8 smem[];
+    int pair = blockIdx.y, t = pair / tokens_per, r0 = blockIdx.x * per, here = min(per, rows - r0);
+    int stride = chunks | 1;
+    const u8* matrix = W + (long)ids[pair] * expert_bytes;
+    copy(smem, matrix + (long)r0 * row_bytes, here * row_bytes);
+    landed();
+    float* s = (float*)(smem + ((per * row_bytes + 15) & ~15L));
+    long at = (long)t * chunks;
+    if constexpr (QUANTIZED)
+        all_values<T, true, 1>(smem, row_bytes, here, chunks, xq + 32 * at, xd + at, xs + at, x, 0, 1, s, 0);
+    else
+        all_values<T, false, 1>(smem, row_bytes, here, chunks, xq, xd, xs, x, t, 1, s, 0);
+    __syncthreads();
+    sum_rows(s, per, stride, chunks, Job{matrix, NULL, out + (long)pair * rows, rows}, r0, 0, 1, 0);
+}
+
 // ---- mma: a thread block takes MMA_ROWS rows and MMA_TOKENS tokens, in steps of STEP chunks. Between two
 // barriers, a step's raw weight bytes and int8 activations are copied (cp.async) while the step before it is
 // decoded into int8 words in shared memory and the one before that is multiplied. Warp w multiplies a tile of
@@ -460,7 +483,13 @@ __device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const si
         Job job = pick(JOB_LIST, MMA_ROWS, blockIdx.x, r0);                                                      \
         mma<T>(job, r0, row_bytes, chunks, xq, xd, xs, n, accumulate);                                        \
     }
-#define QUANT(T) MATVEC(T, true) MMA(T)
+#define EXPERTS(T, QUANTIZED)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(MV_THREADS) experts_##T(                                      \
+        const u8* W, long expert_bytes, const int* ids, int tokens_per, float* out, int rows, int per, long row_bytes, \
+        int chunks, const signed char* xq, const float* xd, const int* xs, const float* x) {                  \
+        experts<T, QUANTIZED>(W, expert_bytes, ids, tokens_per, out, rows, per, row_bytes, chunks, xq, xd, xs, x); \
+    }
+#define QUANT(T) MATVEC(T, true) MMA(T) EXPERTS(T, true)
 
 QUANT(Q8_0)
 QUANT(Q4_0)
@@ -470,6 +499,6 @@ QUANT(Q5_1)
 QUANT(Q4_K)
 QUANT(Q5_K)
 QUANT(Q6_K)
-MATVEC(F32, false)
-MATVEC(F16, false)
-MATVEC(BF16, false)
+MATVEC(F32, false) EXPERTS(F32, false)
+MATVEC(F16, false) EXPERTS(F16, false)
+MATVEC(BF16, false) EXPERTS(BF16, false)
