@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`kinetic bench --compare` on random-weight files shaped like the smallest real model of each new family,
-for families with no real model here (issue 22's speed table).
+for families with no real model here (issues 22's and 23's speed tables).
 
     python scripts/bench_families.py --llama-dir DIR [--models lfm2-350m] [--dir DIR] [-t 2] [-r 3]
 
@@ -23,7 +23,8 @@ from kinetic.testing.gguf_factory import Dims, write_random_model
 LFM2_350M_KINDS = "ccaccaccacacacac"  # LiquidAI/LFM2-350M's layer_types: c conv, a attention
 GRANITE_H_350M_ATTENTION = (10, 13, 17, 27)  # about Granite-4.0-H-350M: 4 of 32 layers attend, 28 are Mamba-2
 # Falcon-H1-0.5B's sizes, but for heads of 128 rather than 64 (the factory's heads span n_embd); Qwen3.5-0.8B's,
-# but with 4 attention heads of 256 (8 in the model) and 1 KV head (2)
+# but with 4 attention heads of 256 (8 in the model) and 1 KV head (2); Qwen3-30B-A3B's (issue 23: its 128 experts,
+# 8 a token, 768 wide), but 4 of its 48 layers, to fit this machine, and 16 heads of 128 (32 in the model)
 SHAPES = {
     "lfm2-350m": ("lfm2", Dims(n_layer=16, n_embd=1024, n_head=16, n_head_kv=8, n_ff=4608, n_vocab=65536),
                   {"lfm2.attention.head_count_kv": [8 if kind == "a" else 0 for kind in LFM2_350M_KINDS],
@@ -42,6 +43,10 @@ SHAPES = {
                       "qwen35.ssm.inner_size": 2048, "qwen35.full_attention_interval": 4,
                       "qwen35.rope.dimension_count": 64, "qwen35.rope.dimension_sections": [11, 11, 10, 0],
                       "qwen35.context_length": 32768}),
+    "qwen3-30b-a3b-4l": ("qwen3moe", Dims(n_layer=4, n_embd=2048, n_head=16, n_head_kv=4, n_ff=6144, n_vocab=151936),
+                         {"qwen3moe.expert_count": 128, "qwen3moe.expert_used_count": 8,
+                          "qwen3moe.expert_feed_forward_length": 768, "qwen3moe.rope.freq_base": 1000000.0,
+                          "qwen3moe.context_length": 40960}),
 }
 
 

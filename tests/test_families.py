@@ -122,6 +122,15 @@ def test_experts_map_the_router_the_stacked_experts_and_the_shared_expert(tmp_pa
         assert block.shared.norm is None and block.shared.down.name == "blk.1.ffn_down_shexp.weight"
 
 
+def test_granite_4_h_tiny_layers_take_experts_as_wide_as_the_feed_forward_with_a_shared_expert(tmp_path):
+    experts = {"granitehybrid.expert_count": 8, "granitehybrid.expert_used_count": 2,
+               "granitehybrid.expert_shared_feed_forward_length": 128}
+    stack = load_stack(random_model(tmp_path, "granitehybrid", metadata=experts))
+    assert [type(b) for b in stack.blocks] == [Mamba2, Experts, Attention, Experts]
+    block = stack.blocks[1]
+    assert block.gate.shape == (8, 128, 64) and block.shared.gate.shape == (128, 64) and block.shared_gate is None
+
+
 def test_merged_expert_gates_and_ups_are_refused_by_name(tmp_path):
     merged = np.zeros((8, 128, 64), np.float32)
     path = random_model(tmp_path, "qwen3moe", extra_tensors={"blk.0.ffn_gate_up_exps.weight": merged})

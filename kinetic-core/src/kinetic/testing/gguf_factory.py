@@ -29,6 +29,9 @@ VARIANTS = {
                                "olmo2.rope.scaling.type": "yarn", "olmo2.rope.scaling.factor": 4.0,
                                "olmo2.rope.scaling.original_context_length": 32}),
     "hunyuan-dense-alpha": ("hunyuan-dense", {"hunyuan-dense.rope.scaling.alpha": 50.0}),
+    # Granite 4.0 H Tiny's layout: experts as wide as the feed-forward, and a shared expert (write_comparable_model's)
+    "granitehybrid-moe": ("granitehybrid", {"granitehybrid.expert_count": 8, "granitehybrid.expert_used_count": 2,
+                                            "granitehybrid.expert_shared_feed_forward_length": 512}),
 }
 # Granite's logits multiplied by 8 rather than divided: its factory scale leaves them too flat to compare
 COMPARABLE = {**{arch: (arch, {}) for arch in ARCHITECTURES}, "granite": ("granite", {"granite.logit_scale": 0.125}),
@@ -148,17 +151,19 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
     arch_enum = next(a for a, name in MODEL_ARCH_NAMES.items() if name == arch)
     metadata = {**_model_metadata(arch, dims), **metadata}
     attends = _attending_layers(arch, metadata, dims.n_layer)
-    lead = metadata.get(f"{arch}.leading_dense_block_count", 0) if arch in MOE else dims.n_layer  # dense layers
+    experts = f"{arch}.expert_count" in metadata  # a mixture of experts (MOE's, or one the metadata makes)
+    lead = metadata.get(f"{arch}.leading_dense_block_count", 0) if experts else dims.n_layer  # dense layers
     rng = np.random.default_rng(seed)
     shapes = _shapes(arch, dims, metadata)
     qtype = gguf.GGMLQuantizationType[weight_type]
     tensors: dict[str, Any] = {}
+    shared = f"{arch}.expert_shared_feed_forward_length" in metadata
     for kind in MODEL_TENSORS[arch_enum]:
-        if kind not in shapes:
+        if kind not in shapes or (kind in _SHARED_EXPERT and not shared):
             continue
         names = [TENSOR_NAMES[kind]] if "{bid}" not in TENSOR_NAMES[kind] else [
             TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer)
-            if _in_layer(arch, kind, attends[b], b < lead)]
+            if _in_layer(arch, kind, attends[b], b < lead, experts)]
         for name in names:
             values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
             if kind is MODEL_TENSOR.SSM_A:  # a decay rate: -exp(A_log), as the converter stores it
@@ -195,9 +200,10 @@ SSM = {"conv_kernel": 4, "state_size": 16, "time_step_rank": 8, "group_count": 1
 DELTA_NET = {"conv_kernel": 4, "state_size": 16, "group_count": 2, "time_step_rank": 4}  # qwen35.ssm.*
 SHORT_CONV_WIDTH = 3  # LFM2's shortconv.l_cache
 _DENSE_FFN = (MODEL_TENSOR.FFN_GATE, MODEL_TENSOR.FFN_UP, MODEL_TENSOR.FFN_DOWN)
+_SHARED_EXPERT = (MODEL_TENSOR.FFN_GATE_INP_SHEXP, MODEL_TENSOR.FFN_GATE_SHEXP, MODEL_TENSOR.FFN_UP_SHEXP,
+                  MODEL_TENSOR.FFN_DOWN_SHEXP)
 _EXPERT_FFN = (MODEL_TENSOR.FFN_GATE_INP, MODEL_TENSOR.FFN_GATE_EXP, MODEL_TENSOR.FFN_UP_EXP, MODEL_TENSOR.FFN_DOWN_EXP,
-               MODEL_TENSOR.FFN_EXP_PROBS_B, MODEL_TENSOR.FFN_GATE_INP_SHEXP, MODEL_TENSOR.FFN_GATE_SHEXP,
-               MODEL_TENSOR.FFN_UP_SHEXP, MODEL_TENSOR.FFN_DOWN_SHEXP)
+               MODEL_TENSOR.FFN_EXP_PROBS_B, *_SHARED_EXPERT)
 _ATTENTION = (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MODEL_TENSOR.ATTN_OUT,
               MODEL_TENSOR.ATTN_Q_NORM, MODEL_TENSOR.ATTN_K_NORM)
 _RECURRENT = (MODEL_TENSOR.ATTN_QKV, MODEL_TENSOR.ATTN_GATE, MODEL_TENSOR.SSM_BETA, MODEL_TENSOR.SSM_ALPHA,
@@ -224,9 +230,9 @@ def _attending_layers(arch: str, metadata: Mapping[str, Any], n_layer: int) -> l
     return [bool(n) for n in heads] if isinstance(heads, list) else [True] * n_layer
 
 
-def _in_layer(arch: str, kind: MODEL_TENSOR, attends: bool, dense: bool) -> bool:
+def _in_layer(arch: str, kind: MODEL_TENSOR, attends: bool, dense: bool, experts: bool) -> bool:
     if kind in _EXPERT_FFN:
-        return arch in MOE and not dense
+        return experts and not dense
     if kind in _DENSE_FFN:
         return dense
     if arch in _PARALLEL:
