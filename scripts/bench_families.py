@@ -12,6 +12,7 @@ Kinetic beside llama-bench's on the same file and threads, one engine at a time.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import subprocess
 import sys
 from pathlib import Path
@@ -51,14 +52,25 @@ SHAPES = {
 
 
 def shaped_file(name: str, folder: Path, tools: Path) -> Path:
+    """The Q4_K_M file, written once. The F32 file is written by a child process: the benchmark's peak memory
+    (ru_maxrss, which a process keeps across exec) would otherwise start at this one's, the whole F32 model."""
     quantized = folder / f"{name}-Q4_K_M.gguf"
     if not quantized.exists():
-        arch, dims, metadata = SHAPES[name]
-        f32 = write_random_model(folder / f"{name}-F32.gguf", arch, dims, "F32", seed=1, metadata=metadata)
+        f32 = folder / f"{name}-F32.gguf"
+        writer = multiprocessing.get_context("spawn").Process(target=write_shaped, args=(name, f32))
+        writer.start()
+        writer.join()
+        if writer.exitcode:
+            raise RuntimeError(f"writing {f32} failed (exit {writer.exitcode})")
         subprocess.run([str(tools / "llama-quantize"), str(f32), str(quantized), "Q4_K_M"], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         f32.unlink()
     return quantized
+
+
+def write_shaped(name: str, path: Path) -> None:
+    arch, dims, metadata = SHAPES[name]
+    write_random_model(path, arch, dims, "F32", seed=1, metadata=metadata)
 
 
 def main(argv: list[str]) -> int:
