@@ -96,7 +96,7 @@ CORPUS = [
 
 # supported pre-tokenizers without vectors in llama.cpp's models/ (those have gpt-2, llama-bpe, qwen2, qwen35, refact)
 PRE_TOKENIZERS_WITHOUT_VECTORS = (
-    "llama3", "llama-v3", "lfm2", "falcon-h1", "dbrx", "smollm", "exaone4", "hunyuan-dense", "default",
+    "llama3", "llama-v3", "lfm2", "falcon-h1", "dbrx", "smollm", "exaone4", "hunyuan-dense", "gpt-4o", "default",
 )
 PRE_TOKENIZER_VOCAB = "ggml-vocab-llama-bpe.gguf"
 

@@ -21,12 +21,14 @@ from greedy_golden import divergences, load_family_golden, load_golden
 
 from kinetic.contracts.blocks import Attention
 from kinetic.contracts.device import Device, Row, UploadOptions, UploadRefused
+from kinetic.experts import route, selection_scores
 import kinetic.engine.devices as devices_module
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.hookspecs import hookimpl
 from kinetic.model.load import load_stack
 from kinetic.plugins import load_plugins, plugins
+from kinetic.reference import blocks as reference_blocks
 from kinetic.reference.executor import ReferenceRunner
 from kinetic.testing.gguf_factory import ARCHITECTURES, COMPARABLE, Dims, write_comparable_model, write_random_model
 from kinetic_cpu.spread import SHORT_SPAN, thread_groups
@@ -47,6 +49,9 @@ GOLDEN_TOKENS = 48
 # q8_0 against f16 caches along a golden answer, measured: mean 0.057 (Qwen) and 0.052 (Gemma) of the logits'
 # spread, max 0.66
 Q8_0_TOLERANCE = 0.1
+# router outputs (scores, with a sigmoid router) closer than this where a token's experts are picked: int8 rounding
+# may pick either expert
+ROUTER_NEAR_TIE = 1e-3
 F16, Q8_0 = ("f16", "f16"), ("q8_0", "q8_0")
 CACHES = [F16, Q8_0, ("f16", "q8_0")]  # (-ctk, -ctv)
 
@@ -95,13 +100,34 @@ def test_batches_equal_one_at_a_time_random(random_model, caches):
     assert_batch_invariant(random_model, 70, (2, 7, 64, 70), caches)
 
 
-def test_matches_reference_random(random_model):
+def test_matches_reference_random(random_model, monkeypatch):
+    """Within the tolerance, but for a row whose experts the reference picked at a near-tie (ROUTER_NEAR_TIE):
+    rounding may pick the other expert there, as llama.cpp's engines may (docs/experts.md)."""
     tokens = tokens_for(random_model, 12)
     ours = one_by_one(runner_for(random_model), tokens)
-    reference = one_by_one_reference(random_model, tokens)
-    spread = reference.std()
-    assert np.abs(ours - reference).max() < TOLERANCE * spread * 10
-    assert np.abs(ours - reference).mean() < TOLERANCE * spread
+    reference, tied = reference_and_router_ties(random_model, tokens, monkeypatch)
+    spread, kept = reference.std(), ~tied
+    assert tied.sum() <= 1
+    assert np.abs(ours - reference)[kept].max() < TOLERANCE * spread * 10
+    assert np.abs(ours - reference)[kept].mean() < TOLERANCE * spread
+
+
+def reference_and_router_ties(path: Path, tokens: list[int], monkeypatch) -> tuple[np.ndarray, np.ndarray]:
+    """The reference's logits one token at a time, and which tokens' experts it picked at a near-tie: the last
+    picked and the first passed-over scores closer than ROUTER_NEAR_TIE in some layer."""
+    gaps = []
+
+    def recording(block, logits, bias):
+        # a softmax keeps the router outputs' order; a sigmoid router picks by its scores plus the bias
+        picking = selection_scores(block, logits, bias)[1] if block.gating == "sigmoid" else logits
+        scores = -np.sort(-picking, axis=1)
+        gaps.append(float(scores[0, block.n_used - 1] - scores[0, block.n_used]))
+        return route(block, logits, bias)
+
+    monkeypatch.setattr(reference_blocks, "route", recording)
+    logits = one_by_one_reference(path, tokens)
+    per_token = np.array(gaps).reshape(len(tokens), -1) if gaps else np.ones((len(tokens), 1))
+    return logits, per_token.min(axis=1) < ROUTER_NEAR_TIE
 
 
 def test_the_prediction_block_takes_its_parents_shortlist_for_rows_that_read_their_top(tmp_path, monkeypatch):

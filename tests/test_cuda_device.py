@@ -35,7 +35,7 @@ from kinetic_cuda.support import FLOATS, QUANTIZED  # noqa: E402
 REASON = kinetic_cuda.probe()
 gpu = pytest.mark.skipif(REASON is not None, reason=f"CUDA is not usable here: {REASON}")
 
-FAMILIES = ARCHITECTURES
+FAMILIES = [arch for arch in ARCHITECTURES if arch != "gpt-oss"]  # CUDA refuses gpt-oss's sinks and experts for now
 # int8 activations where the reference multiplies in float32 (as on the CPU device): the logits differ by
 # a small fraction of their spread, the mean difference under TOLERANCE and the largest under 10 times it.
 # Measured on the H200: mean 0.006 to 0.02 for Q8_0 files; 0.02 to 0.03 for the Q4_K_M mix, whose random
@@ -168,6 +168,13 @@ def test_upload_refuses_a_weight_type_without_kernel(tmp_path):
                               extra_tensors={"blk.1.ffn_up.weight": (q2_k, gguf.GGMLQuantizationType.Q2_K)})
     with pytest.raises(KineticError, match=r"^CUDA cannot run this model: CUDA has no kernel for Q2_K weights "
                                            r"\(blk\.1\.ffn_up\.weight\)$"):
+        kinetic_cuda.upload(load_stack(path), UploadOptions(context_length=64))
+
+
+def test_upload_refuses_gpt_oss_saying_what_it_lacks(tmp_path):
+    path = write_random_model(tmp_path / "g.gguf", "gpt-oss", Dims(n_embd=256, n_head=4, n_head_kv=2))
+    with pytest.raises(KineticError, match=r"^CUDA cannot run this model: CUDA has no attention kernel with sinks or "
+                                           r"an output bias$"):
         kinetic_cuda.upload(load_stack(path), UploadOptions(context_length=64))
 
 

@@ -14,7 +14,7 @@ from kinetic.contracts.device import Row
 from kinetic.errors import ModelFileError
 from kinetic.model import load_stack
 from kinetic.reference import ReferenceRunner, generate
-from kinetic.testing.gguf_factory import ARCHITECTURES, MOE, Dims, write_gguf, write_random_model
+from kinetic.testing.gguf_factory import ARCHITECTURES, MIXTURES, MOE, Dims, write_gguf, write_random_model
 
 DIMS = Dims(n_layer=2, n_embd=64, n_head=4, n_head_kv=2, n_ff=128, n_vocab=300)
 FAMILIES = ARCHITECTURES
@@ -44,6 +44,7 @@ EXPECTED = {
 }
 EXPECTED |= {moe: {**EXPECTED[dense], "ffns": (GatedFeedForward if moe == "lfm2moe" else Experts, Experts),
                    "tied": moe == "lfm2moe"} for moe, dense in MOE.items()}  # LFM2 MoE: a dense first layer, no output
+EXPECTED["gpt-oss"] = {**_PLAIN, "neox": True, "biases": True, "activation": "swiglu_oai", "ffns": (Experts, Experts)}
 HEAD_NORMS = {"head": (16, 16, False), "across": (64, 32, False), "after rotation": (16, 16, True)}
 
 
@@ -106,14 +107,15 @@ def test_stack_has_the_family_blocks_and_hyperparameters(family_model):
 
 @pytest.mark.parametrize("arch, gating, width, shared, shared_gate, bias", [
     ("qwen3moe", "softmax", 64, False, False, False), ("qwen35moe", "softmax", 64, True, True, False),
-    ("granitemoe", "softmax", 128, True, False, False), ("lfm2moe", "sigmoid", 64, False, False, True)])
+    ("granitemoe", "softmax", 128, True, False, False), ("lfm2moe", "sigmoid", 64, False, False, True),
+    ("gpt-oss", "softmax_weight", 64, False, False, False)])
 def test_experts_map_the_router_the_stacked_experts_and_the_shared_expert(tmp_path, arch, gating, width, shared,
                                                                          shared_gate, bias):
     """Each MoE family's routing rule and tensors (llama.cpp's build_moe_ffn callers): Granite MoE's experts are
     feed_forward_length wide, the others expert_feed_forward_length."""
     block = load_stack(random_model(tmp_path, arch)).blocks[-1]
     assert isinstance(block, Experts) and (block.n_expert, block.n_used, block.gating, block.normalize) == (
-        8, 2, gating, True)
+        8, 2, gating, arch != "gpt-oss")
     assert (block.gate.shape, block.up.shape, block.down.shape) == ((8, width, 64), (8, width, 64), (8, 64, width))
     assert block.router.name == "blk.1.ffn_gate_inp.weight" and block.router.type.name == "F32"
     assert (block.shared is not None, block.shared_gate is not None, block.selection_bias is not None) == (
@@ -129,6 +131,15 @@ def test_granite_4_h_tiny_layers_take_experts_as_wide_as_the_feed_forward_with_a
     assert [type(b) for b in stack.blocks] == [Mamba2, Experts, Attention, Experts]
     block = stack.blocks[1]
     assert block.gate.shape == (8, 128, 64) and block.shared.gate.shape == (128, 64) and block.shared_gate is None
+
+
+def test_gpt_oss_maps_sinks_output_biases_its_window_and_its_experts_biases(tmp_path):
+    stack = load_stack(random_model(tmp_path, "gpt-oss"))
+    first, second, experts = stack.blocks[0], stack.blocks[2], stack.blocks[1]
+    assert (first.sliding_window, second.sliding_window) == (4, None)  # a sliding-window layer, then a global one
+    assert first.sinks.name == "blk.0.attn_sinks.weight" and first.o_bias.name == "blk.0.attn_output.bias"
+    assert (experts.activation, experts.router_bias.name) == ("swiglu_oai", "blk.0.ffn_gate_inp.bias")
+    assert [b.shape for b in (experts.gate_bias, experts.up_bias, experts.down_bias)] == [(8, 64), (8, 64), (8, 64)]
 
 
 def test_merged_expert_gates_and_ups_are_refused_by_name(tmp_path):
@@ -278,7 +289,7 @@ def test_fused_qkv_is_refused_by_name(tmp_path):
 
 def test_a_missing_tensor_is_named(family_model, tmp_path):
     arch, _ = family_model
-    name = f"blk.1.{'ffn_up_exps' if arch in MOE else 'ffn_up'}.weight"
+    name = f"blk.1.{'ffn_up_exps' if arch in MIXTURES else 'ffn_up'}.weight"
     with pytest.raises(ModelFileError, match=f"^tensor {name} is missing$"):
         load_stack(random_model(tmp_path, arch, without={name}))
 

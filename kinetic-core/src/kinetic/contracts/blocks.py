@@ -94,6 +94,8 @@ class Attention:
     post_norm: Optional[RmsNorm] = None  # on the block's output, before the residual add (Gemma 3)
     sliding_window: Optional[int] = None  # a token sees only the last sliding_window positions
     output_gate: bool = False  # q's rows hold each head's queries then its gate; o reads attended * sigmoid(gate)
+    o_bias: Optional[Weight] = None
+    sinks: Optional[Weight] = None  # [n_head]: a logit per head that joins the softmax's sum, attending to nothing
 
 
 @dataclass(frozen=True)
@@ -113,11 +115,13 @@ class Experts:
     """A routed mixture-of-experts feed-forward (Shazeer et al., 2017), as llama.cpp runs it (build_moe_ffn in
     src/llama-graph.cpp; docs/experts.md).
 
-    On h = norm(x): p = gating(router(h)), softmax or sigmoid over the n_expert experts; the n_used experts with
-    the largest p + selection_bias are picked, in that rank order; their weights w are their p, divided by the
-    sum of the picked ones' when normalize, times weight_scale. Then x += w_1 y_1 + w_2 y_2 + ... in rank order,
-    y_r = down_e(act(gate_e(h)) * up_e(h)) of the expert picked r-th, plus the shared expert's output on h where
-    there is one, times sigmoid(shared_gate . h) where it has a gate."""
+    On h = norm(x): p = gating(router(h) + router_bias), softmax or sigmoid over the n_expert experts; the n_used
+    experts with the largest p + selection_bias are picked, in that rank order; their weights w are their p,
+    divided by the sum of the picked ones' when normalize, times weight_scale ("softmax_weight": the largest
+    router outputs are picked and w is the softmax of theirs alone, gpt-oss). Then x += w_1 y_1 + w_2 y_2 + ...
+    in rank order, y_r = down_e(act(gate_e(h), up_e(h))) of the expert picked r-th, each product plus its expert's
+    bias where given, plus the shared expert's output on h where there is one, times sigmoid(shared_gate . h)
+    where it has a gate. act: silu(g) * u, or gpt-oss's swiglu_oai (docs/experts.md)."""
 
     norm: RmsNorm
     router: Weight  # [n_expert, n_embd]
@@ -125,10 +129,14 @@ class Experts:
     up: Weight  # [n_expert, n_ff, n_embd]
     down: Weight  # [n_expert, n_embd, n_ff]
     n_used: int
-    gating: Literal["softmax", "sigmoid"]
+    gating: Literal["softmax", "sigmoid", "softmax_weight"]
     normalize: bool
-    activation: Literal["silu"] = "silu"
+    activation: Literal["silu", "swiglu_oai"] = "silu"
     weight_scale: float = 1.0
+    router_bias: Optional[Weight] = None  # [n_expert]
+    gate_bias: Optional[Weight] = None  # [n_expert, n_ff]
+    up_bias: Optional[Weight] = None  # [n_expert, n_ff]
+    down_bias: Optional[Weight] = None  # [n_expert, n_embd]
     selection_bias: Optional[Weight] = None  # [n_expert]: added to p to pick, not to weigh (exp_probs_b)
     shared: Optional[GatedFeedForward] = None  # its norm None: it reads h
     shared_gate: Optional[Weight] = None  # [n_embd]

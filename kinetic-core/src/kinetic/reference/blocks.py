@@ -8,7 +8,7 @@ import numpy as np
 
 from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, RmsNorm, ShortConv,
                                       Weight)
-from kinetic.experts import route
+from kinetic.experts import route, swiglu_oai
 from kinetic.reference import ops
 from kinetic.reference.sequence import Sequence
 
@@ -38,10 +38,10 @@ def attention(w: Weights, block: Attention, x: np.ndarray, positions: np.ndarray
         cache = seq.cache(block_index)
         cache.append(k[rows], v[rows])
         out[rows] = ops.attend(q[rows], cache.keys, cache.values, positions[rows], seq.positions, block.scale,
-                               block.sliding_window)
+                               block.sliding_window, w(block.sinks))
     if block.output_gate:
         out = out * ops.sigmoid(gate)
-    return _norm(w, block.post_norm, ops.linear(out, w(block.o)))
+    return _norm(w, block.post_norm, ops.linear(out, w(block.o), w(block.o_bias)))
 
 
 def feed_forward(w: Weights, block: GatedFeedForward, x: np.ndarray) -> np.ndarray:
@@ -55,13 +55,16 @@ def experts(w: Weights, block: Experts, x: np.ndarray) -> np.ndarray:
     """Each row's picked experts' feed-forwards, weighted and summed in rank order, and the shared expert's."""
     # x: [n, n_embd] float32
     h = _norm(w, block.norm, x)
-    chosen, weights = route(block, ops.linear(h, w(block.router)), w(block.selection_bias))
+    chosen, weights = route(block, ops.linear(h, w(block.router), w(block.router_bias)), w(block.selection_bias))
     gate, up, down = w(block.gate), w(block.up), w(block.down)  # [n_expert, ...] each
+    biases = [w(b) if b is not None else np.zeros(m.shape[:2], np.float32)
+              for b, m in ((block.gate_bias, gate), (block.up_bias, up), (block.down_bias, down))]
     out = np.zeros_like(h)
     for rank in range(block.n_used):
         picked = chosen[:, rank]
-        gated = ops.ACTIVATIONS[block.activation](_each(gate[picked], h)) * _each(up[picked], h)
-        out = out + weights[:, rank : rank + 1] * _each(down[picked], gated)
+        g, u = (_each(m[picked], h) + b[picked] for m, b in ((gate, biases[0]), (up, biases[1])))
+        gated = swiglu_oai(g, u) if block.activation == "swiglu_oai" else ops.ACTIVATIONS[block.activation](g) * u
+        out = out + weights[:, rank : rank + 1] * (_each(down[picked], gated) + biases[2][picked])
     if block.shared is not None:
         shared = feed_forward(w, block.shared, h)
         if block.shared_gate is not None:

@@ -45,8 +45,9 @@ def rope(x: np.ndarray, positions: np.ndarray, spec: Rope, freq_factors: Optiona
 
 
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, q_pos: np.ndarray, k_pos: np.ndarray, scale: float,
-           window: Optional[int]) -> np.ndarray:
-    """Causal softmax attention; query head h reads key/value head h // (n_head / n_head_kv)."""
+           window: Optional[int], sinks: Optional[np.ndarray] = None) -> np.ndarray:
+    """Causal softmax attention; query head h reads key/value head h // (n_head / n_head_kv); a head's sink
+    logit joins its softmax's sum and attends to nothing."""
     # q: [n, n_head, d]; k, v: [m, n_head_kv, d]; q_pos: [n]; k_pos: [m] -> [n, n_head * d] float32
     n, n_head, d = q.shape
     n_head_kv = k.shape[1]
@@ -56,8 +57,12 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, q_pos: np.ndarray, k_pos
     if window is not None:
         visible &= q_pos[:, None] - k_pos[None, :] < window
     scores = np.where(visible, scores, -np.inf)
-    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights /= weights.sum(axis=-1, keepdims=True)
+    peak = scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores - peak)
+    total = weights.sum(axis=-1, keepdims=True)
+    if sinks is not None:  # sinks: [n_head] -> [n_head_kv, group, 1, 1]
+        total = total + np.exp(sinks.astype(np.float64).reshape(n_head_kv, -1, 1, 1) - peak)
+    weights /= total
     out = np.einsum("hgnm,mhd->nhgd", weights, v.astype(np.float64))
     return out.reshape(n, n_head * d).astype(np.float32)
 

@@ -18,7 +18,8 @@ from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR
 
 # Every architecture write_random_model writes: those of the built-in families.
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense",
-                 "lfm2", "granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "qwen35moe", "granitemoe", "lfm2moe")
+                 "lfm2", "granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "qwen35moe", "granitemoe", "lfm2moe",
+                 "gpt-oss")
 # Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
 VARIANTS = {
     "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
@@ -74,7 +75,7 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         **(_delta_net_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in DELTA_NET.items()})
            if MOE.get(arch, arch) == "qwen35" else {}),
         MODEL_TENSOR.NEXTN_EH_PROJ: (d.n_embd, 2 * d.n_embd), MODEL_TENSOR.NEXTN_ENORM: (d.n_embd,),
-        MODEL_TENSOR.NEXTN_HNORM: (d.n_embd,),
+        MODEL_TENSOR.NEXTN_HNORM: (d.n_embd,), MODEL_TENSOR.ATTN_SINKS: (d.n_head,),
         **_expert_shapes(d, metadata.get(f"{arch}.expert_count", EXPERTS["expert_count"]),
                          metadata.get(f"{arch}.expert_feed_forward_length", d.n_ff)),
     }
@@ -171,7 +172,7 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
             suffix = {**_SUFFIXES, **_ARCH_SUFFIXES.get(arch, {})}.get(kind, ".weight")
             tensors[name + suffix] = values if kind in _ALWAYS_F32 else _stored(values, qtype)
             if kind in _BIASES.get(arch, ()):
-                tensors[name + ".bias"] = rng.standard_normal(shapes[kind][:1], dtype=np.float32) * 0.1
+                tensors[name + ".bias"] = rng.standard_normal(shapes[kind][:-1], dtype=np.float32) * 0.1
     for b in _prediction_layers(arch, metadata, dims.n_layer):
         for kind in (MODEL_TENSOR.NEXTN_EH_PROJ, MODEL_TENSOR.NEXTN_ENORM, MODEL_TENSOR.NEXTN_HNORM):
             values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
@@ -182,7 +183,10 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
 
 # What llama.cpp's converters write for an architecture beyond the common tensors and keys.
 _BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V),
-           "granitehybrid": (MODEL_TENSOR.SSM_CONV1D,), "falcon-h1": (MODEL_TENSOR.SSM_CONV1D,)}
+           "granitehybrid": (MODEL_TENSOR.SSM_CONV1D,), "falcon-h1": (MODEL_TENSOR.SSM_CONV1D,),
+           "gpt-oss": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MODEL_TENSOR.ATTN_OUT,
+                       MODEL_TENSOR.FFN_GATE_INP, MODEL_TENSOR.FFN_GATE_EXP, MODEL_TENSOR.FFN_UP_EXP,
+                       MODEL_TENSOR.FFN_DOWN_EXP)}
 _SUFFIXES = {MODEL_TENSOR.SSM_DT: ".bias", MODEL_TENSOR.SSM_A: "", MODEL_TENSOR.SSM_D: "",
              MODEL_TENSOR.FFN_EXP_PROBS_B: ".bias"}  # llama.cpp's names
 _ARCH_SUFFIXES = {"falcon-h1": {MODEL_TENSOR.FFN_PRE_NORM: ""}}  # its converter maps the whole name, .weight too
@@ -194,6 +198,7 @@ _ALWAYS_F32 = (MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SSM_CONV1D, MODEL_TENSO
                MODEL_TENSOR.SSM_NORM, MODEL_TENSOR.FFN_GATE_INP, MODEL_TENSOR.FFN_GATE_INP_SHEXP)
 # a mixture-of-experts architecture -> the dense one whose layout and keys it shares
 MOE = {"qwen3moe": "qwen3", "qwen35moe": "qwen35", "granitemoe": "granite", "lfm2moe": "lfm2"}
+MIXTURES = (*MOE, "gpt-oss")  # the architectures whose feed-forwards are experts
 EXPERTS = {"expert_count": 8, "expert_used_count": 2}  # {arch}.*
 _EXPERT_EXTRAS = {"lfm2moe": {"leading_dense_block_count": 1, "expert_gating_func": 2}}  # its first layer dense
 SSM = {"conv_kernel": 4, "state_size": 16, "time_step_rank": 8, "group_count": 1}  # {arch}.ssm.*
@@ -246,7 +251,7 @@ def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
     """The architecture's own keys: its dense layout's (MOE), and its experts' where it has them."""
     layout = MOE.get(arch, arch)
     keys = _layout_metadata(layout, arch, d)
-    if arch in MOE:  # experts half the feed-forward's width, but Granite MoE's, which are as wide
+    if arch in MIXTURES:  # experts half the feed-forward's width, but Granite MoE's, which are as wide
         extras = {"expert_feed_forward_length": d.n_ff // 2} if arch != "granitemoe" else {}
         keys |= {f"{arch}.{key}": value for key, value in {**EXPERTS, **extras, **_EXPERT_EXTRAS.get(arch, {}),
                                                            "expert_shared_feed_forward_length": d.n_ff}.items()}
@@ -271,6 +276,8 @@ def _layout_metadata(layout: str, arch: str, d: Dims) -> dict[str, Any]:
                 f"{arch}.ssm.inner_size": DELTA_NET["time_step_rank"] * DELTA_NET["state_size"],
                 f"{arch}.full_attention_interval": 2, f"{arch}.rope.dimension_count": d.head_dim // 2,
                 f"{arch}.rope.dimension_sections": [2, 1, 1, 0], f"{arch}.rope.freq_base": 1000000.0}
+    if layout == "gpt-oss":  # a small window, so that short tests reach past it
+        return {f"{arch}.attention.sliding_window": 4}
     if layout == "granite":  # scales of the size Granite 3's files hold
         return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
                 f"{arch}.attention.scale": 0.015625}

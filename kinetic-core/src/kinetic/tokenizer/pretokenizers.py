@@ -24,6 +24,13 @@ QWEN35 = (
     _CONTRACTIONS
     + r"|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+# gpt-oss's (o200k): llama.cpp's form of it, whose lookaheads stand for the upper- and lower-case classes
+_UPPER, _LOWER = r"(?:(?=[\p{L}])[^a-z])", r"(?:(?=[\p{L}])[^A-Z])"
+GPT4O = (
+    rf"[^\r\n\p{{L}}\p{{N}}]?{_UPPER}*{_LOWER}+{_CONTRACTIONS}?"
+    rf"|[^\r\n\p{{L}}\p{{N}}]?{_UPPER}+{_LOWER}*{_CONTRACTIONS}?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 HUNYUAN_DENSE = (
     r"\p{N}{1,3}",
     r"[一-龥぀-ゟ゠-ヿ]+",
@@ -69,6 +76,7 @@ PRE_TOKENIZERS: dict[str, PreTokenizer] = {
     **_family(("refact",), (r"\p{N}", GPT2)),
     **_family(("gpt-2", "exaone4"), (GPT2,)),
     **_family(("hunyuan-dense",), HUNYUAN_DENSE, clean_spaces=False),
+    **_family(("gpt-4o",), (GPT4O,), clean_spaces=False),
     **_family(("default",), DEFAULT),
 }
 

@@ -108,7 +108,7 @@ SERIAL_GATES = 1 << 14  # below this many gate outputs likewise (a one-token pas
 GATE_CHUNK = 1024  # gate outputs per parallel job
 
 
-def attend(q, k_cache, v_cache, positions, scale, window, one_thread=False):
+def attend(q, k_cache, v_cache, positions, scale, window, one_thread=False, sinks=None):
     """Causal grouped-query attention of each row over cache positions [max(0, p - window + 1), p], on this
     thread alone with one_thread (the runner spreads sequences over threads), else on numba's threads when
     large enough.
@@ -117,7 +117,8 @@ def attend(q, k_cache, v_cache, positions, scale, window, one_thread=False):
     (kernels/attention.py: a block's positions side by side, dimension by dimension), v_cache: [ctx, n_head_kv,
     width], each float32 holding float16 values (width hd) or int8 holding q8_0 blocks (width hd / 32 * 34,
     cache.py);
-    positions: [n] int64; window: 0 for none. -> [n, n_head * hd] float32. Each score sums over the head
+    positions: [n] int64; window: 0 for none; sinks: [n_head] float32 logits that join each head's softmax sum
+    (gpt-oss), or None. -> [n, n_head * hd] float32. Each score sums over the head
     dimension in order, softmax and the weighted sum go in position order, all in float64, whatever the
     thread count (kernels/attention.py). A job is one row and one KV head with its query heads, so each
     key and value is read once for them.
@@ -131,7 +132,8 @@ def attend(q, k_cache, v_cache, positions, scale, window, one_thread=False):
     width = min(attention.IN_FLIGHT, head_count(group))  # the most heads a kernel call takes
     heads = np.zeros((workers, width, hd))
     scores, sums = np.empty((workers, width, span)), np.empty((workers, width, hd))
-    _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums)
+    sinks = np.empty(0) if sinks is None else sinks.astype(np.float64)
+    _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums, sinks)
     return out
 
 
@@ -146,10 +148,10 @@ def head_count(heads):
 
 
 @numba.njit(**_JIT)
-def _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums):
+def _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums, sinks):
     """attend's jobs (kernels/shares.py), one row and one KV head with its query heads each, on as many
     threads as the scratch has rows for."""
-    jobs = _HeadGroups(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums)
+    jobs = _HeadGroups(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums, sinks)
     run_jobs(jobs, q.shape[0] * k_cache.shape[0], heads.shape[0])
 
 
@@ -157,7 +159,7 @@ def _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, heads, scor
 def _attend_group(jobs, job, worker):
     """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv, IN_FLIGHT at most a kernel call,
     padded to a count the kernels take, with the worker's scratch."""
-    q, k_cache, v_cache, positions, scale, window, out, workers_q, workers_scores, workers_sums = jobs
+    q, k_cache, v_cache, positions, scale, window, out, workers_q, workers_scores, workers_sums, sinks = jobs
     heads, scores, sums = workers_q[worker], workers_scores[worker], workers_sums[worker]
     n_kv, hd, width = k_cache.shape[0], q.shape[2], heads.shape[0]
     group = q.shape[1] // n_kv
@@ -165,7 +167,7 @@ def _attend_group(jobs, job, worker):
     last = positions[i]
     first = max(0, last - window + 1) if window > 0 else 0
     n = last - first + 1
-    totals = np.empty(width)
+    totals, sunk = np.empty(width), np.empty(width)
     for g0 in range(0, group, width):
         count = min(width, group - g0)
         part = slice(0, head_count(count))
@@ -173,7 +175,11 @@ def _attend_group(jobs, job, worker):
             for j in range(hd):
                 heads[g, j] = q[i, kv * group + g0 + g, j] if g < count else 0.0
         attention.scores(heads[part], k_cache[kv], first, n, scores[part])
+        for g in range(count):  # a head's sink joins its sum as e^(sink - peak), softmax's peak
+            sunk[g] = np.exp(sinks[kv * group + g0 + g] - scale * np.max(scores[g, :n])) if sinks.shape[0] else 0.0
         attention.softmax(scores[part], n, scale, totals[part])
+        for g in range(count):
+            totals[g] += sunk[g]
         attention.weighted(scores[part], n, v_cache[first:, kv], sums[part])
         for g in range(count):
             h = kv * group + g0 + g
@@ -194,6 +200,7 @@ class _HeadGroups(NamedTuple):
     heads: np.ndarray  # [workers, width, hd] float64 scratch: one call's query heads, zeros past them
     scores: np.ndarray  # [workers, width, >= span] float64 scratch
     sums: np.ndarray  # [workers, width, hd] float64 scratch
+    sinks: np.ndarray  # [n_head] float64, or empty
     run_job = _attend_group
 
 

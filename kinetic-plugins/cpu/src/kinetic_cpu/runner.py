@@ -14,7 +14,7 @@ from kinetic import rotary
 from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, Parallel,
                                       RmsNorm, Rope, ShortConv, Stack, Weight)
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
-from kinetic.experts import route
+from kinetic.experts import route, swiglu_oai
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence, conv_rows
 from kinetic_cpu.home import at_home
@@ -228,7 +228,7 @@ class CpuRunner:
             attended = ops.rotated(attended.reshape(-1, a.head_dim), turn_values).reshape(attended.shape)
         if a.output_gate:
             attended = attended * ops.sigmoid(gate)
-        out = self._linear(a.o, attended)
+        out = self._linears(attended, (a.o, a.o_bias))[0]
         return self._norm(a.post_norm, out)
 
     def _attend_each(self, a: Attention, layer: int, spans: Spans, positions: np.ndarray, q: np.ndarray,
@@ -236,13 +236,14 @@ class CpuRunner:
         """Each sequence's rows write their keys and values [n, n_kv, hd] (float32) into its cache, then attend
         to it: a row sees its own sequence's tokens only. -> [n, n_head * head_dim]"""
         attended = np.empty((len(q), a.n_head * a.head_dim), np.float32)
+        sinks = self._vector(a.sinks) if a.sinks is not None else None
 
         def attend(part: Spans, one_thread: bool) -> None:
             for seq, span in part:
                 at = positions[span]
                 seq.write(layer, at, k[span], v[span])
                 attended[span] = ops.attend(q[span], seq.keys[layer], seq.values[layer], at, a.scale,
-                                            a.sliding_window or 0, one_thread)
+                                            a.sliding_window or 0, one_thread, sinks)
 
         self._spreader.run(attend, spans, positions)
         return attended
@@ -358,12 +359,14 @@ class CpuRunner:
         rank order (kinetic.experts), then the shared expert's: a row's bits do not depend on its batch."""
         h = self._norm(m.norm, x)
         bias = self._vector(m.selection_bias) if m.selection_bias is not None else None
-        chosen, weights = route(m, self._linear(m.router, h), bias)  # [n, n_used] each
+        chosen, weights = route(m, self._linears(h, (m.router, m.router_bias))[0], bias)  # [n, n_used] each
         picked = np.empty((m.n_used, *h.shape), np.float32)  # [rank, n, n_embd]
         for e in np.unique(chosen):
             rows, ranks = np.nonzero(chosen == e)
             gate, up = self._products(h[rows], [self._matrix(m.gate, e), self._matrix(m.up, e)])
-            y = self._products(ops.gate(gate, up, m.activation == "gelu_tanh"), [self._matrix(m.down, e)])[0]
+            gate, up = self._expert_bias(gate, m.gate_bias, e), self._expert_bias(up, m.up_bias, e)
+            gated = swiglu_oai(gate, up) if m.activation == "swiglu_oai" else ops.gate(gate, up, False)
+            y = self._expert_bias(self._products(gated, [self._matrix(m.down, e)])[0], m.down_bias, e)
             picked[ranks, rows] = y * weights[rows, ranks][:, None]
         out = picked[0]
         for more in picked[1:]:
@@ -374,6 +377,10 @@ class CpuRunner:
         if m.shared_gate is not None:
             shared = shared * ops.sigmoid(self._linear(m.shared_gate, h))
         return out + shared
+
+    def _expert_bias(self, y: np.ndarray, bias: Optional[Weight], expert: int) -> np.ndarray:
+        """y plus row `expert` of a stacked bias ([n_expert, width]), where there is one."""
+        return y if bias is None else y + self._vector(bias).reshape(bias.shape)[expert]
 
     def _logits(self, x: np.ndarray, tops: Sequence[int]) -> np.ndarray:
         """The logits of x [n, n_embd] (hidden states after the output norm): for a row that reads only its

@@ -43,6 +43,11 @@ def refusal(stack: Stack) -> Optional[str]:
             return f"CUDA has no kernel for {type(block).__name__} blocks"
         if isinstance(block, Experts) and block.n_expert > MAX_EXPERTS:
             return f"CUDA has no routing kernel for more than {MAX_EXPERTS} experts ({block.n_expert})"
+        if isinstance(block, Experts) and (block.gating == "softmax_weight" or block.activation != "silu" or any(
+                b is not None for b in (block.router_bias, block.gate_bias, block.up_bias, block.down_bias))):
+            return "CUDA has no kernel for gpt-oss's experts (biases, softmax of the picked, swiglu_oai)"
+        if isinstance(block, Attention) and (block.sinks is not None or block.o_bias is not None):
+            return "CUDA has no attention kernel with sinks or an output bias"
         if isinstance(block, RECURRENT) and state_shape(block)[1] > MAX_STATE_WIDTH:
             return f"CUDA has no {type(block).__name__} kernel for state columns of {state_shape(block)[1]}"
         if isinstance(block, Attention):
