@@ -152,7 +152,7 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
     arch_enum = next(a for a, name in MODEL_ARCH_NAMES.items() if name == arch)
     metadata = {**_model_metadata(arch, dims), **metadata}
     attends = _attending_layers(arch, metadata, dims.n_layer)
-    experts = f"{arch}.expert_count" in metadata  # a mixture of experts (MOE's, or one the metadata makes)
+    experts = arch in MIXTURES or (arch in _EXPERTS_IF_COUNTED and f"{arch}.expert_count" in metadata)
     lead = metadata.get(f"{arch}.leading_dense_block_count", 0) if experts else dims.n_layer  # dense layers
     rng = np.random.default_rng(seed)
     shapes = _shapes(arch, dims, metadata)
@@ -199,6 +199,7 @@ _ALWAYS_F32 = (MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SSM_CONV1D, MODEL_TENSO
 # a mixture-of-experts architecture -> the dense one whose layout and keys it shares
 MOE = {"qwen3moe": "qwen3", "qwen35moe": "qwen35", "granitemoe": "granite", "lfm2moe": "lfm2"}
 MIXTURES = (*MOE, "gpt-oss")  # the architectures whose feed-forwards are experts
+_EXPERTS_IF_COUNTED = ("granitehybrid",)  # experts where the metadata gives expert_count (Granite 4.0 H Tiny)
 EXPERTS = {"expert_count": 8, "expert_used_count": 2}  # {arch}.*
 _EXPERT_EXTRAS = {"lfm2moe": {"leading_dense_block_count": 1, "expert_gating_func": 2}}  # its first layer dense
 SSM = {"conv_kernel": 4, "state_size": 16, "time_step_rank": 8, "group_count": 1}  # {arch}.ssm.*
