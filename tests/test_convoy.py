@@ -77,15 +77,17 @@ def test_answers_side_by_side_are_the_answers_alone(servers, settings):
 
 
 @pytest.mark.parametrize("device, arch", [("cpu", "lfm2"), ("cpu", "granitehybrid"), ("cpu", "falcon-h1"), ("cpu", "qwen35"),
+                                          ("cpu", "qwen3moe"), ("cpu", "gpt-oss"),
                                           pytest.param("cuda", "qwen2", marks=cuda),
+                                          pytest.param("cuda", "qwen3moe", marks=cuda),
                                           pytest.param("cuda", "lfm2", marks=cuda),
                                           pytest.param("cuda", "granitehybrid", marks=cuda),
                                           pytest.param("cuda", "falcon-h1", marks=cuda),
                                           pytest.param("cuda", "qwen35", marks=cuda)])
 @pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "seed": 11}], ids=["greedy", "seeded"])
 def test_random_weights_side_by_side(tmp_path, device, arch, settings):
-    """A random-weight model (with short convolutions or Mamba-2 mixers, and on the GPU qwen2 too): prompts of
-    token ids, one longer than a prompt batch."""
+    """A random-weight model (with short convolutions, Mamba-2 mixers or experts, which group the rows of every
+    sequence in a pass, and on the GPU qwen2 too): prompts of token ids, one longer than a prompt batch."""
     path = write_random_model(tmp_path / "m.gguf", arch, Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512), "Q8_0",
                               seed=3)
     session = Session(path, SessionOptions(device=device, ctx_size=1024, off=("warm-start",)),
