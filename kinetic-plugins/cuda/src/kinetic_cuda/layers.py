@@ -236,11 +236,11 @@ class GpuExperts:
         logits = ws.view(ws.router, m.n_expert)
         products(ws, h, n, [(self.router, logits, None)], prepared=True)
         ops.route(logits, n, m, self.bias, ws.expert_ids, ws.expert_weights)
-        gate, up = ws.pairs(ws.expert_gate, pairs, self.width), ws.pairs(ws.expert_up, pairs, self.width)
+        gate, up = ws.view(ws.expert_gate, self.width, pairs), ws.view(ws.expert_up, self.width, pairs)
         for matrix, out in ((self.gate, gate), (self.up, up)):
             ops.expert_products(matrix, self.width, ws.expert_ids, m.n_used, pairs, ws.acts, h, out)
         ops.gate(gate, up, pairs, False, ws.expert_acts if self.down.quantized else None)
-        y = ws.pairs(ws.expert_out, pairs, d)
+        y = ws.view(ws.expert_out, d, pairs)
         ops.expert_products(self.down, d, ws.expert_ids, 1, pairs, ws.expert_acts, gate, y)
         gates = None
         if self.shared is not None:

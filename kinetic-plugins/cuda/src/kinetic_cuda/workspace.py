@@ -4,6 +4,7 @@ nothing and a CUDA graph of it can be captured and replayed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import cupy
 
@@ -79,7 +80,8 @@ def workspace_bytes(shape: Shape, rows: int, context: int) -> int:
     floats += (rows + shape.window[0]) * shape.window[1] + rows
     n_expert, n_used, width = shape.experts
     floats += rows * (n_expert + 1) + rows * n_used * (2 * width + shape.n_embd + 2)
-    return 4 * floats + (rows * shape.widest + rows * n_used * width) * (1 + 8 / 32) + 4 * rows * shape.n_head * context
+    int8_blocks = (rows * shape.widest + rows * n_used * width) * (1 + 8 / 32)  # Activations: ws.acts, expert_acts
+    return 4 * floats + int8_blocks + 4 * rows * shape.n_head * context
 
 
 class Activations:
@@ -120,9 +122,11 @@ class Workspace:
         self.expert_out = floats(rows * n_used * shape.n_embd)
         self.expert_acts = Activations(rows * n_used, width)
 
-    def view(self, buffer: cupy.ndarray, width: int) -> cupy.ndarray:
-        """buffer's memory as a contiguous [rows, width] array, for blocks narrower than the widest."""
-        return buffer.ravel()[: self.rows * width].reshape(self.rows, width)
+    def view(self, buffer: cupy.ndarray, width: int, rows: Optional[int] = None) -> cupy.ndarray:
+        """buffer's memory as a contiguous [rows, width] array (by default a pass's rows), for blocks narrower than
+        the widest, or a mixture of experts' (row, rank) pairs."""
+        rows = self.rows if rows is None else rows
+        return buffer.ravel()[: rows * width].reshape(rows, width)
 
     def window(self, tail: cupy.ndarray) -> cupy.ndarray:
         """A window [lead + rows, channels] whose rows before lead end with tail ([width - 1, channels]), for a
@@ -131,10 +135,6 @@ class Workspace:
         window = self._window[: (self.lead + self.rows) * channels].reshape(-1, channels)
         window[self.lead - keep : self.lead] = tail
         return window
-
-    def pairs(self, buffer: cupy.ndarray, pairs: int, width: int) -> cupy.ndarray:
-        """buffer's memory as a contiguous [pairs, width] array (a mixture of experts' (row, rank) pairs)."""
-        return buffer[: pairs * width].reshape(pairs, width)
 
     def carve(self, buffer: cupy.ndarray, widths: tuple[int, ...]) -> list[cupy.ndarray]:
         """Contiguous [rows, width] arrays, one after another in buffer's memory (mix_widths)."""
