@@ -144,18 +144,25 @@ def _leave_early(server: Server, head: str) -> bool:
     return server.request("GET", "/v1/models")[0] == 200
 
 
-def predicted(server: Server) -> int:
+def metric(server: Server, name: str) -> int:
     text = server.request("GET", "/metrics")[1]
-    return int(float(re.search(r"^llamacpp:tokens_predicted_total (\S+)$", text, re.M).group(1)))
+    return int(float(re.search(rf"^llamacpp:{name} (\S+)$", text, re.M).group(1)))
+
+
+def predicted(server: Server) -> int:
+    return metric(server, "tokens_predicted_total")
 
 
 def check_disconnect_mid_stream(server: Server) -> dict[str, bool]:
-    """A streamed chat asking for 400 tokens, on the OpenAI route (server-sent events) and Ollama's (NDJSON);
-    the client reads two pieces and leaves."""
-    ollama = {"model": served_name(server), "messages": CHAT["messages"], "options": {"num_predict": 400}}
+    """A streamed greedy chat whose answer runs past 400 tokens, on the OpenAI route (server-sent events) and
+    Ollama's (NDJSON); the client reads three pieces and leaves."""
+    long_chat = {"messages": [{"role": "user", "content": "Count from 1 to 300, separated by commas."}],
+                 "max_tokens": 400, "temperature": 0, "stream": True}
+    ollama = {"model": served_name(server), "messages": long_chat["messages"],
+              "options": {"num_predict": 400, "temperature": 0}}
     return {
         "a client leaving mid-stream stops its generation": _leave_mid_stream(
-            server, "/v1/chat/completions", {**CHAT, "max_tokens": 400, "stream": True}, b"data: "),
+            server, "/v1/chat/completions", long_chat, b"data: "),
         "Ollama: a client leaving mid-stream stops its generation": _leave_mid_stream(
             server, "/api/chat", ollama, b'"done":false'),
     }
@@ -172,11 +179,20 @@ def _leave_mid_stream(server: Server, path: str, chat: dict, piece: bytes) -> bo
         while got.count(piece) < 3:
             chunk = sock.recv(4096)
             if not chunk:  # the server ended the answer before three pieces came
-                print(f"{path}: the stream ended after {got[:300]!r}", file=sys.stderr)
+                print(f"{path}: the stream ended after {got.count(piece)} pieces: ...{got[-600:]!r}", file=sys.stderr)
                 return False
             got += chunk
-    answered = server.request("POST", "/v1/chat/completions", CHAT)[0] == 200  # waits for the model
-    return answered and predicted(server) - before < 100
+    return idle(server) and predicted(server) - before < 100
+
+
+def idle(server: Server, seconds: float = 120) -> bool:
+    """Whether the server's requests all end within seconds (an abandoned 400-token answer would run on)."""
+    deadline = time.monotonic() + seconds
+    while metric(server, "requests_processing") > 0:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def check_parallel(server: Server, connections: int, chats: int, answer_tokens: int) -> dict[str, bool]:
