@@ -15,7 +15,7 @@ import gguf
 import numpy as np
 import pytest
 
-from kinetic.contracts.blocks import Attention
+from kinetic.contracts.blocks import Attention, Experts
 from kinetic.contracts.device import Row, UploadOptions
 import kinetic.engine.devices as devices_module
 from kinetic.engine.options import SessionOptions
@@ -285,6 +285,40 @@ def test_the_context_shrinks_to_fit_unless_given(tmp_path, monkeypatch):
     assert kinetic_cuda.upload(stack, UploadOptions(context_length=65536)).context_length == 6144
     with pytest.raises(KineticError, match=r"^CUDA cannot run this model: it needs .* GiB free$"):
         kinetic_cuda.upload(stack, UploadOptions(context_length=65536, context_given=True))
+
+
+@pytest.fixture
+def uncapped():
+    """Lifts the process-wide cap a --gpu-memory upload sets, after the test."""
+    yield
+    import cupy
+
+    cupy.get_default_memory_pool().set_limit(size=0)
+
+
+@gpu
+@pytest.mark.parametrize("weights", list(WEIGHTS))
+@pytest.mark.parametrize("family", ["qwen3moe", "granitemoe"])
+def test_flywheel_gives_the_bits_of_every_expert_on_the_gpu(tmp_path, family, weights, uncapped):
+    """Under a --gpu-memory cap that leaves 3 of a layer's 8 experts on the GPU, prompts of 1, 7 and 40 tokens
+    (whose picks need several batches of slots) give the logits of the upload that holds every expert."""
+    from kinetic_cuda import runner as cuda_runner
+
+    path = WEIGHTS[weights](tmp_path / f"{family}-{weights}.gguf", family)
+    tokens = tokens_for(path, 40)
+    whole = in_batches(runner_for(path), tokens, 40)
+    stack = load_stack(path)
+    rest, per_slot = cuda_runner.flywheel_bytes(stack)
+    widths = [b.n_head_kv * b.head_dim for b in stack.mixers() if isinstance(b, Attention)]
+    scratch = cuda_runner._scratch_bytes(cuda_runner.Shape.of(stack), widths, 1024)
+    import cupy
+
+    cap = cupy.get_default_memory_pool().used_bytes() + rest + scratch + cuda_runner.RESERVE + 3 * per_slot
+    runner = kinetic_cuda.upload(stack, UploadOptions(context_length=1024, context_given=True, gpu_memory=cap))
+    mixtures = [b for b in stack.mixers() if isinstance(b, Experts)]
+    assert [b.cache.slots.n_slots for b in runner.blocks if getattr(b, "cache", None)] == [3] * len(mixtures)
+    for size in (40, 7, 1):
+        assert np.array_equal(in_batches(runner, tokens, size), whole), size
 
 
 @gpu

@@ -22,10 +22,10 @@ NEEDS_REQUESTS = {"warm-start": "Warm Start", "zero-wait": "Zero Wait", "convoy"
 
 def bench_command(model: Path, repetitions: int, threads: Optional[int], device: str, as_json: bool,
                   compare: Optional[str], off: Collection[str] = (), gpu_layers: Optional[int] = None,
-                  cache_types: tuple[str, str] = ("f16", "f16")) -> None:
+                  cache_types: tuple[str, str] = ("f16", "f16"), gpu_memory: Optional[int] = None) -> None:
     start = time.perf_counter()
     options = SessionOptions(device=device, threads=threads, ctx_size=2048, off=off,  # room for edit256
-                             gpu_layers=gpu_layers, cache_types=cache_types)
+                             gpu_layers=gpu_layers, cache_types=cache_types, gpu_memory=gpu_memory)
     session = Session(model, options)
     load_seconds = time.perf_counter() - start
     n_threads = threads or _all_threads()

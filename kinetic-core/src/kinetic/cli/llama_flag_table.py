@@ -100,7 +100,10 @@ REFUSED = {
     **dict.fromkeys(_flags("-nkvo --no-kv-offload"), "the cache stays on the model's device; run both on the "
                                                      "CPU with --device cpu"),
     "--rpc": "Kinetic runs on this computer's own devices; start kinetic serve on the other computer instead",
-    **dict.fromkeys(_flags("-cmoe --cpu-moe -ncmoe --n-cpu-moe -ncffn --n-cpu-ffn"), _ONE_DEVICE),
+    **dict.fromkeys(_flags("-cmoe --cpu-moe -ncmoe --n-cpu-moe"), "Kinetic keeps the experts that do not fit the GPU "
+                                                                "in system memory by itself (Flywheel); cap its GPU "
+                                                                "memory with --gpu-memory"),
+    **dict.fromkeys(_flags("-ncffn --n-cpu-ffn"), _ONE_DEVICE),
     "--override-kv": "Kinetic reads the metadata as the file has it; change the file with gguf-py's "
                      "gguf_set_metadata",
     **dict.fromkeys(_flags("--lora --lora-scaled --lora-init-without-apply"), _LORA),

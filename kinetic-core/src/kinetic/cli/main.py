@@ -11,8 +11,8 @@ import typer
 from kinetic import __version__
 from kinetic.cli.links import as_kinetic
 from kinetic.cli.llama_flags import RefusedFlag, translate
-from kinetic.cli.options import (ANSWER, CACHE, GENERATION, N_PREDICT, RUNTIME, cache_types, gpu_layers, speed_names,
-                                 with_options)
+from kinetic.cli.options import (ANSWER, CACHE, GENERATION, GPU_MEMORY, N_PREDICT, RUNTIME, cache_types, gpu_layers,
+                                 speed_names, with_options)
 from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
 from kinetic.stores import resolve_model
@@ -123,7 +123,7 @@ def serve(
 
 
 @app.command()
-@with_options(CACHE)
+@with_options(CACHE, [GPU_MEMORY])
 def bench(
     model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
     model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
@@ -144,7 +144,7 @@ def bench(
     from kinetic.cli.bench import bench_command
 
     bench_command(_one_model(model, model_option), repetitions, threads, device, as_json, compare, off, layers,
-                  cache_types(options))
+                  cache_types(options), options["gpu_memory"])
 
 
 @app.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
@@ -63,6 +64,21 @@ def cache_type(value: str) -> str:
     return value
 
 
+UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 10**3, "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
+         "g": 1 << 30, "gib": 1 << 30, "gb": 10**9, "t": 1 << 40, "tib": 1 << 40, "tb": 10**12}
+
+
+def memory_size(value: Optional[str]) -> Optional[int]:
+    """--gpu-memory: bytes, or a number with a unit: 2GiB, 1536MiB, 2G (GiB), 2GB (10^9 bytes)."""
+    if value is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", value)
+    unit = match and UNITS.get(match[2].lower())
+    if unit is None or float(match[1]) * unit < 1 << 20:
+        raise typer.BadParameter(f"{value!r} is not an amount of memory of at least 1 MiB; use for example 2GiB or 1536MiB")
+    return int(float(match[1]) * unit)
+
+
 GENERATION = [  # named as the SamplingSettings field each sets
     _option(s.field, Optional[list[str]] if s.kind is list else Optional[s.kind], *s.flags, help=s.help)
     for s in SETTINGS if s.flags
@@ -83,10 +99,14 @@ CACHE = [
             help=f"KV cache type of the {part}: f16, or q8_0 for about half the memory [default: f16]")
     for part in ("keys", "values")
 ]
+GPU_MEMORY = _option("gpu_memory", Optional[str], "--gpu-memory", callback=memory_size,
+                     help="the most GPU memory to take, e.g. 2GiB: a mixture of experts keeps the experts that do "
+                          "not fit in system memory (Flywheel) [default: all that is free]")
 RUNTIME = [
     _option("ctx_size", Optional[int], "-c", "--ctx-size",
             help="most tokens per conversation; 0 uses all the model supports [default: 32768 or the model's]"),
     *CACHE,
+    GPU_MEMORY,
     _option("threads", Optional[int], "-t", "--threads", help="CPU threads [default: all]"),
     _option("device", str, "--device", default="auto", help="where the model runs: auto, none (the CPU) or a device name: see kinetic doctor"),
     _option("gpu_layers", Optional[str], "--gpu-layers", callback=gpu_layers,
@@ -108,7 +128,8 @@ def session_options(options: Mapping[str, Any]) -> SessionOptions:
     off = options["off"] | ({"warm-start"} if options["no_prompt_cache"] else frozenset())
     return SessionOptions(device=options["device"], threads=options["threads"], ctx_size=options["ctx_size"],
                           gpu_layers=options["gpu_layers"], chat_template_file=options["chat_template_file"],
-                          off=off, state_dir=options["cache_dir"], cache_types=cache_types(options))
+                          off=off, state_dir=options["cache_dir"], cache_types=cache_types(options),
+                          gpu_memory=options["gpu_memory"])
 
 
 def cache_types(options: Mapping[str, Any]) -> tuple[str, str]:

@@ -136,6 +136,7 @@ class UploadOptions:
     context_length: Optional[int] = None  # tokens per sequence; None for the device's default
     context_given: bool = False  # the user chose it (-c): a device may not shrink it to fit its memory
     cache_types: tuple[str, str] = ("f16", "f16")  # the keys' and the values' (-ctk, -ctv), each of CACHE_TYPES
+    gpu_memory: Optional[int] = None  # the most bytes a GPU device takes (--gpu-memory); None for all it has free
 
 
 class UploadRefused(KineticError):

@@ -24,6 +24,7 @@ class SessionOptions:
     off: Collection[str] = frozenset()  # the names of the speed technologies not to attach
     state_dir: Optional[Path] = None  # where Warm Start keeps states on disk; None for its default
     cache_types: tuple[str, str] = ("f16", "f16")  # -ctk, -ctv: the KV cache's keys' and values' types
+    gpu_memory: Optional[int] = None  # --gpu-memory: the most bytes of GPU memory to take; None for all free
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "off", frozenset(self.off))  # any collection of names, e.g. off=("rad1",)

@@ -88,7 +88,8 @@ class Session:
         check_gpu_layers(options.gpu_layers, self.model)
         self.context_length = context_for(options.ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
         upload = UploadOptions(threads=options.threads, context_length=self.context_length,
-                               context_given=options.ctx_size is not None, cache_types=options.cache_types)
+                               context_given=options.ctx_size is not None, cache_types=options.cache_types,
+                               gpu_memory=options.gpu_memory)
         device = "cpu" if options.gpu_layers == 0 else options.device  # -ngl 0: no layer on a GPU
         wants_gpu = options.gpu_layers not in (None, 0)
         self.device, self.runner = open_runner(stack, device, upload, announce, wants_gpu)

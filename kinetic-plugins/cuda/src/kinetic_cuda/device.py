@@ -6,7 +6,7 @@ from __future__ import annotations
 from kinetic.contracts import Device
 from kinetic.contracts.blocks import Stack
 from kinetic.contracts.device import UploadOptions, UploadRefused
-from kinetic_cuda.gpu import bandwidth, driver_present, free_memory, probe
+from kinetic_cuda.gpu import bandwidth, cap_memory, driver_present, free_memory, probe
 from kinetic_cuda.support import TITLE, refusal
 
 PRIORITY = 20  # above Vulkan's 10 (an NVIDIA GPU takes CUDA, as the reference docs say) and the CPU's 0
@@ -18,6 +18,8 @@ def upload(stack: Stack, options: UploadOptions):
         raise UploadRefused(TITLE, reason)
     from kinetic_cuda.runner import CudaRunner
 
+    if options.gpu_memory is not None:
+        cap_memory(options.gpu_memory)
     return CudaRunner(stack, options)
 
 

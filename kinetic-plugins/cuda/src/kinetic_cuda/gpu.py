@@ -45,10 +45,21 @@ def gpu_name() -> str:
 
 
 def free_memory() -> int:
-    """Bytes free on the first GPU now (call only when probe() finds it usable)."""
+    """Bytes Kinetic may still take on the first GPU: those free now, fewer under a cap_memory cap (call only
+    when probe() finds it usable)."""
     import cupy
 
-    return cupy.cuda.runtime.memGetInfo()[0]
+    free = cupy.cuda.runtime.memGetInfo()[0]
+    pool = cupy.get_default_memory_pool()
+    return min(free, pool.get_limit() - pool.used_bytes()) if pool.get_limit() else free
+
+
+def cap_memory(cap: int) -> None:
+    """Take no more than cap bytes of GPU memory (--gpu-memory): CuPy's pool, which every array comes from,
+    refuses more."""
+    import cupy
+
+    cupy.get_default_memory_pool().set_limit(size=cap)
 
 
 def bandwidth() -> Optional[float]:

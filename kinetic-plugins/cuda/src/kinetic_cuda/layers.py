@@ -7,7 +7,7 @@ data, so the one-token decode step can be captured as a CUDA graph and replayed 
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import cupy
 import numpy as np
@@ -18,6 +18,7 @@ from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFe
                                       PredictionInput, RmsNorm, Rope, ShortConv, Weight)
 from kinetic.contracts.device import cache_rotations
 from kinetic_cuda import ops
+from kinetic_cuda.expert_cache import ExpertCache
 from kinetic_cuda.weights import GpuMatrix, vector
 from kinetic_cuda.workspace import Activations, Workspace, mix_widths
 
@@ -217,13 +218,15 @@ class GpuFeedForward:
 
 class GpuExperts:
     """A mixture of experts (docs/experts.md): routing on the GPU, each (row, rank) pair's products by its expert's
-    matrices, then each row's weighted sum in rank order with the shared expert's output; no host round trip, so
-    a decode step stays one graph."""
+    matrices, then each row's weighted sum in rank order with the shared expert's output. With every expert on
+    the GPU there is no host round trip, so a decode step stays one graph; under Flywheel (cache), the pass reads
+    the picked experts back to copy over those not in a slot."""
 
-    def __init__(self, m: Experts, matrix: Matrices, residual_scale: float):
-        self.block, self.residual_scale = m, residual_scale
+    def __init__(self, m: Experts, matrix: Matrices, residual_scale: float, cache: Optional[ExpertCache] = None):
+        self.block, self.residual_scale, self.cache = m, residual_scale, cache
         self.norm = GpuNorm(m.norm)
-        self.router, self.gate, self.up, self.down = (matrix(w) for w in (m.router, m.gate, m.up, m.down))
+        self.router = matrix(m.router)
+        self.gate, self.up, self.down = cache.matrices if cache else (matrix(w) for w in (m.gate, m.up, m.down))
         self.bias = _bias(m.selection_bias)
         self.shared = GpuFeedForward(m.shared, matrix, 1.0) if m.shared is not None else None
         self.shared_gate = matrix(m.shared_gate) if m.shared_gate is not None else None
@@ -236,12 +239,15 @@ class GpuExperts:
         logits = ws.view(ws.router, m.n_expert)
         products(ws, h, n, [(self.router, logits, None)], prepared=True)
         ops.route(logits, n, m, self.bias, ws.expert_ids, ws.expert_weights)
+        picked = ws.expert_ids[:pairs].get(stream=cupy.cuda.get_current_stream()) if self.cache else None
         gate, up = ws.view(ws.expert_gate, self.width, pairs), ws.view(ws.expert_up, self.width, pairs)
-        for matrix, out in ((self.gate, gate), (self.up, up)):
-            ops.expert_products(matrix, self.width, ws.expert_ids, m.n_used, pairs, ws.acts, h, out)
+        for _ in self._batches(ws, picked):
+            for matrix, out in ((self.gate, gate), (self.up, up)):
+                ops.expert_products(matrix, self.width, ws.expert_ids, m.n_used, pairs, ws.acts, h, out)
         ops.gate(gate, up, pairs, False, ws.expert_acts if self.down.quantized else None)
         y = ws.view(ws.expert_out, d, pairs)
-        ops.expert_products(self.down, d, ws.expert_ids, 1, pairs, ws.expert_acts, gate, y)
+        for _ in self._batches(ws, picked):
+            ops.expert_products(self.down, d, ws.expert_ids, 1, pairs, ws.expert_acts, gate, y)
         gates = None
         if self.shared is not None:
             self.shared.feed(ws, h, n, prepared, ws.y)
@@ -250,6 +256,10 @@ class GpuExperts:
                 products(ws, h, n, [(self.shared_gate, gates, None)], prepared=True)
         ops.combine_experts(y, ws.expert_weights, n, m.n_used, ws.y, self.shared is not None, gates)
         ops.add(ws.x, ws.y, n, self.residual_scale)
+
+    def _batches(self, ws: Workspace, picked: Optional[np.ndarray]) -> Iterator[None]:
+        """Once with every expert on the GPU; under Flywheel once per batch of slots (ExpertCache.batches)."""
+        return self.cache.batches(ws.expert_ids, picked) if self.cache else iter((None,))
 
 
 class GpuParallel:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import cupy
@@ -15,19 +16,24 @@ from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_c
                                       state_magic, state_tokens)
 from kinetic.errors import KineticError
 from kinetic.recurrent import RecurrentStates, cut, has_recurrent
+from kinetic.system import memory
 from kinetic_cuda import cache as cache_module
 from kinetic_cuda import ops
+from kinetic_cuda.expert_cache import ExpertCache
 from kinetic_cuda.gpu import free_memory, gpu_name
 from kinetic_cuda.layers import (GpuAttention, GpuDeltaNet, GpuExperts, GpuFeedForward, GpuInput, GpuMamba2, GpuNorm,
                                  GpuParallel, GpuShortConv, products, rope_table)
 from kinetic_cuda.module import compile_seconds, kernel
 from kinetic_cuda.support import TITLE, matrices, refusal
-from kinetic_cuda.weights import GpuMatrix, upload_bytes
+from kinetic_cuda.weights import GpuMatrix, aligned_bytes, upload_bytes
 from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_bytes
 
 GIB = 1 << 30
 STATE_MAGIC = b"KCUDAKV2"
 MIN_CONTEXT = 4096  # shrinking to fit stops here (reference docs, -c)
+RESERVE = 256 << 20  # GPU memory Flywheel leaves free, for CUDA graphs and kernel modules
+HOST_SPARE = 3 * GIB  # RAM left to other programs when Flywheel copies the experts into page-locked memory
+FLYWHEEL_LEAST = ", with Flywheel keeping {} experts a layer on the GPU and the rest in system memory"
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
 KERNELS = ("quantize_q8", "gate", "add", "scale", "rms_norm", "rope_store", "store_q8", "store_f16", "hadamard",
            "short_conv_keep", "short_conv", "conv_keep", "conv_silu", "ssm_scan", "delta_net_scan", "split_gate",
@@ -99,7 +105,7 @@ class CudaSequence:
 
 
 class CudaRunner:
-    context_note = "to fit the GPU"  # the only reason it shrinks a context (_context_that_fits)
+    context_note = "to fit the GPU"  # the only reason it shrinks a context (_fit)
     shares_passes = False  # it runs a pass's sequences one after another
 
     @property
@@ -114,7 +120,9 @@ class CudaRunner:
         shape = Shape.of(stack)
         self._widths = [b.n_head_kv * b.head_dim for b in stack.mixers() if isinstance(b, Attention)]
         self._conv_widths = shape.conv_widths
-        self.context_length = _context_that_fits(stack, shape, self._widths, options)
+        fit = _fit(stack, shape, self._widths, options)
+        self.context_length, self._slots = fit.context, fit.slots
+        self._pinned = fit.slots is not None and _host_fits(stack)
         rows = rows_per_pass(shape, self.context_length)
         self.device_name = gpu_name()
         self._matrices: dict[str, GpuMatrix] = shared if shared is not None else {}
@@ -144,7 +152,8 @@ class CudaRunner:
         if isinstance(b, GatedDeltaNet):
             return GpuDeltaNet(b, self._matrix, scale, rows)
         if isinstance(b, Experts):
-            return GpuExperts(b, self._matrix, scale)
+            cache = ExpertCache(b, self._slots, self._pinned) if self._slots is not None else None
+            return GpuExperts(b, self._matrix, scale, cache)
         return GpuFeedForward(b, self._matrix, scale)
 
     def _matrix(self, weight: Weight) -> GpuMatrix:
@@ -227,7 +236,8 @@ class CudaRunner:
             if self.input is not None:
                 vectors = np.array([row.vector for row in batch], np.float32)
                 self.input.vectors[:n].set(vectors, stream=self.stream)
-            if n == 1 and asks and (seq.recurrent is None or (batch[0].position + 1) % seq.recurrent.interval):
+            graphed = self._slots is None and (seq.recurrent is None or (batch[0].position + 1) % seq.recurrent.interval)
+            if n == 1 and asks and graphed:
                 self._decode(seq, batch[0].position)
             else:
                 self._queue(seq, n, len(asks), batch[0].position)
@@ -295,20 +305,50 @@ def pinned(size: int) -> np.ndarray:
     return np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, size)
 
 
-def _context_that_fits(stack: Stack, shape: Shape, widths: list[int], options: UploadOptions) -> int:
-    """The context asked for if the weights, its KV cache and scratch fit in free GPU memory; else, unless
-    -c chose it, the largest multiple of 1024 (at least MIN_CONTEXT) that fits; else a refusal with the sizes."""
+@dataclass(frozen=True)
+class Fit:
+    context: int
+    slots: Optional[int] = None  # Flywheel's GPU slots for each mixture layer's experts; None: every expert there
+
+
+def _fit(stack: Stack, shape: Shape, widths: list[int], options: UploadOptions) -> Fit:
+    """The context asked for if the weights, its KV cache and scratch fit in free GPU memory, else, for a mixture,
+    with Flywheel's slots for as many experts a layer as fit beside the rest (no fewer than a row picks); else,
+    unless -c chose it, the largest multiple of 1024 (at least MIN_CONTEXT) that fits; else a refusal."""
     wanted = options.context_length or stack.context_length
     contexts = [wanted]
     if not options.context_given:
         contexts += [c for c in range(wanted // 1024 * 1024, MIN_CONTEXT - 1, -1024) if c < wanted]
+    mixtures = [b for b in stack.mixers() if isinstance(b, Experts)]
     weights, free = upload_bytes(matrices(stack)), free_memory()
+    rest, per_slot = flywheel_bytes(stack)
+    least = max((b.n_used for b in mixtures), default=0)
     for context in contexts:
-        needed = weights + _scratch_bytes(shape, widths, context, options.cache_types)
-        if needed <= free:
-            return context
-    raise UploadRefused(TITLE, f"it needs {needed / GIB:.1f} GiB on the GPU ({weights / GIB:.1f} GiB of weights), "
-                               f"and {gpu_name()} has {free / GIB:.1f} GiB free")
+        scratch = _scratch_bytes(shape, widths, context, options.cache_types)
+        if weights + scratch <= free:
+            return Fit(context)
+        slots = (free - rest - scratch - RESERVE) // per_slot if mixtures else 0
+        if mixtures and slots >= least:
+            return Fit(context, min(slots, *(b.n_expert for b in mixtures)))
+    needed = (rest + RESERVE + least * per_slot if mixtures else weights) + scratch
+    raise UploadRefused(TITLE, f"it needs {needed / GIB:.1f} GiB on the GPU ({weights / GIB:.1f} GiB of weights"
+                               f"{FLYWHEEL_LEAST.format(least) if mixtures else ''}), and {gpu_name()} has "
+                               f"{free / GIB:.1f} GiB free")
+
+
+def flywheel_bytes(stack: Stack) -> tuple[int, int]:
+    """(the GPU bytes of every matrix but the experts', those of a slot in every mixture layer)."""
+    mixtures = [b for b in stack.mixers() if isinstance(b, Experts)]
+    experts = {w.name for b in mixtures for w in (b.gate, b.up, b.down)}
+    rest = upload_bytes([w for w in matrices(stack) if w.name not in experts])
+    return rest, sum(aligned_bytes(w) // b.n_expert for b in mixtures for w in (b.gate, b.up, b.down))
+
+
+def _host_fits(stack: Stack) -> bool:
+    """Whether every expert's bytes fit in page-locked memory with HOST_SPARE of RAM to spare."""
+    available = memory()[1]
+    needed = sum(aligned_bytes(w) for b in stack.mixers() if isinstance(b, Experts) for w in (b.gate, b.up, b.down))
+    return available is not None and needed + HOST_SPARE <= available
 
 
 def _scratch_bytes(shape: Shape, widths: list[int], context: int, cache_types: tuple[str, str] = ("f16", "f16")) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import cupy
 import numpy as np
 
@@ -24,15 +26,17 @@ class GpuMatrix:
     """A weight matrix [rows, k] as its raw bytes [rows, row_bytes] on the GPU (blocks of ALIGNED's types padded),
     and its type's kernels."""
 
-    def __init__(self, raw: np.ndarray, type_name: str, k: int):  # raw: [rows, GGUF row bytes] uint8
+    def __init__(self, raw: np.ndarray, type_name: str, k: int, held: Optional[int] = None):
+        """raw: [rows, GGUF row bytes] uint8; held: the rows it keeps on the GPU (the first; all when None)."""
         self.type = type_name
-        raw = _aligned(raw, type_name)
+        raw = aligned(raw, type_name)
         self.rows, self.row_bytes = raw.shape
         self.k = k
         self.chunks = k // 32
         self.quantized = self.type in QUANTIZED  # else a float type, taking float32 activations
-        self.data = cupy.zeros(raw.size + PAD, cupy.uint8)
-        self.data[: raw.size].set(np.ascontiguousarray(raw).reshape(-1))
+        kept = raw[: self.rows if held is None else held]
+        self.data = cupy.zeros(kept.size + PAD, cupy.uint8)
+        self.data[: kept.size].set(np.ascontiguousarray(kept).reshape(-1))
         self.per = max(1, min(16, MATVEC_CHUNKS // self.chunks, STAGED_BYTES // self.row_bytes))  # rows a block
         self.matvec = kernel(f"matvec_{self.type}")
         most = max(self.shared_bytes(n) for n in range(1, TILE + 1))
@@ -66,11 +70,17 @@ class GpuMatrix:
         return 3 * stage + 2 * MMA_STEP * MMA_ROWS * (32 + 16)
 
     @staticmethod
-    def of(weight: Weight) -> "GpuMatrix":
-        return GpuMatrix(weight.raw(), weight.type.name, weight.shape[-1])
+    def of(weight: Weight, held: Optional[int] = None) -> "GpuMatrix":
+        return GpuMatrix(weight.raw(), weight.type.name, weight.shape[-1], held)
 
 
-def _aligned(raw: np.ndarray, type_name: str) -> np.ndarray:
+def aligned_bytes(weight: Weight) -> int:
+    """The bytes of weight's matrix on the GPU, its blocks padded as ALIGNED says."""
+    size, aligned = ALIGNED.get(weight.type.name, (1, 1))
+    return weight.raw().nbytes // size * aligned
+
+
+def aligned(raw: np.ndarray, type_name: str) -> np.ndarray:
     """raw [rows, row bytes] with each block of an ALIGNED type padded with zeros to its aligned size."""
     if type_name not in ALIGNED:
         return raw
@@ -90,8 +100,4 @@ def vector(weight: Weight) -> cupy.ndarray:
 
 def upload_bytes(weights: list[Weight]) -> int:
     """GPU bytes the matrices take, before uploading them."""
-    def gpu_bytes(w: Weight) -> int:
-        size, aligned = ALIGNED.get(w.type.name, (1, 1))
-        return w.raw().nbytes // size * aligned + PAD
-
-    return sum(gpu_bytes(w) for w in {w.name: w for w in weights}.values())
+    return sum(aligned_bytes(w) + PAD for w in {w.name: w for w in weights}.values())

@@ -221,6 +221,7 @@ __device__ void experts(const u8* W, long expert_bytes, const int* ids, int toke
     extern __shared__ __align__(16) u8 smem[];
     int pair = blockIdx.y, t = pair / tokens_per, r0 = blockIdx.x * per, here = min(per, rows - r0);
     int stride = chunks | 1;
+    if (ids[pair] < 0) return;  // Flywheel: another batch of slots takes this pair (flywheel.NOT_IN_BATCH)
     const u8* matrix = W + (long)ids[pair] * expert_bytes;
     copy(smem, matrix + (long)r0 * row_bytes, here * row_bytes);
     landed();
