@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from kinetic.chat.harmony import HarmonySplit
 from kinetic.server.reasoning import ReasoningSplit
 from kinetic.server.served import Job
 from kinetic.tools import ToolCall
@@ -23,10 +24,12 @@ class Delta:
 
 class ChatAnswer:
     """feed(text) -> Delta, in order; finish() -> what the end of the answer releases. Reasoning is split off
-    first (where the job thinks), then calls out of the rest (where tools were offered)."""
+    first (where the job thinks, or its answer is harmony), then calls out of the rest (where tools were
+    offered)."""
 
     def __init__(self, job: Job):
-        self._reasoning = ReasoningSplit(job.thinking) if job.thinking is not None else None
+        self._reasoning = HarmonySplit() if job.harmony else \
+            ReasoningSplit(job.thinking) if job.thinking is not None else None
         self._calls = CallSplit(job.tool_format, job.tool_functions) if job.tool_format is not None else None
         self.thinks = self._reasoning is not None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Optional
 
+from kinetic.chat.harmony import writes_harmony
 from kinetic.server.constraints import request_grammar
 from kinetic.server.content_parts import CHAT, joined_text
 from kinetic.server.errors import bad_request
@@ -50,11 +51,11 @@ def max_tokens(fields: Fields, *names: str) -> int:
 
 
 def job(served: ServedModel, fields: Fields, prompt: list[int], prompt_text: str, limit: int,
-        top_logprobs: Optional[int], thinking: Optional[bool] = None, **tool_use: Any) -> Job:
+        top_logprobs: Optional[int], thinking: Optional[bool] = None, harmony: bool = False, **tool_use: Any) -> Job:
     """tool_use: a chat with tools offered gives its grammar and tool_format."""
     return Job(prompt=prompt, overrides=sampling_overrides(fields, served.session.tokenizer.n_vocab),
                max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
-               prompt_text=prompt_text, thinking=thinking, cache_prompt=fields.boolean("cache_prompt", True),
+               prompt_text=prompt_text, thinking=thinking, harmony=harmony, cache_prompt=fields.boolean("cache_prompt", True),
                stream=fields.boolean("stream"), n_indent=fields.integer("n_indent", 0, 0),
                t_max_predict_ms=fields.integer("t_max_predict_ms", 0, -1),
                **{"grammar": request_grammar(fields), **tool_use})
@@ -104,11 +105,13 @@ def chat_job(served: ServedModel, fields: Fields) -> Job:
     refuse_unsupported(fields)
     prompt, offered, kwargs = render_chat(served, fields)
     text = served.session.tokenizer.decode(prompt)
-    thinking = thinking_start(served.session.template.source, text, kwargs)
+    source = served.session.template.source
+    harmony = writes_harmony(source)
+    thinking = None if harmony else thinking_start(source, text, kwargs)
     tool_use = {} if offered is None else {"grammar": calls_grammar(served, offered, fields, thinking),
                                            "tool_format": served.tool_format, "tool_functions": offered.functions}
     return job(served, fields, prompt, text, max_tokens(fields, "max_completion_tokens", "max_tokens"),
-               chat_logprobs(fields), thinking, **tool_use)
+               chat_logprobs(fields), thinking, harmony=harmony, **tool_use)
 
 
 def prompt_tokens(served: ServedModel, prompt: Any) -> tuple[list[int], str]:

@@ -44,6 +44,7 @@ class Job:
     top_logprobs: Optional[int] = None  # None: no log-probabilities; else 0 to 20 alternatives
     prompt_text: str = ""  # what /slots shows
     thinking: Optional[bool] = None  # reasoning.thinking_start: None, or whether the answer starts thinking
+    harmony: bool = False  # the answer is in gpt-oss's harmony format (kinetic.chat.harmony)
     cache_prompt: bool = True  # False: compute the whole prompt, reusing no earlier state (llama-server's field)
     stream: bool = False  # the answer is streamed (what /slots' params report)
     n_indent: int = 0  # llama-server's line limits (line_limits.py); 0: none
