@@ -15,3 +15,12 @@ def load_tokenizer(path):
     from kinetic.tokenizer import load_tokenizer as _load_tokenizer
 
     return _load_tokenizer(path)
+
+
+def __getattr__(name):
+    """kinetic.Model, imported when first used so that `import kinetic` stays light."""
+    if name == "Model":
+        from kinetic.library import Model
+
+        return Model
+    raise AttributeError(f"module 'kinetic' has no attribute {name!r}")

@@ -1,0 +1,126 @@
+"""Kinetic as a Python library (reference docs, Python): kinetic.Model, on the same Session the command line and
+the server open a model with.
+
+    model = kinetic.Model("model.gguf")                 # or a pulled model's name; options as SessionOptions
+    model.chat([{"role": "user", "content": "Hi"}])     # the answer's text, through the chat template
+    model.generate("The capital of France is", max_tokens=8, temperature=0)
+    for piece in model.chat(messages, stream=True): ... # dropping the iterator stops the generation
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+
+from kinetic.engine.options import SessionOptions
+from kinetic.engine.session import Session
+from kinetic.errors import KineticError
+from kinetic.sampling.names import SETTINGS
+from kinetic.stores import resolve_model
+
+SAMPLING = {s.field for s in SETTINGS}  # keyword arguments a call takes as sampling settings
+Answer = Union[str, Iterator[str]]
+
+
+@contextlib.contextmanager
+def failures_as_runtime_errors() -> Iterator[None]:
+    """A failure the command line shows as one line (KineticError) raised as RuntimeError with that line."""
+    try:
+        yield
+    except KineticError as error:
+        raise RuntimeError(str(error)) from None
+
+
+class Model:
+    """A model file loaded once for many calls. Calls from several threads take turns; a stream holds the model
+    until it ends or is dropped. Use it as a context manager, or close() it, to release the model at once."""
+
+    def __init__(self, model: Union[str, Path], **options: Any):
+        """model: a .gguf file or a pulled model's name; options: SessionOptions' fields (device, threads,
+        ctx_size, ...). RuntimeError, with the command line's one line, when the model cannot be loaded."""
+        try:
+            settings = SessionOptions(**options)
+        except TypeError as error:  # an option SessionOptions has no field for
+            raise TypeError(f"kinetic.Model: {error}".replace("SessionOptions.__init__() ", "")) from None
+        with failures_as_runtime_errors():
+            self._session: Optional[Session] = Session(resolve_model(Path(model)), settings)
+        self.name = self._session.name
+        self._turn = threading.Lock()
+        self._seq = self._session.new_sequence()
+        self._held: list[int] = []  # the tokens the sequence holds, which a next prompt may start with
+
+    def chat(self, messages: Sequence[Mapping[str, Any]], max_tokens: Optional[int] = None,
+             temperature: Optional[float] = None, seed: Optional[int] = None, stream: bool = False,
+             **sampling: Any) -> Answer:
+        """The answer to messages ([{"role": ..., "content": ...}]) through the model's chat template: its text,
+        or with stream=True an iterator of its pieces. sampling: further settings by name (top_k, min_p, ...);
+        the rest are the model file's recommended ones."""
+        with failures_as_runtime_errors():
+            prompt = self._open().chat_prompt(list(messages))
+        return self._answer(prompt, max_tokens, {"temp": temperature, "seed": seed, **sampling}, stream)
+
+    def generate(self, prompt: str, max_tokens: Optional[int] = None, temperature: Optional[float] = None,
+                 seed: Optional[int] = None, stream: bool = False, **sampling: Any) -> Answer:
+        """The continuation of prompt exactly as written (special tokens such as <|im_start|> read as such),
+        without the chat template; as chat() otherwise."""
+        tokens = self.tokenize(prompt)
+        return self._answer(tokens, max_tokens, {"temp": temperature, "seed": seed, **sampling}, stream)
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        """text's token ids, as llama-server's /tokenize gives them (the file's BOS first where it adds one)."""
+        return self._open().tokenizer.encode(text, add_special=add_special, parse_special=parse_special)
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """The text of token ids, special tokens written out."""
+        return self._open().tokenizer.decode(list(tokens))
+
+    def close(self) -> None:
+        """Release the model; a later call raises RuntimeError."""
+        with self._turn:
+            self._session = self._seq = None
+            self._held = []
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _open(self) -> Session:
+        if self._session is None:
+            raise RuntimeError(f"the model {self.name} is closed")
+        return self._session
+
+    def _answer(self, prompt: list[int], max_tokens: Optional[int], sampling: dict[str, Any], stream: bool) -> Answer:
+        unknown = sorted(set(sampling) - SAMPLING)
+        if unknown:
+            raise TypeError(f"unknown sampling setting {unknown[0]!r}; use one of {', '.join(sorted(SAMPLING))}")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
+        pieces = self._pieces(prompt, -1 if max_tokens is None else max_tokens,
+                              {name: value for name, value in sampling.items() if value is not None})
+        return pieces if stream else "".join(pieces)
+
+    def _pieces(self, prompt: list[int], max_tokens: int, overrides: dict[str, Any]) -> Iterator[str]:
+        """The answer's text as it is written, holding the model meanwhile."""
+        with self._turn:
+            session = self._open()
+            with failures_as_runtime_errors():
+                generation = session.generate(self._seq, prompt, session.settings(overrides), max_tokens, self._held)
+            detokenizer = session.tokenizer.detokenizer(special=False)
+            answer: list[int] = []
+            tokens = iter(generation)
+            try:
+                for token in tokens:
+                    answer.append(token)
+                    text = detokenizer.feed(token)
+                    if text:
+                        yield text
+                rest = detokenizer.finish()
+                if rest:
+                    yield rest
+            finally:
+                tokens.close()  # a dropped stream: its generation stops here, and the sequence drops its guesses
+                self._held = (prompt + answer)[: self._seq.n_tokens]
