@@ -287,21 +287,12 @@ def test_the_context_shrinks_to_fit_unless_given(tmp_path, monkeypatch):
         kinetic_cuda.upload(stack, UploadOptions(context_length=65536, context_given=True))
 
 
-@pytest.fixture
-def uncapped():
-    """Lifts the process-wide cap a --gpu-memory upload sets, after the test."""
-    yield
-    import cupy
-
-    cupy.get_default_memory_pool().set_limit(size=0)
-
-
 @gpu
 @pytest.mark.parametrize("weights", list(WEIGHTS))
 @pytest.mark.parametrize("family", ["qwen3moe", "granitemoe"])
-def test_flywheel_gives_the_bits_of_every_expert_on_the_gpu(tmp_path, family, weights, uncapped):
-    """Under a --gpu-memory cap that leaves 3 of a layer's 8 experts on the GPU, prompts of 1, 7 and 40 tokens
-    (whose picks need several batches of slots) give the logits of the upload that holds every expert."""
+def test_flywheel_gives_the_bits_of_every_expert_on_the_gpu(tmp_path, monkeypatch, family, weights):
+    """With free memory for 3 of a layer's 8 experts beside the rest, prompts of 40, 7 and 1 tokens (whose picks
+    need several batches of slots) give the logits of the upload that holds every expert."""
     from kinetic_cuda import runner as cuda_runner
 
     path = WEIGHTS[weights](tmp_path / f"{family}-{weights}.gguf", family)
@@ -311,14 +302,27 @@ def test_flywheel_gives_the_bits_of_every_expert_on_the_gpu(tmp_path, family, we
     rest, per_slot = cuda_runner.flywheel_bytes(stack)
     widths = [b.n_head_kv * b.head_dim for b in stack.mixers() if isinstance(b, Attention)]
     scratch = cuda_runner._scratch_bytes(cuda_runner.Shape.of(stack), widths, 1024)
-    import cupy
-
-    cap = cupy.get_default_memory_pool().used_bytes() + rest + scratch + cuda_runner.RESERVE + 3 * per_slot
-    runner = kinetic_cuda.upload(stack, UploadOptions(context_length=1024, context_given=True, gpu_memory=cap))
+    monkeypatch.setattr(cuda_runner, "RESERVE", 0)
+    monkeypatch.setattr(cuda_runner, "free_memory", lambda: rest + scratch + 3 * per_slot)
+    runner = kinetic_cuda.upload(stack, UploadOptions(context_length=1024, context_given=True))
     mixtures = [b for b in stack.mixers() if isinstance(b, Experts)]
     assert [b.cache.slots.n_slots for b in runner.blocks if getattr(b, "cache", None)] == [3] * len(mixtures)
     for size in (40, 7, 1):
         assert np.array_equal(in_batches(runner, tokens, size), whole), size
+
+
+@gpu
+def test_gpu_memory_caps_what_the_device_takes():
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    try:
+        cuda_gpu.cap_memory(pool.used_bytes() + (64 << 20))
+        assert cuda_gpu.free_memory() == min(64 << 20, cupy.cuda.runtime.memGetInfo()[0])
+        with pytest.raises(cupy.cuda.memory.OutOfMemoryError):
+            cupy.empty(128 << 20, cupy.uint8)
+    finally:
+        pool.set_limit(size=0)
 
 
 @gpu

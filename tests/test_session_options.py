@@ -45,10 +45,10 @@ def test_from_env_reads_the_documented_variables():
 def test_flags_make_the_same_options():
     flags = {"device": "cpu", "threads": 3, "ctx_size": 0, "gpu_layers": 24, "chat_template_file": None,
              "off": frozenset({"rad1"}), "no_prompt_cache": True, "cache_dir": Path("states"), "cache_type_k": "q8_0",
-             "cache_type_v": "f16"}
+             "cache_type_v": "f16", "gpu_memory": 2 << 30}
     assert session_options(flags) == SessionOptions(device="cpu", threads=3, ctx_size=0, gpu_layers=24,
                                                     off={"rad1", "warm-start"}, state_dir=Path("states"),
-                                                    cache_types=("q8_0", "f16"))
+                                                    cache_types=("q8_0", "f16"), gpu_memory=2 << 30)
 
 
 def test_a_session_keeps_its_options(two_layers):
@@ -110,3 +110,21 @@ def test_cache_types_reach_the_device(two_layers):
     assert "a q8_0 KV cache holds heads of a multiple of 32 values, and this model's have 16" in refused.stderr
     session = Session(two_layers, SessionOptions(device="cpu", ctx_size=64, off=("rad1", "warm-start")), **QUIET)
     assert session.runner.cache_types == ("f16", "f16")
+
+
+@pytest.mark.parametrize("given, size", [("2GiB", 2 << 30), ("1536MiB", 1536 << 20), ("2G", 2 << 30),
+                                         ("2GB", 2 * 10**9), ("1.5 GiB", 3 << 29), (str(64 << 20), 64 << 20)])
+def test_gpu_memory_sizes(given, size):
+    from kinetic.cli.options import memory_size
+
+    assert memory_size(given) == size
+
+
+@pytest.mark.parametrize("given", ["2XB", "lots", "-1GiB", "512"])
+def test_gpu_memory_refuses_what_is_no_size(given):
+    import typer
+
+    from kinetic.cli.options import memory_size
+
+    with pytest.raises(typer.BadParameter, match="use for example 2GiB"):
+        memory_size(given)

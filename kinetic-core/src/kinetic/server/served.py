@@ -14,6 +14,7 @@ import numpy as np
 from kinetic.constraints import Grammar
 from kinetic.contracts.drafting import Drafter
 from kinetic.engine.convoy import Convoy
+from kinetic.engine.embedding import Embedder, pooling_of
 from kinetic.engine.generate import Generation, check_prompt
 from kinetic.engine.session import Session
 from kinetic.sampling.settings import SamplingSettings
@@ -87,6 +88,7 @@ class ServedModel:
         self.metrics = Metrics()
         self.pool = SlotPool([ServedSlot(i, session.new_sequence(), drafter_for(session, i)) for i in range(parallel)])
         self.convoy = Convoy(session.runner)
+        self.embedder = Embedder(session) if pooling_of(session) is not None else None  # an embedding model's
         self._tasks = itertools.count(1)
         self._prefills = itertools.count(1)
         self._latest_prefill = 0

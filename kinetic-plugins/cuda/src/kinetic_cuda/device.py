@@ -18,9 +18,15 @@ def upload(stack: Stack, options: UploadOptions):
         raise UploadRefused(TITLE, reason)
     from kinetic_cuda.runner import CudaRunner
 
+    import cupy
+
     if options.gpu_memory is not None:
         cap_memory(options.gpu_memory)
-    return CudaRunner(stack, options)
+    try:
+        return CudaRunner(stack, options)
+    except cupy.cuda.memory.OutOfMemoryError as error:  # what the fit did not count (kernels, small buffers)
+        raise UploadRefused(TITLE, f"the GPU ran out of memory while loading ({error}); give a smaller -c, or "
+                                   "more --gpu-memory") from None
 
 
 CUDA = Device(name="cuda", title=TITLE, priority=PRIORITY, probe=probe, upload=upload, present=driver_present,

@@ -3,7 +3,7 @@ memory, and the copies between them on the pass's stream."""
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import cupy
 import numpy as np
@@ -15,25 +15,24 @@ from kinetic_cuda.weights import GpuMatrix, aligned
 
 class ExpertCache:
     """The gate, up and down matrices of an Experts block, n_slots experts of each on the GPU. pinned: every
-    expert's bytes copied into page-locked memory (copies then run at the bus's speed), else read from the
-    memory-mapped file when first copied."""
+    expert's bytes copied into page-locked memory at load (copies then run at the bus's speed), else read from
+    the memory-mapped file as they are copied (blocks padded then, where the GPU pads them)."""
 
     def __init__(self, block: Experts, n_slots: int, pinned: bool):
         self.slots = ExpertSlots(block.n_expert, n_slots)
         self.matrices: list[GpuMatrix] = []
-        self._hosts: list[np.ndarray] = []  # each matrix's bytes, [n_expert * expert bytes] uint8
-        for weight in (block.gate, block.up, block.down):
-            rows = weight.shape[1]  # an expert's
-            self.matrices.append(GpuMatrix.of(weight, held=n_slots * rows))
-            self._hosts.append(_host_bytes(weight, pinned))
-        self._sizes = [len(host) // block.n_expert for host in self._hosts]
+        self._experts: list[Callable[[int], np.ndarray]] = []  # expert -> its bytes as the GPU holds them
+        for weight in (block.gate, block.up, block.down):  # each [n_expert, rows, k]
+            self.matrices.append(GpuMatrix.of(weight, held=n_slots * weight.shape[1]))
+            self._experts.append(_expert_bytes(weight, pinned))
 
     def copy(self, copies: list[tuple[int, int]]) -> None:
         """Each (expert, slot): the expert's matrices into the slot, queued on the current stream."""
         stream = cupy.cuda.get_current_stream()
-        for matrix, host, size in zip(self.matrices, self._hosts, self._sizes):
+        for matrix, expert_bytes in zip(self.matrices, self._experts):
             for expert, slot in copies:
-                matrix.data[slot * size : (slot + 1) * size].set(host[expert * size : (expert + 1) * size], stream)
+                host = expert_bytes(expert)
+                matrix.data[slot * host.size : (slot + 1) * host.size].set(host, stream)
 
     def batches(self, ids: cupy.ndarray, picked: Optional[np.ndarray]) -> Iterator[None]:
         """For each batch of the experts picked ([pairs], a host copy of ids'), its copies queued and ids holding
@@ -48,12 +47,20 @@ class ExpertCache:
             yield
 
 
-def _host_bytes(weight: Weight, pinned: bool) -> np.ndarray:
-    """weight's bytes as the GPU holds them ([size] uint8): in page-locked memory, or the file's own where they
-    need no padding."""
-    raw = aligned(weight.raw(), weight.type.name)
+def _expert_bytes(weight: Weight, pinned: bool) -> Callable[[int], np.ndarray]:
+    """expert -> its rows' bytes ([size] uint8) as the GPU holds them: views of one page-locked copy of the
+    whole matrix, or each expert's rows of the file, padded (a copy) where the type's blocks are."""
+    raw, type_name = weight.raw(), weight.type.name
+    n_expert, rows = weight.shape[0], weight.shape[1]
+
+    def of_file(expert: int) -> np.ndarray:
+        return aligned(raw[expert * rows : (expert + 1) * rows], type_name).reshape(-1)
+
     if not pinned:
-        return raw.reshape(-1)
-    host = np.frombuffer(cupy.cuda.alloc_pinned_memory(raw.nbytes), np.uint8, raw.nbytes)
-    host[:] = raw.reshape(-1)
-    return host
+        return of_file
+    size = of_file(0).nbytes
+    memory = cupy.cuda.PinnedMemory(n_expert * size)  # not the pool's, which rounds up to a power of two
+    host = np.frombuffer(cupy.cuda.PinnedMemoryPointer(memory, 0), np.uint8, n_expert * size)
+    for expert in range(n_expert):  # an expert at a time: no second copy of the whole matrix
+        host[expert * size : (expert + 1) * size] = of_file(expert)
+    return lambda expert: host[expert * size : (expert + 1) * size]

@@ -139,6 +139,7 @@ class CudaRunner:
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self._spare_caches = [self._new_caches()]
         self._host_logits = pinned(min(PINNED_ROWS, rows) * stack.n_vocab).reshape(-1, stack.n_vocab)
+        cupy.cuda.Device().synchronize()  # the uploads (default stream) are done before any pass or copy starts
 
     def _block(self, b, scale: float, rows: int):
         if isinstance(b, Parallel):  # its mixers add into the block's sum, which it scales
@@ -312,9 +313,10 @@ class Fit:
 
 
 def _fit(stack: Stack, shape: Shape, widths: list[int], options: UploadOptions) -> Fit:
-    """The context asked for if the weights, its KV cache and scratch fit in free GPU memory, else, for a mixture,
-    with Flywheel's slots for as many experts a layer as fit beside the rest (no fewer than a row picks); else,
-    unless -c chose it, the largest multiple of 1024 (at least MIN_CONTEXT) that fits; else a refusal."""
+    """The context asked for if the weights, its KV cache and scratch fit in free GPU memory (less RESERVE under
+    --gpu-memory); else, unless -c chose it, the largest multiple of 1024 (at least MIN_CONTEXT) that fits; else,
+    for a mixture, the first of those contexts with Flywheel's slots for as many experts a layer as fit beside
+    the rest (no fewer than a row picks); else a refusal with the sizes."""
     wanted = options.context_length or stack.context_length
     contexts = [wanted]
     if not options.context_given:
@@ -323,14 +325,17 @@ def _fit(stack: Stack, shape: Shape, widths: list[int], options: UploadOptions) 
     weights, free = upload_bytes(matrices(stack)), free_memory()
     rest, per_slot = flywheel_bytes(stack)
     least = max((b.n_used for b in mixtures), default=0)
+    headroom = RESERVE if options.gpu_memory is not None else 0  # a cap's limit is hard: CuPy refuses past it
     for context in contexts:
-        scratch = _scratch_bytes(shape, widths, context, options.cache_types)
-        if weights + scratch <= free:
+        if weights + _scratch_bytes(shape, widths, context, options.cache_types) + headroom <= free:
             return Fit(context)
-        slots = (free - rest - scratch - RESERVE) // per_slot if mixtures else 0
-        if mixtures and slots >= least:
+    for context in contexts if mixtures else ():
+        scratch = _scratch_bytes(shape, widths, context, options.cache_types)
+        slots = (free - rest - scratch - RESERVE) // per_slot
+        if slots >= least:
             return Fit(context, min(slots, *(b.n_expert for b in mixtures)))
-    needed = (rest + RESERVE + least * per_slot if mixtures else weights) + scratch
+    scratch = _scratch_bytes(shape, widths, contexts[-1], options.cache_types)
+    needed = (rest + RESERVE + least * per_slot if mixtures else weights + headroom) + scratch
     raise UploadRefused(TITLE, f"it needs {needed / GIB:.1f} GiB on the GPU ({weights / GIB:.1f} GiB of weights"
                                f"{FLYWHEEL_LEAST.format(least) if mixtures else ''}), and {gpu_name()} has "
                                f"{free / GIB:.1f} GiB free")

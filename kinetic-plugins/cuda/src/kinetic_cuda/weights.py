@@ -29,12 +29,12 @@ class GpuMatrix:
     def __init__(self, raw: np.ndarray, type_name: str, k: int, held: Optional[int] = None):
         """raw: [rows, GGUF row bytes] uint8; held: the rows it keeps on the GPU (the first; all when None)."""
         self.type = type_name
-        raw = aligned(raw, type_name)
-        self.rows, self.row_bytes = raw.shape
+        self.rows = raw.shape[0]
+        kept = aligned(raw[: self.rows if held is None else held], type_name)
+        self.row_bytes = kept.shape[1]
         self.k = k
         self.chunks = k // 32
         self.quantized = self.type in QUANTIZED  # else a float type, taking float32 activations
-        kept = raw[: self.rows if held is None else held]
         self.data = cupy.zeros(kept.size + PAD, cupy.uint8)
         self.data[: kept.size].set(np.ascontiguousarray(kept).reshape(-1))
         self.per = max(1, min(16, MATVEC_CHUNKS // self.chunks, STAGED_BYTES // self.row_bytes))  # rows a block

@@ -1,0 +1,74 @@
+"""Embeddings: a text's hidden states after the output norm, pooled as the model file says
+(`<arch>.pooling_type`, llama.cpp's enum: 0 none, 1 mean, 2 cls, 3 last, 4 rank) and normalised as llama.cpp's
+common_embd_normalize does. Each text runs alone on a sequence of its own, so its vector does not depend on the
+others of its request."""
+
+from __future__ import annotations
+
+import threading
+from typing import Optional, Sequence
+
+import numpy as np
+
+from kinetic.contracts.device import Row
+from kinetic.engine.generate import check_prompt, prompt_batches
+from kinetic.engine.session import Session
+
+POOLING = {0: "none", 1: "mean", 2: "cls", 3: "last"}  # 4, rank, is a reranker's (not served yet)
+EUCLIDEAN = 2  # llama.cpp's embd_normalize: -1 none, 0 max absolute (int16 scale), 1 taxicab, 2 euclidean, >2 p-norm
+
+
+def pooling_of(session: Session) -> Optional[str]:
+    """How the file pools its embeddings, or None when it sets no pooling type (a text model)."""
+    value = session.model.arch_value("pooling_type", None)
+    return None if value is None else POOLING.get(int(value), f"type {int(value)}")
+
+
+def normalized(vector: np.ndarray, norm: int = EUCLIDEAN) -> np.ndarray:  # vector: [n_embd] float32
+    """vector scaled as common_embd_normalize scales it: sums in float64, one float32 factor."""
+    x = vector.astype(np.float64)
+    if norm < 0:
+        return vector.copy()
+    if norm == 0:
+        total = np.abs(x).max() / 32760.0
+    elif norm == 1:
+        total = np.abs(x).sum()
+    else:
+        total = (np.abs(x) ** norm).sum() ** (1.0 / norm)
+    factor = np.float32(1.0 / total if total > 0 else 0.0)
+    return (vector * factor).astype(np.float32)
+
+
+class Embedder:
+    """The embeddings of a session's model: texts take turns on one sequence."""
+
+    def __init__(self, session: Session):
+        pooling = pooling_of(session)
+        if pooling not in POOLING.values():
+            raise ValueError(f"{session.name} pools its embeddings by {pooling}, which Kinetic does not serve")
+        self.session, self.pooling = session, pooling
+        self._seq = session.new_sequence()
+        self._turn = threading.Lock()
+
+    def embed(self, tokens: Sequence[int], norm: int = EUCLIDEAN) -> np.ndarray:
+        """The text's vector [n_embd] float32, normalised by norm; with pooling none, each token's, [n, n_embd]
+        and not normalised, as llama-server gives them."""
+        check_prompt(tokens, self.session.tokenizer.n_vocab, self.session.context_length + 1)
+        states = self._hidden_states(tokens)
+        if self.pooling == "none":
+            return states
+        pooled = {"mean": lambda: states.mean(axis=0, dtype=np.float32), "cls": lambda: states[0],
+                  "last": lambda: states[-1]}[self.pooling]()
+        return normalized(pooled, norm)
+
+    def _hidden_states(self, tokens: Sequence[int]) -> np.ndarray:
+        """[len(tokens), n_embd] float32: each token's hidden state after the output norm."""
+        with self._turn:
+            seq = self._seq
+            seq.truncate(0)
+            for start, stop in prompt_batches(0, len(tokens)):
+                self.session.runner.forward([Row(seq, int(tokens[p]), p, parent=i - 1, hidden=True)
+                                             for i, p in enumerate(range(start, stop))])
+            states = np.stack([seq.hidden.pop(p) for p in range(len(tokens))])
+            seq.truncate(0)
+        return states
