@@ -118,3 +118,23 @@ def test_a_closed_model_refuses_calls(tmp_path):
     model.close()
     with pytest.raises(RuntimeError, match="the model m is closed"):
         model.generate("tok1", max_tokens=2)
+
+
+def test_an_embedding_model_embeds_and_a_text_model_does_not(tmp_path, loaded):
+    """embed() gives the server's /v1/embeddings vectors; the other kind of call says what the model is."""
+    from kinetic.engine.embedding import Embedder
+    from kinetic.engine.options import SessionOptions
+    from kinetic.engine.session import Session
+    from kinetic.testing.gguf_factory import Dims, write_random_model
+
+    path = write_random_model(tmp_path / "emb.gguf", "qwen3", Dims(), "F32", metadata={"qwen3.pooling_type": 3})
+    with kinetic.Model(path, device="cpu") as embedder:
+        vectors = embedder.embed(["tok5", "tok9 tok1"])
+        reference = Embedder(Session(path, SessionOptions(device="cpu")))
+        assert vectors == [reference.embed(embedder.tokenize(t)).tolist() for t in ("tok5", "tok9 tok1")]
+        assert embedder.embed("tok5") == vectors[:1]
+        with pytest.raises(RuntimeError, match="emb is an embedding model; use embed()"):
+            embedder.chat([{"role": "user", "content": "hi"}])
+    _, _, text_model = loaded
+    with pytest.raises(RuntimeError, match="is a text model; embed needs an embedding model"):
+        text_model.embed(["hi"])

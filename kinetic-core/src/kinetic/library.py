@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
+from kinetic.engine.embedding import Embedder, pooling_of
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
@@ -50,6 +51,7 @@ class Model:
         self._turn = threading.Lock()
         self._seq = self._session.new_sequence()
         self._held: list[int] = []  # the tokens the sequence holds, which a next prompt may start with
+        self._embeddings: Optional[Embedder] = None  # an embedding model's, made at its first embed()
 
     def chat(self, messages: Sequence[Mapping[str, Any]], max_tokens: Optional[int] = None,
              temperature: Optional[float] = None, seed: Optional[int] = None, stream: bool = False,
@@ -58,15 +60,23 @@ class Model:
         or with stream=True an iterator of its pieces. sampling: further settings by name (top_k, min_p, ...);
         the rest are the model file's recommended ones."""
         with failures_as_runtime_errors():
-            prompt = self._open().chat_prompt(list(messages))
+            prompt = self._generating().chat_prompt(list(messages))
         return self._answer(prompt, max_tokens, {"temp": temperature, "seed": seed, **sampling}, stream)
 
     def generate(self, prompt: str, max_tokens: Optional[int] = None, temperature: Optional[float] = None,
                  seed: Optional[int] = None, stream: bool = False, **sampling: Any) -> Answer:
         """The continuation of prompt exactly as written (special tokens such as <|im_start|> read as such),
         without the chat template; as chat() otherwise."""
+        self._generating()
         tokens = self.tokenize(prompt)
         return self._answer(tokens, max_tokens, {"temp": temperature, "seed": seed, **sampling}, stream)
+
+    def embed(self, texts: Union[str, Sequence[str]]) -> list[list[float]]:
+        """One vector per text (a list of floats, normalised as llama-server's /v1/embeddings gives them), from
+        an embedding model; a text alone gives a list holding its vector."""
+        embedder = self._embedder()
+        with failures_as_runtime_errors():
+            return [embedder.embed(self.tokenize(text)).tolist() for text in ([texts] if isinstance(texts, str) else texts)]
 
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
         """text's token ids, as llama-server's /tokenize gives them (the file's BOS first where it adds one)."""
@@ -79,7 +89,7 @@ class Model:
     def close(self) -> None:
         """Release the model; a later call raises RuntimeError."""
         with self._turn:
-            self._session = self._seq = None
+            self._session = self._seq = self._embeddings = None
             self._held = []
 
     def __enter__(self) -> Model:
@@ -92,6 +102,21 @@ class Model:
         if self._session is None:
             raise RuntimeError(f"the model {self.name} is closed")
         return self._session
+
+    def _generating(self) -> Session:
+        session = self._open()
+        if pooling_of(session) is not None:
+            raise RuntimeError(f"{self.name} is an embedding model; use embed()")
+        return session
+
+    def _embedder(self) -> Embedder:
+        session = self._open()
+        if self._embeddings is None:
+            if pooling_of(session) is None:
+                raise RuntimeError(f"{self.name} is a text model; embed needs an embedding model (one whose file "
+                                   "sets a pooling type)")
+            self._embeddings = Embedder(session)
+        return self._embeddings
 
     def _answer(self, prompt: list[int], max_tokens: Optional[int], sampling: dict[str, Any], stream: bool) -> Answer:
         unknown = sorted(set(sampling) - SAMPLING)

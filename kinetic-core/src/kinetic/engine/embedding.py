@@ -47,6 +47,7 @@ class Embedder:
         if pooling not in POOLING.values():
             raise ValueError(f"{session.name} pools its embeddings by {pooling}, which Kinetic does not serve")
         self.session, self.pooling = session, pooling
+        self.n_embd = int(session.model.arch_value("embedding_length"))
         self._seq = session.new_sequence()
         self._turn = threading.Lock()
 

@@ -9,6 +9,7 @@ import falcon
 
 from kinetic.server import anthropic, llamacpp, openai, responses
 from kinetic.server.cors import Cors
+from kinetic.server.embeddings import embedding_routes
 from kinetic.server.errors import add_handlers
 from kinetic.server.ollama import ollama_routes
 from kinetic.server.prefill import Prefill
@@ -17,7 +18,7 @@ from kinetic.server.served import ServedModel
 from kinetic.server.unserved import not_served_routes
 
 # Bodies of these must be application/json (the OpenAI routes); llama-server's routes take any type.
-JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/prefill",
+JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/prefill", "/v1/embeddings",
                          "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/responses",
                          "/v1/responses/input_tokens", "/responses/input_tokens"})
 
@@ -50,6 +51,7 @@ def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int =
         "/props": llamacpp.Props(served), **({"/slots": llamacpp.Slots(served)} if slots_route else {}),
         "/metrics": metrics, "/v1/metrics": metrics,
         **not_served_routes(served),
+        **(embedding_routes(served) if served.embedder is not None else {}),
         **ollama_routes(served),
     }
     for path, resource in routes.items():

@@ -1,10 +1,9 @@
-"""An embedding model's routes: OpenAI's /v1/embeddings, llama-server's /embedding and /embeddings (its
-tools/server/server-context.cpp, handle_embeddings_impl) and Ollama's /api/embed and /api/embeddings."""
+"""An embedding model's routes: OpenAI's /v1/embeddings and llama-server's /embedding and /embeddings (its
+tools/server/server-context.cpp, handle_embeddings_impl); Ollama's are in ollama/embed.py."""
 
 from __future__ import annotations
 
 import base64
-import time
 from typing import Any
 
 import numpy as np
@@ -13,7 +12,6 @@ from kinetic.engine.embedding import EUCLIDEAN, Embedder
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, read_json
 from kinetic.server.llama_prompt import mixed_tokens
-from kinetic.server.ollama.answers import requested_model
 from kinetic.server.served import ServedModel
 
 MAX_INPUTS = 256  # texts a request embeds (reference docs, Embeddings)
@@ -58,8 +56,7 @@ class OpenAIEmbeddings:
         encoding = fields.string("encoding_format") or "float"
         if encoding not in ("float", "base64"):
             raise bad_request(f"encoding_format must be float or base64, not {encoding!r}", "encoding_format")
-        n_embd = self.served.session.runner.stack.n_embd if hasattr(self.served.session.runner, "stack") else None
-        dimensions = fields.integer("dimensions")
+        dimensions, n_embd = fields.integer("dimensions"), self.served.embedder.n_embd
         if dimensions is not None and dimensions != n_embd:
             raise bad_request(f"{self.served.name} gives vectors of {n_embd} dimensions and cannot shorten them; "
                               "leave dimensions out", "dimensions")
@@ -100,43 +97,6 @@ class LlamaEmbeddings:
                       for i, vector in enumerate(vectors)]
 
 
-class OllamaEmbed:
-    """POST /api/embed: input, a string or a list; normalised vectors."""
-
-    def __init__(self, served: ServedModel):
-        self.served = served
-
-    def on_post(self, req, resp):
-        started = time.perf_counter_ns()
-        fields = Fields(read_json(req))
-        name = requested_model(self.served, fields)
-        prompts = input_prompts(self.served.session.tokenizer, fields.body.get("input"), "input")
-        vectors = embeddings(self.served, prompts, EUCLIDEAN)
-        resp.media = {"model": name, "embeddings": [vector.tolist() for vector in vectors],
-                      "total_duration": time.perf_counter_ns() - started, "load_duration": 0,
-                      "prompt_eval_count": sum(len(tokens) for tokens in prompts)}
-
-
-class OllamaEmbeddings:
-    """POST /api/embeddings (Ollama's first embedding route): prompt, one string; the vector as pooled."""
-
-    def __init__(self, served: ServedModel):
-        self.served = served
-
-    def on_post(self, req, resp):
-        fields = Fields(read_json(req))
-        requested_model(self.served, fields)
-        prompt = fields.string("prompt")
-        if not prompt:
-            raise bad_request("prompt must be the text to embed", "prompt")
-        [vector] = embeddings(self.served, input_prompts(self.served.session.tokenizer, prompt, "prompt"), NO_NORM)
-        resp.media = {"embedding": vector.tolist()}
-
-
 def embedding_routes(served: ServedModel) -> dict[str, Any]:
     llama = LlamaEmbeddings(served)
     return {"/v1/embeddings": OpenAIEmbeddings(served), "/embedding": llama, "/embeddings": llama}
-
-
-def ollama_embedding_routes(served: ServedModel) -> dict[str, Any]:
-    return {"/api/embed": OllamaEmbed(served), "/api/embeddings": OllamaEmbeddings(served)}

@@ -1,0 +1,145 @@
+"""Embedding models (kinetic.engine.embedding, kinetic.server.embeddings): decoders whose file sets a pooling
+type give llama.cpp's vectors (tests/golden/embeddings.json, scripts/make_embedding_golden.py: cosine similarity
+0.9999 or more), a text's vector does not depend on the others of its request, and the routes answer in the
+OpenAI SDK's, LangChain's, llama-server's and Ollama's shapes; generating routes refuse an embedding model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from falcon import testing
+
+from kinetic.engine.embedding import Embedder, normalized
+from kinetic.engine.options import SessionOptions
+from kinetic.engine.session import Session
+from kinetic.server import ServedModel, make_app
+from kinetic.testing.gguf_factory import Dims, write_random_model
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "embeddings.json").read_text())
+LOCAL = {"Host": "localhost:8080"}
+SIMILAR = 0.9999
+
+
+def golden_file(tmp_path_factory, name: str) -> Path:
+    spec = GOLDEN["files"][name]
+    path = tmp_path_factory.mktemp("embeddings") / f"{name}.gguf"
+    write_random_model(path, spec["arch"], Dims(), spec["weight_type"], seed=GOLDEN["seed"],
+                       metadata={f"{spec['arch']}.pooling_type": spec["pooling"]})
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == spec["sha256"], "not the file llama.cpp ran"
+    return path
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.mark.parametrize("name", GOLDEN["files"])
+def test_vectors_are_llama_cpps(tmp_path_factory, name):
+    embedder = Embedder(Session(golden_file(tmp_path_factory, name), SessionOptions(device="cpu", ctx_size=256)))
+    for tokens, theirs in zip(GOLDEN["inputs"], GOLDEN["files"][name]["embeddings"]):
+        ours = np.atleast_2d(embedder.embed(tokens))
+        assert ours.shape == np.shape(theirs)
+        assert min(cosine(a, np.array(b)) for a, b in zip(ours, theirs)) >= SIMILAR
+
+
+def test_normalisation_is_llama_cpps():
+    vector = np.array([3.0, -4.0, 0.0], np.float32)
+    assert normalized(vector).tolist() == pytest.approx([0.6, -0.8, 0.0])
+    assert normalized(vector, 1).tolist() == pytest.approx([3 / 7, -4 / 7, 0.0])
+    assert normalized(vector, 0).tolist() == pytest.approx([3 * 32760 / 4, -32760.0, 0.0])
+    assert normalized(vector, -1).tolist() == vector.tolist()
+    assert normalized(np.zeros(3, np.float32)).tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    path = golden_file(tmp_path_factory, "qwen3-last")
+    return ServedModel(Session(path, SessionOptions(device="cpu", ctx_size=256)), "emb")
+
+
+@pytest.fixture(scope="module")
+def client(served):
+    return testing.TestClient(make_app(served), headers=LOCAL)
+
+
+def embed(client, body: dict, path: str = "/v1/embeddings"):
+    return client.simulate_post(path, json=body)
+
+
+def test_a_texts_vector_does_not_depend_on_its_company(client):
+    alone = embed(client, {"input": "tok9 tok12"}).json["data"][0]["embedding"]
+    together = embed(client, {"input": ["tok5", "tok9 tok12", "tok7 tok7 tok7"]}).json["data"]
+    assert [d["index"] for d in together] == [0, 1, 2] and together[1]["embedding"] == alone
+
+
+def test_the_openai_shapes(client, served):
+    answer = embed(client, {"input": [[5, 7, 9, 11], [42]], "model": "whatever"}).json
+    assert answer["object"] == "list" and answer["model"] == "whatever"
+    assert answer["usage"] == {"prompt_tokens": 5, "total_tokens": 5}
+    assert len(answer["data"][0]["embedding"]) == served.embedder.n_embd
+    packed = embed(client, {"input": [[5, 7, 9, 11]], "encoding_format": "base64"}).json["data"][0]["embedding"]
+    assert np.frombuffer(__import__("base64").b64decode(packed), "<f4").tolist() == answer["data"][0]["embedding"]
+
+
+@pytest.mark.parametrize("body, status, words", [
+    ({"input": []}, 400, "input must not be empty"),
+    ({"input": [[]]}, 400, "empty text"),
+    ({"input": ["x"] * 257}, 400, "at most 256"),
+    ({"input": "x", "encoding_format": "hex"}, 400, "float or base64"),
+    ({"input": "x", "dimensions": 8}, 400, "cannot shorten them"),
+    ({"input": {"text": "x"}}, 400, "must be a string"),
+    ({"input": [[5, 10**9]]}, 400, "token id"),
+])
+def test_bad_requests_say_what_to_send(client, body, status, words):
+    answer = embed(client, body)
+    assert answer.status_code == status and words in answer.json["error"]["message"]
+
+
+def test_llama_servers_and_ollamas_routes(client, served):
+    openai = embed(client, {"input": ["tok5", [5, 7]]}).json["data"]
+    llama = embed(client, {"content": ["tok5", [5, 7]]}, "/embedding").json
+    assert llama == [{"index": i, "embedding": [d["embedding"]]} for i, d in enumerate(openai)]
+    assert embed(client, {"content": "tok5"}, "/v1/embeddings").json == llama[:1]  # content: llama-server's answer
+    ollama = embed(client, {"model": "emb", "input": ["tok5", "tok5"]}, "/api/embed").json
+    assert ollama["embeddings"] == [openai[0]["embedding"]] * 2
+    assert ollama["prompt_eval_count"] == 2 * len(served.session.tokenizer.encode("tok5"))
+    pooled = embed(client, {"model": "emb", "prompt": "tok5"}, "/api/embeddings").json["embedding"]
+    assert normalized(np.array(pooled, np.float32)).tolist() == openai[0]["embedding"]
+
+
+@pytest.mark.parametrize("path, route", [("/v1/chat/completions", "/v1/embeddings"), ("/completion", "/v1/embeddings"),
+                                         ("/api/chat", "/api/embed"), ("/api/generate", "/api/embed")])
+def test_generating_routes_name_the_embedding_routes(client, path, route):
+    answer = client.simulate_post(path, json={"model": "emb", "messages": [{"role": "user", "content": "hi"}],
+                                              "prompt": "hi"})
+    message = answer.json["error"] if path.startswith("/api/") else answer.json["error"]["message"]
+    assert answer.status_code == 400
+    assert message == f"emb is an embedding model and {path} needs a text model; use {route}"
+
+
+def test_the_official_clients(served):
+    """The openai package (base64 by its default) and LangChain's OpenAIEmbeddings against a live server."""
+    import threading
+
+    import waitress
+
+    openai = pytest.importorskip("openai")
+    langchain_openai = pytest.importorskip("langchain_openai")
+    server = waitress.create_server(make_app(served), host="127.0.0.1", port=0)
+    threading.Thread(target=server.run, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.effective_port}/v1"
+        client = openai.OpenAI(base_url=base, api_key="local", max_retries=0)
+        vectors = [d.embedding for d in client.embeddings.create(model="emb", input=["tok5", "tok9"]).data]
+        plain = [served.embedder.embed(served.session.tokenizer.encode(text)).tolist() for text in ("tok5", "tok9")]
+        assert vectors == plain
+        chain = langchain_openai.OpenAIEmbeddings(model="emb", base_url=base, api_key="local",
+                                                  check_embedding_ctx_length=False)
+        assert chain.embed_documents(["tok5", "tok9"]) == plain
+        assert chain.embed_query("tok5") == plain[0]
+    finally:
+        server.close()
