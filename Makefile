@@ -2,12 +2,13 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PLUGINS := formats families cpu speed cuda
-PACKAGES := -e kinetic-core $(PLUGINS:%=-e kinetic-plugins/%) -e ".[test]"
+PACKAGES := -e kinetic-core $(PLUGINS:%=-e kinetic-plugins/%) -e ".[test]" -e llama-cpp-kinetic
 
 .PHONY: install demo test
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml kinetic-core/pyproject.toml $(PLUGINS:%=kinetic-plugins/%/pyproject.toml)
+$(VENV)/.installed: pyproject.toml kinetic-core/pyproject.toml $(PLUGINS:%=kinetic-plugins/%/pyproject.toml) \
+		llama-cpp-kinetic/pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(PACKAGES)

@@ -40,10 +40,11 @@ def normalized(vector: np.ndarray, norm: int = EUCLIDEAN) -> np.ndarray:  # vect
 
 
 class Embedder:
-    """The embeddings of a session's model: texts take turns on one sequence."""
+    """The embeddings of a session's model: texts take turns on one sequence. default_pooling: for a file that
+    sets none (llama-cpp-python's Llama(embedding=True) on a text model gives each token's vector)."""
 
-    def __init__(self, session: Session):
-        pooling = pooling_of(session)
+    def __init__(self, session: Session, default_pooling: Optional[str] = None):
+        pooling = pooling_of(session) or default_pooling
         if pooling not in POOLING.values():
             raise ValueError(f"{session.name} pools its embeddings by {pooling}, which Kinetic does not serve")
         self.session, self.pooling = session, pooling

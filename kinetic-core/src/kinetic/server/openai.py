@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Union
 
 import falcon
 
@@ -15,7 +15,7 @@ from kinetic.server.jobs import chat_job, completion_job
 from kinetic.server.llama_answer import timings
 from kinetic.server.logprobs import TokenLogprobs
 from kinetic.server.chat_answer import ChatStream, chat_message, finish_reason
-from kinetic.server.served import ServedModel, Piece, Run
+from kinetic.server.served import Cancelled, ServedModel, Piece, Run, never
 from kinetic.server.sse import stream
 
 # the build an answer came from, as llama-server's system_fingerprint names its build
@@ -47,17 +47,24 @@ class Completions:
 
     def on_post(self, req, resp):
         fields = Fields(read_json(req))
+        answer = self.answer(fields, cancelled_by(req))
+        if fields.boolean("stream"):
+            stream(resp, lambda: answer)
+            return
+        resp.media = answer
+
+    def answer(self, fields: Fields, cancelled: Cancelled = never) -> Union[dict[str, Any], Iterator[dict[str, Any]]]:
+        """The request's answer: the whole object, or with stream its chunks, made as they are taken (the answer
+        is generated meanwhile; closing them stops it). The route's, and kinetic.llama_cpp's without HTTP."""
         job = (chat_job if self.chat else completion_job)(self.served, fields)
-        run = self.served.run(job, cancelled_by(req))
+        run = self.served.run(job, cancelled)
         head = {"id": ("chatcmpl-" if self.chat else "cmpl-") + secrets.token_hex(12),
                 "created": int(time.time()), "model": self.served.name, "system_fingerprint": FINGERPRINT}
         if fields.boolean("stream"):
-            usage = bool(fields.mapping("stream_options").get("include_usage"))
-            stream(resp, lambda: self._chunks(run, head, usage))
-            return
+            return self._chunks(run, head, bool(fields.mapping("stream_options").get("include_usage")))
         pieces = list(run)
-        resp.media = {**head, "object": self.kind, "choices": [self._choice(run, pieces)],
-                      "usage": run.usage.report(), "timings": timings(run)}
+        return {**head, "object": self.kind, "choices": [self._choice(run, pieces)], "usage": run.usage.report(),
+                "timings": timings(run)}
 
     def _choice(self, run: Run, pieces: list[Piece]) -> dict[str, Any]:
         text = run.cut("".join(piece.text for piece in pieces))
