@@ -143,3 +143,18 @@ def test_the_official_clients(served):
         assert chain.embed_query("tok5") == plain[0]
     finally:
         server.close()
+
+
+def test_an_embedding_model_has_one_slot_and_run_names_the_route(served, tmp_path_factory):
+    import subprocess
+    import sys
+
+    from kinetic.server.parallel import slots_for
+
+    assert slots_for(served.session, 4) == 1
+    path = golden_file(tmp_path_factory, "qwen3-last")
+    run = subprocess.run([sys.executable, "-m", "kinetic", "run", str(path), "hi", "--device", "cpu"],
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr == ("kinetic: qwen3-last is an embedding model: it gives vectors, not text; serve it with "
+                          "kinetic serve and use /v1/embeddings, or kinetic.Model(...).embed in Python\n")

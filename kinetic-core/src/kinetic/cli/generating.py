@@ -9,13 +9,20 @@ from typing import Any, Mapping, Sequence
 from kinetic.cli.constraints import answer_grammar
 from kinetic.cli.options import sampling_overrides, session_options
 from kinetic.contracts.device import DeviceSequence
+from kinetic.engine.embedding import pooling_of
 from kinetic.engine.session import Session
+from kinetic.errors import KineticError
 
 LIVE_EVERY = 0.5  # seconds between live speed updates on stderr
 
 
 def open_session(model, options: Mapping[str, Any]) -> Session:
-    return Session(model, session_options(options))
+    """The session run and chat generate with; an embedding model is refused, naming what serves it."""
+    session = Session(model, session_options(options))
+    if pooling_of(session) is not None:
+        raise KineticError(f"{session.name} is an embedding model: it gives vectors, not text; serve it with "
+                           "kinetic serve and use /v1/embeddings, or kinetic.Model(...).embed in Python")
+    return session
 
 
 def template_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:

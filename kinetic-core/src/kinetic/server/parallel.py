@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from kinetic.engine.embedding import pooling_of
 from kinetic.engine.session import Session
 from kinetic.model.footprint import cache_bytes
 from kinetic.system import memory
@@ -14,8 +15,9 @@ CPU_CACHE_BYTES = 4  # the CPU keeps keys and values in float32
 
 
 def slots_for(session: Session, parallel: Optional[int]) -> int:
-    """The number of slots: one where requests cannot share passes (Convoy off), else parallel or the default."""
-    if not session.shared_passes:
+    """The number of slots: one where requests cannot share passes (Convoy off) or for an embedding model (its
+    texts take turns on a sequence of their own), else parallel or the default."""
+    if not session.shared_passes or pooling_of(session) is not None:
         return 1
     if parallel is not None:
         return parallel

@@ -9,6 +9,7 @@ from typing import Callable, Optional
 
 import falcon
 
+from kinetic.engine.embedding import pooling_of
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
@@ -40,8 +41,9 @@ def load_served_model(model: Path, options: SessionOptions, alias: Optional[str]
     session = Session(Path(model), options)
     slots = slots_for(session, parallel)
     if parallel is not None and parallel > slots:
-        print(f"kinetic: warning: --parallel {parallel} with Convoy off: requests take turns on one slot",
-              file=sys.stderr, flush=True)
+        why = "an embedding model embeds one text at a time" if pooling_of(session) is not None else \
+            "with Convoy off, requests take turns on one slot"
+        print(f"kinetic: warning: --parallel {parallel}: {why}", file=sys.stderr, flush=True)
     served = ServedModel(session, alias, slots, defaults)
     served.warm_up()
     return served
