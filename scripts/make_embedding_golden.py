@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Write tests/golden/embeddings.json: llama-server's embeddings of a few token-id inputs on random-weight files
-of each pooling type, for tests/test_embeddings.py to compare Kinetic's with (cosine similarity).
+of each pooling type, and its rerank scores on a random reranker (pooling rank, a cls.output head and a rerank
+template), for tests/test_embeddings.py to compare Kinetic's with (cosine similarity; scores).
 
     python scripts/make_embedding_golden.py
 
@@ -18,6 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from kinetic.testing import llama_cpp
 from kinetic.testing.gguf_factory import Dims, write_random_model
 from make_greedy_golden import post, run_server
@@ -28,10 +31,28 @@ FILES = {"qwen3-last": ("qwen3", 3, "F32"), "llama-mean": ("llama", 1, "Q8_0"), 
          "gemma3-none": ("gemma3", 0, "F32")}
 INPUTS = [[5, 7, 9, 11], list(range(20, 57)), [42]]
 SEED = 3
+RERANKER = "qwen3"  # whose head's two outputs llama.cpp turns into probabilities
+RERANK_TEMPLATE = "<query>{query}</query> <document>{document}</document>"
+QUERY, DOCUMENTS = "tok5 tok7", ["tok5 tok7 tok9", "tok100", "tok7 tok5", "tok42 tok43 tok44 tok45"]
 
 
 def write(path: Path, arch: str, pooling: int, weight_type: str) -> Path:
     return write_random_model(path, arch, Dims(), weight_type, seed=SEED, metadata={f"{arch}.pooling_type": pooling})
+
+
+def write_reranker(path: Path) -> Path:
+    head = np.random.default_rng(SEED).standard_normal((2, Dims().n_embd)).astype(np.float32)
+    return write_random_model(path, RERANKER, Dims(), "F32", seed=SEED, extra_tensors={"cls.output.weight": head},
+                              metadata={f"{RERANKER}.pooling_type": 4, f"{RERANKER}.classifier.output_labels": ["yes", "no"],
+                                        "tokenizer.chat_template.rerank": RERANK_TEMPLATE})
+
+
+def reranked(tools: Path, model: Path) -> dict:
+    answer = run_server(tools, model, lambda port: post(port, "/v1/rerank", {"query": QUERY, "documents": DOCUMENTS}),
+                        ("--reranking",))
+    scores = {result["index"]: result["relevance_score"] for result in answer["results"]}
+    return {"sha256": hashlib.sha256(model.read_bytes()).hexdigest(), "query": QUERY, "documents": DOCUMENTS,
+            "scores": [scores[i] for i in range(len(DOCUMENTS))], "prompt_tokens": answer["usage"]["prompt_tokens"]}
 
 
 def main() -> int:
@@ -45,7 +66,8 @@ def main() -> int:
             files[name] = {"arch": arch, "pooling": pooling, "weight_type": weight_type,
                            "sha256": hashlib.sha256(model.read_bytes()).hexdigest(),
                            "embeddings": [entry["embedding"] for entry in sorted(answer, key=lambda e: e["index"])]}
-    golden = {"llama_cpp": llama_cpp.VERSION, "seed": SEED, "inputs": INPUTS, "files": files}
+        rerank = reranked(tools, write_reranker(Path(tmp) / "reranker.gguf"))
+    golden = {"llama_cpp": llama_cpp.VERSION, "seed": SEED, "inputs": INPUTS, "files": files, "rerank": rerank}
     OUT.write_text(json.dumps(golden, indent=1) + "\n")
     print(OUT)
     return 0

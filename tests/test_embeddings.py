@@ -22,6 +22,7 @@ from kinetic.testing.gguf_factory import Dims, write_random_model
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "embeddings.json").read_text())
 LOCAL = {"Host": "localhost:8080"}
 SIMILAR = 0.9999
+SCORE_TOLERANCE = 1e-3  # a probability's difference from llama.cpp's, from hidden states 0.9999 alike
 
 
 def golden_file(tmp_path_factory, name: str) -> Path:
@@ -158,3 +159,61 @@ def test_an_embedding_model_has_one_slot_and_run_names_the_route(served, tmp_pat
     assert run.returncode == 1 and run.stdout == ""
     assert run.stderr == ("kinetic: qwen3-last is an embedding model: it gives vectors, not text; serve it with "
                           "kinetic serve and use /v1/embeddings, or kinetic.Model(...).embed in Python\n")
+
+
+@pytest.fixture(scope="module")
+def reranker(tmp_path_factory):
+    from make_embedding_golden import write_reranker
+
+    path = write_reranker(tmp_path_factory.mktemp("rerank") / "reranker.gguf")
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == GOLDEN["rerank"]["sha256"], "not the file llama.cpp ran"
+    return ServedModel(Session(path, SessionOptions(device="cpu", ctx_size=256)), "ranker")
+
+
+def test_rerank_scores_are_llama_cpps(reranker):
+    golden = GOLDEN["rerank"]
+    client = testing.TestClient(make_app(reranker), headers=LOCAL)
+    answer = client.simulate_post("/v1/rerank", json={"query": golden["query"], "documents": golden["documents"],
+                                                     "top_n": 3, "return_documents": True}).json
+    assert answer["object"] == "list" and answer["model"] == "ranker"
+    assert answer["usage"]["prompt_tokens"] == golden["prompt_tokens"]
+    scores = {r["index"]: r["relevance_score"] for r in answer["results"]}
+    theirs = sorted(range(len(golden["scores"])), key=lambda i: -golden["scores"][i])
+    assert [r["index"] for r in answer["results"]] == theirs[:3]  # most relevant first, top_n of them
+    assert all(abs(scores[i] - golden["scores"][i]) < SCORE_TOLERANCE for i in scores)
+    assert all(r["document"]["text"] == golden["documents"][r["index"]] for r in answer["results"])
+    tei = client.simulate_post("/rerank", json={"query": golden["query"], "texts": golden["documents"],
+                                                "return_text": True}).json
+    assert [(t["index"], t["score"], t["text"]) for t in tei][:3] == [
+        (r["index"], r["relevance_score"], r["document"]["text"]) for r in answer["results"]]
+
+
+@pytest.mark.parametrize("path, words", [("/v1/embeddings", "needs an embedding model; use /v1/rerank"),
+                                         ("/v1/chat/completions", "needs a text model; use /v1/rerank"),
+                                         ("/api/embed", "needs an embedding model; use /v1/rerank")])
+def test_a_reranker_serves_rerank_alone(reranker, path, words):
+    client = testing.TestClient(make_app(reranker), headers=LOCAL)
+    answer = client.simulate_post(path, json={"model": "ranker", "input": "x", "messages": []})
+    message = answer.json["error"] if path.startswith("/api/") else answer.json["error"]["message"]
+    assert answer.status_code == 400 and message == f"ranker is a reranking model and {path} {words}"
+
+
+@pytest.mark.parametrize("body, words", [({"documents": ["a"]}, "query must be a string"),
+                                         ({"query": "q", "documents": []}, "non-empty list"),
+                                         ({"query": "q", "documents": [3]}, "documents[0] must be a string"),
+                                         ({"query": "q", "documents": ["a"] * 257}, "at most 256")])
+def test_bad_rerank_requests(reranker, body, words):
+    answer = testing.TestClient(make_app(reranker), headers=LOCAL).simulate_post("/v1/rerank", json=body)
+    assert answer.status_code == 400 and words in answer.json["error"]["message"]
+
+
+def test_kinetic_model_reranks_as_the_route(reranker):
+    import kinetic
+
+    golden = GOLDEN["rerank"]
+    with kinetic.Model(reranker.session.path, device="cpu", ctx_size=256) as model:
+        scores = model.rerank(golden["query"], golden["documents"])
+        with pytest.raises(RuntimeError, match="is a reranking model; use rerank"):
+            model.generate("x")
+    ranker = reranker.ranker
+    assert scores == [ranker.score(ranker.prompt(golden["query"], d)) for d in golden["documents"]]

@@ -136,5 +136,5 @@ def test_an_embedding_model_embeds_and_a_text_model_does_not(tmp_path, loaded):
         with pytest.raises(RuntimeError, match="emb is an embedding model; use embed()"):
             embedder.chat([{"role": "user", "content": "hi"}])
     _, _, text_model = loaded
-    with pytest.raises(RuntimeError, match="is a text model; embed needs an embedding model"):
+    with pytest.raises(RuntimeError, match="is not an embedding model; embed needs one"):
         text_model.embed(["hi"])

@@ -16,6 +16,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from kinetic.engine.embedding import Embedder, pooling_of
 from kinetic.engine.options import SessionOptions
+from kinetic.engine.ranking import Ranker, ranks
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
 from kinetic.sampling.names import SETTINGS
@@ -52,6 +53,7 @@ class Model:
         self._seq = self._session.new_sequence()
         self._held: list[int] = []  # the tokens the sequence holds, which a next prompt may start with
         self._embeddings: Optional[Embedder] = None  # an embedding model's, made at its first embed()
+        self._ranker: Optional[Ranker] = None  # a reranking model's, made at its first rerank()
 
     def chat(self, messages: Sequence[Mapping[str, Any]], max_tokens: Optional[int] = None,
              temperature: Optional[float] = None, seed: Optional[int] = None, stream: bool = False,
@@ -78,6 +80,17 @@ class Model:
         with failures_as_runtime_errors():
             return [embedder.embed(self.tokenize(text)).tolist() for text in ([texts] if isinstance(texts, str) else texts)]
 
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        """Each document's relevance to query (a probability for Qwen3-Reranker), in the documents' order, from a
+        reranking model, as /v1/rerank scores them."""
+        session = self._open()
+        if not ranks(session):
+            raise RuntimeError(f"{self.name} is not a reranking model; rerank needs one (a file whose pooling type "
+                               "is rank)")
+        with self._turn, failures_as_runtime_errors():
+            self._ranker = self._ranker or Ranker(session)
+            return [self._ranker.score(self._ranker.prompt(query, document)) for document in documents]
+
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
         """text's token ids, as llama-server's /tokenize gives them (the file's BOS first where it adds one)."""
         return self._open().tokenizer.encode(text, add_special=add_special, parse_special=parse_special)
@@ -89,7 +102,7 @@ class Model:
     def close(self) -> None:
         """Release the model; a later call raises RuntimeError."""
         with self._turn:
-            self._session = self._seq = self._embeddings = None
+            self._session = self._seq = self._embeddings = self._ranker = None
             self._held = []
 
     def __enter__(self) -> Model:
@@ -106,15 +119,16 @@ class Model:
     def _generating(self) -> Session:
         session = self._open()
         if pooling_of(session) is not None:
-            raise RuntimeError(f"{self.name} is an embedding model; use embed()")
+            raise RuntimeError(f"{self.name} is {'a reranking' if ranks(session) else 'an embedding'} model; use "
+                               f"{'rerank' if ranks(session) else 'embed'}()")
         return session
 
     def _embedder(self) -> Embedder:
         session = self._open()
         if self._embeddings is None:
-            if pooling_of(session) is None:
-                raise RuntimeError(f"{self.name} is a text model; embed needs an embedding model (one whose file "
-                                   "sets a pooling type)")
+            if pooling_of(session) in (None, "rank"):
+                raise RuntimeError(f"{self.name} is not an embedding model; embed needs one (a file that sets a "
+                                   "pooling type other than rank)")
             self._embeddings = Embedder(session)
         return self._embeddings
 

@@ -14,7 +14,7 @@ from kinetic.contracts.device import Row
 from kinetic.engine.generate import check_prompt, prompt_batches
 from kinetic.engine.session import Session
 
-POOLING = {0: "none", 1: "mean", 2: "cls", 3: "last"}  # 4, rank, is a reranker's (not served yet)
+POOLING = {0: "none", 1: "mean", 2: "cls", 3: "last", 4: "rank"}  # rank: a reranker's (kinetic.engine.ranking)
 EUCLIDEAN = 2  # llama.cpp's embd_normalize: -1 none, 0 max absolute (int16 scale), 1 taxicab, 2 euclidean, >2 p-norm
 
 
@@ -60,7 +60,7 @@ class Embedder:
         if self.pooling == "none":
             return states
         pooled = {"mean": lambda: states.mean(axis=0, dtype=np.float32), "cls": lambda: states[0],
-                  "last": lambda: states[-1]}[self.pooling]()
+                  "last": lambda: states[-1], "rank": lambda: states[-1]}[self.pooling]()  # a causal ranker's last
         return normalized(pooled, norm)
 
     def _hidden_states(self, tokens: Sequence[int]) -> np.ndarray:

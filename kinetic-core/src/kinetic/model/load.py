@@ -38,6 +38,9 @@ def read_head(path: Path) -> bytes:
         raise file_error(path, error) from None
 
 
+CLASSIFIER = "cls."  # a reranker's classification head, read after pooling (kinetic.engine.ranking), not a block
+
+
 def load_stack(path_or_model: Union[str, os.PathLike, ModelFile]) -> Stack:
     """The file's Stack of blocks, or a ModelFileError naming what is not supported yet."""
     from kinetic.plugins import plugins
@@ -50,5 +53,6 @@ def load_stack(path_or_model: Union[str, os.PathLike, ModelFile]) -> Stack:
         raise ModelFileError(f"architecture {model.architecture} is not supported yet")
     loader = Loader(model)
     stack = family.build(loader)
+    loader.leave(CLASSIFIER)
     loader.finish()
     return stack

@@ -13,12 +13,13 @@ from kinetic.server.embeddings import embedding_routes
 from kinetic.server.errors import add_handlers
 from kinetic.server.ollama import ollama_routes
 from kinetic.server.prefill import Prefill
+from kinetic.server.rerank import rerank_routes
 from kinetic.server.security import MAX_OPEN, Guard
 from kinetic.server.served import ServedModel
 from kinetic.server.unserved import not_served_routes
 
 # Bodies of these must be application/json (the OpenAI routes); llama-server's routes take any type.
-JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/prefill", "/v1/embeddings",
+JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/prefill", "/v1/embeddings", "/v1/rerank",
                          "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/responses",
                          "/v1/responses/input_tokens", "/responses/input_tokens"})
 
@@ -52,6 +53,7 @@ def make_app(served: ServedModel, api_key: Optional[str] = None, max_open: int =
         "/metrics": metrics, "/v1/metrics": metrics,
         **not_served_routes(served),
         **(embedding_routes(served) if served.embedder is not None else {}),
+        **(rerank_routes(served) if served.ranker is not None else {}),
         **ollama_routes(served),
     }
     for path, resource in routes.items():

@@ -16,6 +16,7 @@ from kinetic.contracts.drafting import Drafter
 from kinetic.engine.convoy import Convoy
 from kinetic.engine.embedding import Embedder, pooling_of
 from kinetic.engine.generate import Generation, check_prompt
+from kinetic.engine.ranking import Ranker
 from kinetic.engine.session import Session
 from kinetic.sampling.settings import SamplingSettings
 from kinetic.server.line_limits import LineLimits
@@ -88,7 +89,9 @@ class ServedModel:
         self.metrics = Metrics()
         self.pool = SlotPool([ServedSlot(i, session.new_sequence(), drafter_for(session, i)) for i in range(parallel)])
         self.convoy = Convoy(session.runner)
-        self.embedder = Embedder(session) if pooling_of(session) is not None else None  # an embedding model's
+        pooling = pooling_of(session)
+        self.embedder = Embedder(session) if pooling not in (None, "rank") else None  # an embedding model's
+        self.ranker = Ranker(session) if pooling == "rank" else None  # a reranking model's
         self._tasks = itertools.count(1)
         self._prefills = itertools.count(1)
         self._latest_prefill = 0
