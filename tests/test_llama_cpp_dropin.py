@@ -135,7 +135,7 @@ def test_embeddings(llama_cpp, tmp_path):
     assert made["data"][0]["embedding"] == vector and made["usage"]["prompt_tokens"] > 0
     with pytest.raises(ValueError, match="embedding=True"):
         llama_cpp.Llama(model_path=path, verbose=False).embed("tok5")
-    with pytest.raises(ValueError, match="is an embedding model"):
+    with pytest.raises(ValueError, match="is an embedding or reranking model"):
         llm("tok5")
 
 

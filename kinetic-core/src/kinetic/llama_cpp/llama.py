@@ -202,8 +202,9 @@ class Llama:
 
     def _text_model(self) -> ServedModel:
         served = self._loaded()
-        if served.embedder is not None:
-            raise ValueError(f"{self.model_path} is an embedding model; use embed or create_embedding")
+        if served.embedder is not None or served.ranker is not None:
+            raise ValueError(f"{self.model_path} is an embedding or reranking model, not a text model; use embed or "
+                             "create_embedding")
         return served
 
 
