@@ -19,10 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 from kinetic.testing import llama_cpp
 from kinetic.testing.gguf_factory import Dims, write_random_model
+from kinetic.testing.reranker import DOCUMENTS, QUERY, write_reranker
 from make_greedy_golden import post, run_server
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "embeddings.json"
@@ -31,20 +30,10 @@ FILES = {"qwen3-last": ("qwen3", 3, "F32"), "llama-mean": ("llama", 1, "Q8_0"), 
          "gemma3-none": ("gemma3", 0, "F32")}
 INPUTS = [[5, 7, 9, 11], list(range(20, 57)), [42]]
 SEED = 3
-RERANKER = "qwen3"  # whose head's two outputs llama.cpp turns into probabilities
-RERANK_TEMPLATE = "<query>{query}</query> <document>{document}</document>"
-QUERY, DOCUMENTS = "tok5 tok7", ["tok5 tok7 tok9", "tok100", "tok7 tok5", "tok42 tok43 tok44 tok45"]
 
 
 def write(path: Path, arch: str, pooling: int, weight_type: str) -> Path:
     return write_random_model(path, arch, Dims(), weight_type, seed=SEED, metadata={f"{arch}.pooling_type": pooling})
-
-
-def write_reranker(path: Path) -> Path:
-    head = np.random.default_rng(SEED).standard_normal((2, Dims().n_embd)).astype(np.float32)
-    return write_random_model(path, RERANKER, Dims(), "F32", seed=SEED, extra_tensors={"cls.output.weight": head},
-                              metadata={f"{RERANKER}.pooling_type": 4, f"{RERANKER}.classifier.output_labels": ["yes", "no"],
-                                        "tokenizer.chat_template.rerank": RERANK_TEMPLATE})
 
 
 def reranked(tools: Path, model: Path) -> dict:
@@ -66,7 +55,7 @@ def main() -> int:
             files[name] = {"arch": arch, "pooling": pooling, "weight_type": weight_type,
                            "sha256": hashlib.sha256(model.read_bytes()).hexdigest(),
                            "embeddings": [entry["embedding"] for entry in sorted(answer, key=lambda e: e["index"])]}
-        rerank = reranked(tools, write_reranker(Path(tmp) / "reranker.gguf"))
+        rerank = reranked(tools, write_reranker(Path(tmp) / "reranker.gguf", SEED))
     golden = {"llama_cpp": llama_cpp.VERSION, "seed": SEED, "inputs": INPUTS, "files": files, "rerank": rerank}
     OUT.write_text(json.dumps(golden, indent=1) + "\n")
     print(OUT)

@@ -18,6 +18,7 @@ from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.server import ServedModel, make_app
 from kinetic.testing.gguf_factory import Dims, write_random_model
+from kinetic.testing.reranker import write_reranker
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "embeddings.json").read_text())
 LOCAL = {"Host": "localhost:8080"}
@@ -163,9 +164,7 @@ def test_an_embedding_model_has_one_slot_and_run_names_the_route(served, tmp_pat
 
 @pytest.fixture(scope="module")
 def reranker(tmp_path_factory):
-    from make_embedding_golden import write_reranker
-
-    path = write_reranker(tmp_path_factory.mktemp("rerank") / "reranker.gguf")
+    path = write_reranker(tmp_path_factory.mktemp("rerank") / "reranker.gguf", GOLDEN["seed"])
     assert hashlib.sha256(path.read_bytes()).hexdigest() == GOLDEN["rerank"]["sha256"], "not the file llama.cpp ran"
     return ServedModel(Session(path, SessionOptions(device="cpu", ctx_size=256)), "ranker")
 
