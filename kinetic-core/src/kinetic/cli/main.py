@@ -148,6 +148,31 @@ def bench(
 
 
 @app.command()
+def perplexity(
+    model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
+    text: Optional[Path] = typer.Argument(None, help="the text file to score (llama.cpp's -f)", show_default=False),
+    model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
+    text_option: Optional[Path] = typer.Option(None, "-f", "--file", help="the text file, as llama-perplexity's -f"),
+    ctx_size: int = typer.Option(512, "-c", "--ctx-size", help="tokens per chunk"),
+    chunks: Optional[int] = typer.Option(None, "--chunks", show_default=False, help="score at most this many chunks"),
+    threads: Optional[int] = typer.Option(None, "-t", "--threads", help="CPU threads [default: all]",
+                                          show_default=False),
+    base_out: Optional[Path] = typer.Option(None, "--kl-divergence-base", show_default=False,
+                                            help="save the log-probabilities to FILE, in llama-perplexity's format"),
+    base_in: Optional[Path] = typer.Option(None, "--kl-divergence", show_default=False,
+                                           help="compare with a base FILE from either tool, on its tokens"),
+) -> None:
+    """Score a text as llama-perplexity does: chunks of -c tokens, the second half of each; or the KL divergence
+    from a base file's log-probabilities. Runs on the CPU."""
+    from kinetic.cli.perplexity import perplexity_command
+
+    if text is not None and text_option is not None:
+        raise UsageError("give the text once: as an argument or with -f, not both")
+    perplexity_command(_one_model(model, model_option), text or text_option, ctx_size, chunks, threads, base_out,
+                       base_in)
+
+
+@app.command()
 def link(folder: Path = typer.Argument(..., help="a folder on PATH, e.g. ~/.local/bin")) -> None:
     """Make llama-server, llama-cli and llama-completion in FOLDER, links to kinetic that run as kinetic serve,
     chat (run with -p) and run, for apps that start llama.cpp's binaries by name."""
