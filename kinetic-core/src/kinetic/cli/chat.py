@@ -46,7 +46,7 @@ class Conversation:
     def say(self, text: str) -> None:
         self.messages.append({"role": "user", "content": text})
         tokens = self.session.chat_prompt(self.messages, **self.template_kwargs())
-        reply = answer(self.session, self.seq, tokens, self.cached, self.options)
+        reply = answer(self.session, self.seq, tokens, self.cached, self.options).tokens
         self.cached = (tokens + reply)[: self.seq.n_tokens]
         self.messages.append({"role": "assistant", "content": self.session.tokenizer.decode(reply, special=False)})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from kinetic.cli.constraints import answer_grammar
@@ -12,6 +13,7 @@ from kinetic.contracts.device import DeviceSequence
 from kinetic.engine.embedding import pooling_of
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
+from kinetic.sampling.settings import SamplingSettings
 
 LIVE_EVERY = 0.5  # seconds between live speed updates on stderr
 
@@ -30,30 +32,40 @@ def template_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
     return {} if reasoning is None else {"enable_thinking": reasoning != "off"}
 
 
+@dataclass(frozen=True)
+class Answered:
+    tokens: list[int]
+    text: str
+    settings: SamplingSettings  # with the seed it used
+    finish: str  # "stop" (an end-of-generation token) or "length"
+
+
 def answer(session: Session, seq: DeviceSequence, tokens: Sequence[int], cached: Sequence[int],
-           options: Mapping[str, Any]) -> list[int]:
-    """Generate and stream the answer to the context `tokens` (seq holds `cached`); return its tokens."""
+           options: Mapping[str, Any]) -> Answered:
+    """Generate and stream the answer to the context `tokens` (seq holds `cached`)."""
     settings = session.settings(sampling_overrides(options))
     generation = session.generate(seq, tokens, settings, options["n_predict"], cached,
                                   grammar=answer_grammar(options))
     detokenizer = session.tokenizer.detokenizer(special=False)
     live = not sys.stdout.isatty()
     last_update = time.perf_counter()
-    tokens = []
+    tokens, text = [], []
     for token in generation:
         tokens.append(token)
-        sys.stdout.write(detokenizer.feed(token))
+        text.append(detokenizer.feed(token))
+        sys.stdout.write(text[-1])
         sys.stdout.flush()
         if live and time.perf_counter() - last_update > LIVE_EVERY:
             last_update = time.perf_counter()
             rate = len(tokens) / max(generation.timings.generate_seconds, 1e-9)
             sys.stderr.write(f"\r[{len(tokens)} tokens at {rate:.1f} tok/s]")
             sys.stderr.flush()
-    sys.stdout.write(detokenizer.finish() + "\n")
+    text.append(detokenizer.finish())
+    sys.stdout.write(text[-1] + "\n")
     sys.stdout.flush()
     if live:
         sys.stderr.write("\r")
     for line in (generation.timings.compile_line(), generation.timings.status_line(session.runner.device_name)):
         if line is not None:
             print(line, file=sys.stderr, flush=True)
-    return tokens
+    return Answered(tokens, "".join(text), settings, generation.timings.finish_reason)

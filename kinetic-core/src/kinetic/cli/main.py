@@ -61,12 +61,18 @@ def run(
                                                 help="The model file (or name), then the prompt [default: stdin]."),
     model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
     prompt_option: Optional[str] = typer.Option(None, "-p", "--prompt", help="The prompt, as llama.cpp takes it."),
+    receipt: Optional[Path] = typer.Option(None, "--receipt", show_default=False,
+                                           help="also write a receipt of the answer to FILE (kinetic verify-receipt)"),
+    sign_key: Optional[Path] = typer.Option(None, "--sign-key", show_default=False,
+                                            help="sign the receipt with this Ed25519 secret key file"),
     options: dict = None,
 ) -> None:
     """Answer one prompt, streamed to stdout; the speed goes to stderr."""
     from kinetic.cli.run import run_command
 
-    run_command(model_option, words or [], prompt_option, options)
+    if sign_key is not None and receipt is None:
+        raise UsageError("--sign-key signs a receipt: give --receipt FILE too")
+    run_command(model_option, words or [], prompt_option, {**options, "receipt": receipt, "sign_key": sign_key})
 
 
 @app.command()
@@ -170,6 +176,19 @@ def perplexity(
         raise UsageError("give the text once: as an argument or with -f, not both")
     perplexity_command(_one_model(model, model_option), text or text_option, ctx_size, chunks, threads, base_out,
                        base_in)
+
+
+@app.command("verify-receipt")
+def verify_receipt(
+    receipt: Path = typer.Argument(..., help="the receipt (kinetic run --receipt)"),
+    model: Optional[Path] = typer.Option(None, "--model", help="the model file, where it moved since"),
+    device: Optional[str] = typer.Option(None, "--device", help="rerun on this device [default: the receipt's]"),
+) -> None:
+    """Check a receipt's hashes and signature, rerun its prompt alone with every speed technology off, and say
+    whether every output token is the same; exit 1 on any difference."""
+    from kinetic.cli.receipts import verify_command
+
+    raise typer.Exit(verify_command(receipt, model, device))
 
 
 @app.command()

@@ -83,6 +83,7 @@ def state_tokens(blob: bytes, magic: bytes, device: str) -> tuple[int, int]:
 class Runner(Protocol):
     stack: "Stack"  # what it runs
     device_name: str  # as status lines print it: "the CPU", "NVIDIA H200"
+    device_class: str  # what decides its bits besides the build, as receipts record it: "cpu-x86_64-avx2", "cuda-sm90"
     context_length: int  # tokens per sequence: UploadOptions' own, or less where the device shrank it to fit
     cache_types: tuple[str, str]  # the keys' and the values' cache types, as UploadOptions asked
     context_note: Optional[str]  # why it shrank, as "context 8k <note>; -c to change" says it: "to fit the GPU"

@@ -4,6 +4,7 @@ a copy kept in runs, kernels/block32.py); each sequence owns a KV cache."""
 from __future__ import annotations
 
 import math
+import platform
 import weakref
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -19,6 +20,7 @@ from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence, conv_rows
 from kinetic_cpu.home import at_home
 from kinetic_cpu.kernels import delta_net, short_conv, ssm_scan
+from kinetic_cpu.kernels.dots import AVX2
 from kinetic_cpu.kernels.matmul import Matrix, activations
 from kinetic_cpu.shortlist import Shortlist
 from kinetic_cpu.spread import Spans, Spreader
@@ -26,6 +28,7 @@ from kinetic_cpu.spread import Spans, Spreader
 
 class CpuRunner:
     device_name = "the CPU"
+    device_class = f"cpu-{platform.machine()}-{'avx2' if AVX2 else 'scalar'}"  # int8 dots with or without AVX2
     shares_passes = True  # one pass over the weights for every sequence's rows (forward)
     context_note = None  # it never shrinks the context asked for
 

@@ -125,6 +125,7 @@ class CudaRunner:
         self._pinned = fit.slots is not None and _host_fits(stack)
         rows = rows_per_pass(shape, self.context_length)
         self.device_name = gpu_name()
+        self.device_class = f"cuda-sm{cupy.cuda.Device(0).compute_capability}"  # its kernels' bits: the chip's
         self._matrices: dict[str, GpuMatrix] = shared if shared is not None else {}
         self._predictor: Optional[CudaRunner] = None
         self._tables: dict[tuple, tuple] = {}
