@@ -86,3 +86,43 @@ def test_bad_keys_and_flags_are_one_line(tmp_path, key, words):
         args += [str(tmp_path / "any.key")]
     done = kinetic(*args)
     assert done.returncode in (1, 2) and words in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_servers_streamed_receipt_verifies(tmp_path):
+    """A seeded, streamed chat on the server (two slots, every speed technology on): the receipt in its last
+    chunk, signed with the server's key, reruns identical."""
+    from falcon import testing
+
+    from kinetic.engine.options import SessionOptions
+    from kinetic.engine.session import Session
+    from kinetic.server import ServedModel, make_app
+    from kinetic.server.defaults import ServerDefaults
+
+    key = tmp_path / "server.key"
+    key.write_text("22" * 32)
+    session = Session(real_models.fetch("qwen"), SessionOptions(device="cpu", ctx_size=512))
+    served = ServedModel(session, "coder", 2, ServerDefaults(sign_key=key))
+    client = testing.TestClient(make_app(served), headers={"Host": "localhost"})
+    body = {"messages": [{"role": "user", "content": "Name three rivers."}], "max_tokens": 10, "temperature": 0.8,
+            "seed": 7, "stream": True, "receipt": True}
+    events = [json.loads(line[6:]) for line in client.simulate_post("/v1/chat/completions", json=body).text.split("\n")
+              if line.startswith("data: {")]
+    receipt = events[-1]["receipt"]
+    text = "".join(e["choices"][0]["delta"].get("content", "") for e in events if e["choices"])
+    assert receipt["sampling"]["seed"] == 7 and receipt["output"]["text"] == text
+    done = kinetic("verify-receipt", changed(tmp_path, receipt))
+    assert done.returncode == 0 and "rerun:     identical" in done.stdout and "signature: valid" in done.stdout
+
+
+def test_chats_receipt_command_saves_the_last_answer(tmp_path):
+    receipt = tmp_path / "turn.json"
+    done = subprocess.run([sys.executable, "-m", "kinetic", "chat", str(real_models.fetch("qwen")), "-n", "8",
+                           "--device", "cpu", "-c", "512", "--temp", "0.8"],
+                          input=f"/receipt {receipt}\nName one river.\nAnd one more?\n/receipt {receipt}\n",
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "no answer yet" in done.stdout and f"receipt saved to {receipt}" in done.stdout
+    saved = json.loads(receipt.read_text())
+    assert [m["content"] for m in saved["input"]] == ["Name one river.", saved["input"][1]["content"], "And one more?"]
+    verified = kinetic("verify-receipt", str(receipt))
+    assert verified.returncode == 0 and "rerun:     identical" in verified.stdout

@@ -79,6 +79,13 @@ def settings_from(record: dict[str, Any]) -> SamplingSettings:
         raise KineticError(f"the receipt's sampling settings cannot be read ({error})") from None
 
 
+def device_record(session) -> dict[str, Any]:
+    """The session's device class and the load settings that change the bits."""
+    runner = session.runner
+    return {"class": runner.device_class, "name": runner.device_name,
+            "settings": {"ctx-size": session.context_length, "cache-types": list(runner.cache_types)}}
+
+
 def make_receipt(model: Path, device: dict[str, Any], given: Any, prompt: Sequence[int], settings: SamplingSettings,
                  limits: dict[str, Any], finish: str, text: str, output: Sequence[int]) -> dict[str, Any]:
     """The receipt of one answer. device: its class, name and the load settings that change the bits; given: the

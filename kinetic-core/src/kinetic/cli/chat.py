@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from kinetic.cli.generating import answer, open_session
+from kinetic.cli.generating import Answered, answer, open_session
 from kinetic.cli.options import sampling_overrides
+from kinetic.cli.receipts import write_receipt
 from kinetic.cli.run_ahead import RunAhead
 from kinetic.engine.session import Session
+from kinetic.errors import KineticError
+from kinetic.receipt import read_key
 
 HELP = """/clear            start a new conversation
 /system TEXT      set the system prompt and start over; /system alone clears it
@@ -18,9 +21,11 @@ HELP = """/clear            start a new conversation
 /temp X, /top-p X, /top-k N, /min-p X   change sampling for the next answers
 /seed N           make answers repeatable; /seed alone picks a fresh seed each time
 /sampling         show the sampling settings
+/receipt [FILE]   save the receipt of the last answer (receipt.json), for kinetic verify-receipt
 /help             this list
 /exit, /quit      quit (as Ctrl+D does)"""
 
+DEFAULT_RECEIPT = "receipt.json"
 SETTINGS = {"/temp": ("temp", float), "/top-p": ("top_p", float), "/top-k": ("top_k", int), "/min-p": ("min_p", float)}
 
 
@@ -32,6 +37,7 @@ class Conversation:
     thinking: Optional[bool]
     messages: list[dict[str, str]] = field(default_factory=list)
     cached: list[int] = field(default_factory=list)  # the tokens the sequence holds
+    last: Optional[tuple[list[dict[str, str]], list[int], Answered]] = None  # the last answer's messages, prompt
 
     def __post_init__(self) -> None:
         self.seq = self.session.new_sequence()
@@ -46,12 +52,15 @@ class Conversation:
     def say(self, text: str) -> None:
         self.messages.append({"role": "user", "content": text})
         tokens = self.session.chat_prompt(self.messages, **self.template_kwargs())
-        reply = answer(self.session, self.seq, tokens, self.cached, self.options).tokens
+        answered = answer(self.session, self.seq, tokens, self.cached, self.options)
+        self.last, reply = (list(self.messages), tokens, answered), answered.tokens
         self.cached = (tokens + reply)[: self.seq.n_tokens]
         self.messages.append({"role": "assistant", "content": self.session.tokenizer.decode(reply, special=False)})
 
 
 def chat_command(model: Path, options: dict[str, Any]) -> None:
+    if options.get("sign_key") is not None:
+        read_key(Path(options["sign_key"]))  # a bad key is said before any work
     session = open_session(model, options)
     thinking = None if options.get("reasoning") is None else options["reasoning"] != "off"
     conversation = Conversation(session, dict(options), options.get("system"), thinking)
@@ -125,11 +134,27 @@ def command(conversation: Conversation, line: str) -> bool:
         conversation.options["seed"] = int(argument) if argument.lstrip("-").isdigit() else None
     elif name == "/sampling":
         print(conversation.session.settings(sampling_overrides(conversation.options)))
+    elif name == "/receipt":
+        save_receipt(conversation, Path(argument or DEFAULT_RECEIPT))
     elif name == "/help":
         print(HELP)
     else:
         print(f"unknown command {name}; /help lists them")
     return True
+
+
+def save_receipt(conversation: Conversation, path: Path) -> None:
+    """The last answer's receipt into path (signed with --sign-key where given)."""
+    if conversation.last is None:
+        print("no answer yet: /receipt saves the receipt of the last answer")
+        return
+    messages, tokens, answered = conversation.last
+    try:
+        write_receipt(conversation.session, messages, tokens, answered, {**conversation.options, "receipt": path})
+    except (KineticError, OSError) as error:
+        print(f"no receipt saved: {error}")
+        return
+    print(f"receipt saved to {path}; check it with kinetic verify-receipt {path}")
 
 
 def set_number(options: dict[str, Any], key: str, kind: type, text: str) -> None:

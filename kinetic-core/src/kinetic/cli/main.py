@@ -11,8 +11,8 @@ import typer
 from kinetic import __version__
 from kinetic.cli.links import as_kinetic
 from kinetic.cli.llama_flags import RefusedFlag, translate
-from kinetic.cli.options import (ANSWER, CACHE, GENERATION, GPU_MEMORY, N_PREDICT, RUNTIME, cache_types, gpu_layers,
-                                 speed_names, with_options)
+from kinetic.cli.options import (ANSWER, CACHE, GENERATION, GPU_MEMORY, N_PREDICT, RECEIPTS, RUNTIME, SIGN_KEY,
+                                 cache_types, gpu_layers, speed_names, with_options)
 from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
 from kinetic.stores import resolve_model
@@ -55,28 +55,22 @@ def info(
 
 
 @app.command()
-@with_options(ANSWER, GENERATION, RUNTIME)
+@with_options(ANSWER, GENERATION, RUNTIME, RECEIPTS)
 def run(
     words: Optional[list[str]] = typer.Argument(None, metavar="[MODEL] [PROMPT]", show_default=False,
                                                 help="The model file (or name), then the prompt [default: stdin]."),
     model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
     prompt_option: Optional[str] = typer.Option(None, "-p", "--prompt", help="The prompt, as llama.cpp takes it."),
-    receipt: Optional[Path] = typer.Option(None, "--receipt", show_default=False,
-                                           help="also write a receipt of the answer to FILE (kinetic verify-receipt)"),
-    sign_key: Optional[Path] = typer.Option(None, "--sign-key", show_default=False,
-                                            help="sign the receipt with this Ed25519 secret key file"),
     options: dict = None,
 ) -> None:
     """Answer one prompt, streamed to stdout; the speed goes to stderr."""
     from kinetic.cli.run import run_command
 
-    if sign_key is not None and receipt is None:
-        raise UsageError("--sign-key signs a receipt: give --receipt FILE too")
-    run_command(model_option, words or [], prompt_option, {**options, "receipt": receipt, "sign_key": sign_key})
+    run_command(model_option, words or [], prompt_option, options)
 
 
 @app.command()
-@with_options(ANSWER, GENERATION, RUNTIME)
+@with_options(ANSWER, GENERATION, RUNTIME, [SIGN_KEY])
 def chat(
     model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
     model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),
@@ -89,7 +83,7 @@ def chat(
 
 
 @app.command()
-@with_options(GENERATION, [N_PREDICT], RUNTIME)
+@with_options(GENERATION, [N_PREDICT], RUNTIME, [SIGN_KEY])
 def serve(
     model: Optional[Path] = typer.Argument(None, help=MODEL_HELP, show_default=False),
     model_option: Optional[Path] = typer.Option(None, "-m", "--model", help=MODEL_OPTION_HELP),

@@ -99,6 +99,10 @@ CACHE = [
             help=f"KV cache type of the {part}: f16, or q8_0 for about half the memory [default: f16]")
     for part in ("keys", "values")
 ]
+SIGN_KEY = _option("sign_key", Optional[Path], "--sign-key",
+                   help="sign receipts with this Ed25519 secret key file (32 bytes or 64 hex digits)")
+RECEIPTS = [_option("receipt", Optional[Path], "--receipt",
+                    help="also write a receipt of the answer to FILE, which kinetic verify-receipt reruns"), SIGN_KEY]
 GPU_MEMORY = _option("gpu_memory", Optional[str], "--gpu-memory", callback=memory_size,
                      help="the most GPU memory to take, e.g. 2GiB: a mixture of experts keeps the experts that do "
                           "not fit in system memory (Flywheel) [default: all that is free]")

@@ -13,18 +13,11 @@ from kinetic.cli.generating import Answered
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
-from kinetic.receipt import (build_id, checked_signature, file_blake3, make_receipt, settings_from, sign,
-                             tokens_blake3)
+from kinetic.receipt import (build_id, checked_signature, device_record, file_blake3, make_receipt, settings_from,
+                             sign, tokens_blake3)
 
 REQUIRED = (("receipt",), ("kinetic", "build"), ("model", "blake3"), ("device", "settings", "ctx-size"),
             ("prompt", "ids"), ("sampling", "max_tokens"), ("output", "tokens", "ids"))  # what a rerun reads
-
-
-def device_record(session: Session) -> dict[str, Any]:
-    """The device class and the load settings that change the bits."""
-    runner = session.runner
-    return {"class": runner.device_class, "name": runner.device_name,
-            "settings": {"ctx-size": session.context_length, "cache-types": list(runner.cache_types)}}
 
 
 def write_receipt(session: Session, given: Any, prompt: list[int], answered: Answered,
@@ -80,9 +73,8 @@ def _rerun(receipt: dict[str, Any], model: Path, device: str, settings) -> int:
     off = frozenset(t.name for t in plugins().speed_technologies)
     session = Session(model, SessionOptions(device=device, ctx_size=recorded["ctx-size"], off=off,
                                             cache_types=tuple(recorded["cache-types"])))
-    limit = receipt["sampling"]["max_tokens"] or -1
-    ours = list(session.generate(session.new_sequence(), receipt["prompt"]["ids"], settings, limit))
     theirs = receipt["output"]["tokens"]["ids"]
+    ours = list(session.generate(session.new_sequence(), receipt["prompt"]["ids"], settings, _limit(receipt)))
     here = session.runner.device_class
     if ours == theirs:
         print(f"rerun:     identical, {len(ours)} of {len(theirs)} output tokens on {here} "
@@ -95,6 +87,15 @@ def _rerun(receipt: dict[str, Any], model: Path, device: str, settings) -> int:
     print("           " + (f"the runs differ in: {', '.join(changes)} (a difference is then expected)" if changes
                            else "same build, device class and settings: this is a bug; please report it"))
     return 1
+
+
+def _limit(receipt: dict[str, Any]) -> int:
+    """The rerun's token limit: the recorded one for an answer cut there; one past the answer for one that ended
+    by itself (the rerun must end there too); the answer's length where a stop string may have ended it."""
+    count, sampling = receipt["output"]["tokens"]["count"], receipt["sampling"]
+    if receipt["output"]["finish"] == "length":
+        return sampling["max_tokens"] or count
+    return count if sampling.get("stop") else count + 1
 
 
 def _token(ids: list[int], at: int) -> str:

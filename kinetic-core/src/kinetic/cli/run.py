@@ -19,6 +19,8 @@ def run_command(model_option: Optional[Path], words: list[str], prompt_option: O
                 options: Mapping[str, Any]) -> None:
     model, prompt = model_and_prompt(model_option, words, prompt_option)
     if options.get("sign_key") is not None:
+        if options.get("receipt") is None:
+            raise UsageError("--sign-key signs a receipt: give --receipt FILE too")
         read_key(Path(options["sign_key"]))  # a bad key is said before any work
     session = open_session(model, options)
     messages = ([{"role": "system", "content": options["system"]}] if options["system"] else [])

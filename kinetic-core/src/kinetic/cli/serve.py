@@ -9,6 +9,7 @@ from typing import Any, Mapping, Optional
 
 from kinetic.cli.options import sampling_overrides, session_options
 from kinetic.cli.usage import UsageError
+from kinetic.receipt import read_key
 from kinetic.server.app import make_app
 from kinetic.server.cors import Cors, origin_list
 from kinetic.server.defaults import ServerDefaults
@@ -42,7 +43,9 @@ class Listening:
 def serve_command(model: Path, alias: Optional[str], parallel: Optional[int], listening: Listening,
                   options: Mapping[str, Any]) -> None:
     cors = cors_of(listening)
-    defaults = ServerDefaults(sampling_overrides(options), options["n_predict"])
+    if options["sign_key"] is not None:
+        read_key(options["sign_key"])  # a bad key is said before the model loads
+    defaults = ServerDefaults(sampling_overrides(options), options["n_predict"], options["sign_key"])
     served = load_served_model(model, session_options(options), alias=alias, parallel=parallel, defaults=defaults)
     allowed_hosts = (listening.host, *host_list(listening.allowed_hosts))
     app = make_app(served, api_key=listening.api_key, allowed_hosts=allowed_hosts, slots_route=listening.slots,

@@ -29,8 +29,8 @@ def refuse_unsupported(fields: Fields) -> None:
     if fields.boolean("echo"):
         raise bad_request("echo is not supported: the prompt is not repeated in the answer", "echo")
     if fields.boolean("receipt"):
-        raise bad_request("receipts are not available in this server yet; send the request without receipt",
-                          "receipt")
+        raise bad_request("receipts come from /v1/chat/completions and /v1/completions; send this request "
+                          "without receipt", "receipt")
 
 
 def refuse_tools(fields: Fields) -> None:

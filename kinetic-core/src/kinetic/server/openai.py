@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 import falcon
 
@@ -15,6 +15,7 @@ from kinetic.server.jobs import chat_job, completion_job
 from kinetic.server.llama_answer import timings
 from kinetic.server.logprobs import TokenLogprobs
 from kinetic.server.chat_answer import ChatStream, chat_message, finish_reason
+from kinetic.server.receipts import check_receipt, receipt_asked, receipt_for
 from kinetic.server.served import Cancelled, ServedModel, Piece, Run, never
 from kinetic.server.sse import stream
 
@@ -56,15 +57,21 @@ class Completions:
     def answer(self, fields: Fields, cancelled: Cancelled = never) -> Union[dict[str, Any], Iterator[dict[str, Any]]]:
         """The request's answer: the whole object, or with stream its chunks, made as they are taken (the answer
         is generated meanwhile; closing them stops it). The route's, and kinetic.llama_cpp's without HTTP."""
+        fields, asked = receipt_asked(fields)
         job = (chat_job if self.chat else completion_job)(self.served, fields)
         run = self.served.run(job, cancelled)
+        if asked:
+            check_receipt(run)
+        given = fields.body.get("messages" if self.chat else "prompt")
+        receipt = (lambda text: receipt_for(run, given, text)) if asked else None
         head = {"id": ("chatcmpl-" if self.chat else "cmpl-") + secrets.token_hex(12),
                 "created": int(time.time()), "model": self.served.name, "system_fingerprint": FINGERPRINT}
         if fields.boolean("stream"):
-            return self._chunks(run, head, bool(fields.mapping("stream_options").get("include_usage")))
+            return self._chunks(run, head, bool(fields.mapping("stream_options").get("include_usage")), receipt)
         pieces = list(run)
-        return {**head, "object": self.kind, "choices": [self._choice(run, pieces)], "usage": run.usage.report(),
-                "timings": timings(run)}
+        answer = {**head, "object": self.kind, "choices": [self._choice(run, pieces)], "usage": run.usage.report(),
+                  "timings": timings(run)}
+        return {**answer, "receipt": receipt("".join(p.text for p in pieces))} if receipt else answer
 
     def _choice(self, run: Run, pieces: list[Piece]) -> dict[str, Any]:
         text = run.cut("".join(piece.text for piece in pieces))
@@ -84,8 +91,11 @@ class Completions:
             return {"content": [chat_entry(tokenizer, piece.logprobs) for piece in scored]}
         return legacy_logprobs(tokenizer, pieces, offset)
 
-    def _chunks(self, run: Run, head: dict[str, Any], include_usage: bool) -> Iterator[dict[str, Any]]:
+    def _chunks(self, run: Run, head: dict[str, Any], include_usage: bool,
+                receipt: Optional[Callable[[str], Optional[dict[str, Any]]]] = None) -> Iterator[dict[str, Any]]:
+        """The stream's chunks; receipt(the answer's text), when given, goes in the last."""
         kind = self.kind + ".chunk" if self.chat else self.kind
+        said: list[str] = []
         extra = {"usage": None} if include_usage else {}
 
         def chunk(body: dict[str, Any], logprobs: Optional[dict[str, Any]] = None,
@@ -99,6 +109,7 @@ class Completions:
         offset = 0
         answer = ChatStream(run.job) if self.chat else None
         for piece in run:
+            said.append(piece.text)
             if not piece.text and piece.logprobs is None:
                 continue
             logprobs = self._logprobs(run, [piece], offset)
@@ -116,11 +127,12 @@ class Completions:
             yield chunk(body)
         called = answer is not None and answer.calls > 0
         last = chunk({} if self.chat else {"text": ""}, reason=finish_reason(run.finish_reason, called))
+        ending = {"timings": timings(run), **({"receipt": receipt("".join(said))} if receipt else {})}
         if not include_usage:
-            yield {**last, "timings": timings(run)}
+            yield {**last, **ending}
             return
         yield last
-        yield {**head, "object": kind, "choices": [], "usage": run.usage.report(), "timings": timings(run)}
+        yield {**head, "object": kind, "choices": [], "usage": run.usage.report(), **ending}
 
 def _token_text(tokenizer, token: int) -> tuple[str, list[int]]:
     raw = tokenizer.token_bytes(token, special=True)

@@ -194,6 +194,7 @@ class Run:
     timings: Any = None  # the generation's Timings, once it ended
     slot_id: int = -1  # the slot it ran on, once it has one
     tokens_held: int = 0  # the tokens its slot's sequence holds once it ended (llama-server's tokens_cached)
+    tokens: list[int] = field(default_factory=list)  # the answer's token ids, as they come
     limits: LineLimits = field(init=False)
 
     def __post_init__(self) -> None:
@@ -235,7 +236,7 @@ class Run:
             return generation
 
         ride = served.convoy.join(make)
-        answer: list[int] = []
+        answer = self.tokens
         shown = served.shown_markers if job.tool_format is not None else frozenset()
         try:
             yield from self._pieces(slot, ride.tokens(self.cancelled), answer, picked,

@@ -1,0 +1,36 @@
+"""`"receipt": true` on /v1/chat/completions and /v1/completions: the answer's receipt (kinetic.receipt), signed
+with serve's --sign-key where it was given; a request with a grammar or JSON schema cannot have one yet."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from kinetic.receipt import device_record, make_receipt, sign
+from kinetic.server.errors import bad_request
+from kinetic.server.fields import Fields
+from kinetic.server.served import Run
+
+
+def receipt_asked(fields: Fields) -> tuple[Fields, bool]:
+    """The request's fields without receipt (which the routes without receipts refuse), and whether it asked."""
+    if not fields.boolean("receipt"):
+        return fields, False
+    return Fields({name: value for name, value in fields.body.items() if name != "receipt"}), True
+
+
+def check_receipt(run: Run) -> None:
+    if run.job.grammar is not None:
+        raise bad_request("a receipt does not record a grammar, JSON schema or tools yet; leave out receipt or them",
+                          "receipt")
+
+
+def receipt_for(run: Run, given: Any, text: str) -> Optional[dict[str, Any]]:
+    """The finished run's receipt; None for a run the client left (it has no finish)."""
+    if run.finish_reason is None:
+        return None
+    session, job = run.served.session, run.job
+    limits = {"max_tokens": job.max_tokens if job.max_tokens > 0 else None, "stop": list(job.stops)}
+    receipt = make_receipt(session.path, device_record(session), given, job.prompt, run.settings, limits,
+                           run.finish_reason, text, run.tokens)
+    key = run.served.defaults.sign_key
+    return sign(receipt, key) if key is not None else receipt
