@@ -69,9 +69,11 @@ class Completions:
         if fields.boolean("stream"):
             return self._chunks(run, head, bool(fields.mapping("stream_options").get("include_usage")), receipt)
         pieces = list(run)
-        answer = {**head, "object": self.kind, "choices": [self._choice(run, pieces)], "usage": run.usage.report(),
-                  "timings": timings(run)}
-        return {**answer, "receipt": receipt("".join(p.text for p in pieces))} if receipt else answer
+        choice = self._choice(run, pieces)
+        answer = {**head, "object": self.kind, "choices": [choice], "usage": run.usage.report(), "timings": timings(run)}
+        if receipt is None:
+            return answer
+        return {**answer, "receipt": receipt(choice["message"]["content"] or "" if self.chat else choice["text"])}
 
     def _choice(self, run: Run, pieces: list[Piece]) -> dict[str, Any]:
         text = run.cut("".join(piece.text for piece in pieces))
@@ -93,7 +95,8 @@ class Completions:
 
     def _chunks(self, run: Run, head: dict[str, Any], include_usage: bool,
                 receipt: Optional[Callable[[str], Optional[dict[str, Any]]]] = None) -> Iterator[dict[str, Any]]:
-        """The stream's chunks; receipt(the answer's text), when given, goes in the last."""
+        """The stream's chunks; receipt(the answer's text: a chat's content, its reasoning and calls split off), when
+        given, goes in the last."""
         kind = self.kind + ".chunk" if self.chat else self.kind
         said: list[str] = []
         extra = {"usage": None} if include_usage else {}
@@ -109,21 +112,23 @@ class Completions:
         offset = 0
         answer = ChatStream(run.job) if self.chat else None
         for piece in run:
-            said.append(piece.text)
             if not piece.text and piece.logprobs is None:
                 continue
             logprobs = self._logprobs(run, [piece], offset)
             if logprobs and not self.chat:
                 offset += sum(len(token) for token in logprobs["tokens"])
             if answer is None:
+                said.append(piece.text)
                 yield chunk({"text": piece.text}, logprobs)
                 continue
             for body in answer.feed(piece.text):
+                said.append(body.get("content", ""))
                 yield chunk(body, logprobs)
                 logprobs = None
         if run.finish_reason is None:
             return  # the client left: nothing more to say
         for body in answer.finish() if answer is not None else ():
+            said.append(body.get("content", ""))
             yield chunk(body)
         called = answer is not None and answer.calls > 0
         last = chunk({} if self.chat else {"text": ""}, reason=finish_reason(run.finish_reason, called))
