@@ -95,6 +95,7 @@ def test_the_openai_shapes(client, served):
     ({"input": "x", "dimensions": 8}, 400, "cannot shorten them"),
     ({"input": {"text": "x"}}, 400, "must be a string"),
     ({"input": [[5, 10**9]]}, 400, "token id"),
+    ({"input": "x", "embd_normalize": "two"}, 400, "embd_normalize"),
 ])
 def test_bad_requests_say_what_to_send(client, body, status, words):
     answer = embed(client, body)
@@ -103,6 +104,7 @@ def test_bad_requests_say_what_to_send(client, body, status, words):
 
 def test_llama_servers_and_ollamas_routes(client, served):
     openai = embed(client, {"input": ["tok5", [5, 7]]}).json["data"]
+    assert embed(client, {"input": ["tok5", [5, 7]], "embd_normalize": None}).json["data"] == openai
     llama = embed(client, {"content": ["tok5", [5, 7]]}, "/embedding").json
     assert llama == [{"index": i, "embedding": [d["embedding"]]} for i, d in enumerate(openai)]
     assert embed(client, {"content": "tok5"}, "/v1/embeddings").json == llama[:1]  # content: llama-server's answer

@@ -138,3 +138,13 @@ def test_an_embedding_model_embeds_and_a_text_model_does_not(tmp_path, loaded):
     _, _, text_model = loaded
     with pytest.raises(RuntimeError, match="is not an embedding model; embed needs one"):
         text_model.embed(["hi"])
+
+
+def test_a_threads_open_stream_is_said_not_waited_for(loaded):
+    _, _, model = loaded
+    stream = model.generate("Once upon a time", max_tokens=50, temperature=0, stream=True)
+    next(stream)
+    with pytest.raises(RuntimeError, match="stream still holds the model"):
+        model.generate("x", max_tokens=1)
+    stream.close()
+    assert model.generate("Once upon a time", max_tokens=2, temperature=0)

@@ -151,3 +151,16 @@ def test_what_kinetic_cannot_do_is_said(llama_cpp, llm):
         llm("x", echo=True, logprobs=1)
     with pytest.raises(ValueError, match="Failed to load model from file"):
         llama_cpp.Llama(model_path="missing.gguf")
+
+
+def test_an_open_stream_and_seed_minus_one(llama_cpp, llm):
+    stream = llm("Once upon a time", max_tokens=50, temperature=0, stream=True)
+    next(stream)
+    with pytest.raises(RuntimeError, match="stream still holds the model"):
+        llm("x", max_tokens=1)
+    stream.close()
+    assert llm("Once upon a time", max_tokens=2, temperature=0)["choices"][0]["text"]
+    llm.set_seed(-1)  # a fresh seed, as llama.cpp reads -1
+    first = llm._seeds.getstate()
+    llm.set_seed(-1)
+    assert llm._seeds.getstate() != first

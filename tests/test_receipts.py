@@ -98,10 +98,8 @@ def test_a_servers_streamed_receipt_verifies(tmp_path):
     from kinetic.server import ServedModel, make_app
     from kinetic.server.defaults import ServerDefaults
 
-    key = tmp_path / "server.key"
-    key.write_text("22" * 32)
     session = Session(real_models.fetch("qwen"), SessionOptions(device="cpu", ctx_size=512))
-    served = ServedModel(session, "coder", 2, ServerDefaults(sign_key=key))
+    served = ServedModel(session, "coder", 2, ServerDefaults(sign_key=bytes.fromhex("22" * 32)))
     client = testing.TestClient(make_app(served), headers={"Host": "localhost"})
     body = {"messages": [{"role": "user", "content": "Name three rivers."}], "max_tokens": 10, "temperature": 0.8,
             "seed": 7, "stream": True, "receipt": True}

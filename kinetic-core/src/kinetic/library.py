@@ -50,6 +50,7 @@ class Model:
             self._session: Optional[Session] = Session(resolve_model(Path(model)), settings)
         self.name = self._session.name
         self._turn = threading.Lock()
+        self._streaming: Optional[int] = None  # the thread whose stream holds the model
         self._seq = self._session.new_sequence()
         self._held: list[int] = []  # the tokens the sequence holds, which a next prompt may start with
         self._embeddings: Optional[Embedder] = None  # an embedding model's, made at its first embed()
@@ -87,12 +88,13 @@ class Model:
         if not ranks(session):
             raise RuntimeError(f"{self.name} is not a reranking model; rerank needs one (a file whose pooling type "
                                "is rank)")
+        self._check_not_streaming()
         with self._turn, failures_as_runtime_errors():
             self._ranker = self._ranker or Ranker(session)
             return [self._ranker.score(self._ranker.prompt(query, document)) for document in documents]
 
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
-        """text's token ids, as llama-server's /tokenize gives them (the file's BOS first where it adds one)."""
+        """text's token ids: the file's BOS first where it adds one, special tokens (<|im_start|>) read as such."""
         return self._open().tokenizer.encode(text, add_special=add_special, parse_special=parse_special)
 
     def detokenize(self, tokens: Sequence[int]) -> str:
@@ -101,6 +103,7 @@ class Model:
 
     def close(self) -> None:
         """Release the model; a later call raises RuntimeError."""
+        self._check_not_streaming()
         with self._turn:
             self._session = self._seq = self._embeddings = self._ranker = None
             self._held = []
@@ -110,6 +113,11 @@ class Model:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def _check_not_streaming(self) -> None:
+        """A call from the thread whose stream holds the model would wait for itself: refused instead."""
+        if self._streaming == threading.get_ident():
+            raise RuntimeError("this thread's stream still holds the model: read it to the end or close() it first")
 
     def _open(self) -> Session:
         if self._session is None:
@@ -144,7 +152,9 @@ class Model:
 
     def _pieces(self, prompt: list[int], max_tokens: int, overrides: dict[str, Any]) -> Iterator[str]:
         """The answer's text as it is written, holding the model meanwhile."""
+        self._check_not_streaming()
         with self._turn:
+            self._streaming = threading.get_ident()
             session = self._open()
             with failures_as_runtime_errors():
                 generation = session.generate(self._seq, prompt, session.settings(overrides), max_tokens, self._held)
@@ -163,3 +173,4 @@ class Model:
             finally:
                 tokens.close()  # a dropped stream: its generation stops here, and the sequence drops its guesses
                 self._held = (prompt + answer)[: self._seq.n_tokens]
+                self._streaming = None

@@ -10,6 +10,8 @@ import dataclasses
 import functools
 import importlib.util
 import json
+import math
+import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -44,8 +46,13 @@ def file_blake3(path: Path) -> str:
         return entry["blake3"]
     digest = blake3.blake3(max_threads=blake3.blake3.AUTO).update_mmap(path).hexdigest()
     known[key] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "blake3": digest}
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(known, indent=1))
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        written = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")  # whole or not at all, beside other writers
+        written.write_text(json.dumps(known, indent=1))
+        os.replace(written, cache)
+    except OSError:
+        pass  # the hash is right either way; it is computed again next time
     return digest
 
 
@@ -66,15 +73,18 @@ def build_id() -> str:
 
 
 def settings_record(settings: SamplingSettings) -> dict[str, Any]:
+    """The settings as JSON: a banned token's bias (-inf) as false, as llama-server's logit_bias takes it."""
     record = dataclasses.asdict(settings)
     record["dry_sequence_breakers"] = list(settings.dry_sequence_breakers)
-    record["logit_bias"] = {str(token): bias for token, bias in settings.logit_bias.items()}
+    record["logit_bias"] = {str(token): False if math.isinf(bias) else bias
+                            for token, bias in settings.logit_bias.items()}
     return record
 
 
 def settings_from(record: dict[str, Any]) -> SamplingSettings:
     try:
-        return SamplingSettings(**{**record, "logit_bias": {int(t): b for t, b in record["logit_bias"].items()}})
+        bias = {int(t): -math.inf if b is False else float(b) for t, b in record["logit_bias"].items()}
+        return SamplingSettings(**{**record, "logit_bias": bias})
     except (TypeError, ValueError, KeyError) as error:
         raise KineticError(f"the receipt's sampling settings cannot be read ({error})") from None
 
@@ -106,10 +116,11 @@ def signed_part(receipt: dict[str, Any]) -> bytes:
     return json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def sign(receipt: dict[str, Any], key_file: Path) -> dict[str, Any]:
+def sign(receipt: dict[str, Any], secret: bytes) -> dict[str, Any]:
+    """receipt signed with the Ed25519 secret key (read_key's 32 bytes)."""
     from nacl.signing import SigningKey
 
-    key = SigningKey(read_key(key_file))
+    key = SigningKey(secret)
     signature = key.sign(signed_part(receipt)).signature
     return {**receipt, "signature": {"public_key": key.verify_key.encode().hex(), "ed25519": signature.hex()}}
 

@@ -1,5 +1,5 @@
-"""llama-cpp-python's `llama_cpp` module name, answered by Kinetic (kinetic.llama_cpp): an installed
-llama-cpp-python is shadowed while this distribution is installed, and comes back when it is uninstalled."""
+"""llama-cpp-python's `llama_cpp` module name, answered by Kinetic (kinetic.llama_cpp). Both distributions install
+a package of this name: uninstall llama-cpp-python before installing this one, and reinstall it to go back."""
 
 from kinetic.llama_cpp import LLAMA_DEFAULT_SEED, Llama, LlamaGrammar, __version__
 

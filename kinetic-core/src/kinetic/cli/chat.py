@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
+from kinetic.cli.constraints import answer_grammar
 from kinetic.cli.generating import Answered, answer, open_session
 from kinetic.cli.options import sampling_overrides
 from kinetic.cli.receipts import write_receipt
@@ -147,6 +148,9 @@ def save_receipt(conversation: Conversation, path: Path) -> None:
     """The last answer's receipt into path (signed with --sign-key where given)."""
     if conversation.last is None:
         print("no answer yet: /receipt saves the receipt of the last answer")
+        return
+    if answer_grammar(conversation.options) is not None:
+        print("no receipt saved: a receipt does not record a grammar or JSON schema yet")
         return
     messages, tokens, answered = conversation.last
     try:

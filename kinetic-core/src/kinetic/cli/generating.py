@@ -21,7 +21,11 @@ LIVE_EVERY = 0.5  # seconds between live speed updates on stderr
 def open_session(model, options: Mapping[str, Any]) -> Session:
     """The session run and chat generate with; an embedding model is refused, naming what serves it."""
     session = Session(model, session_options(options))
-    if pooling_of(session) is not None:
+    pooling = pooling_of(session)
+    if pooling == "rank":
+        raise KineticError(f"{session.name} is a reranking model: it scores documents, not text; serve it with "
+                           "kinetic serve and use /v1/rerank, or kinetic.Model(...).rerank in Python")
+    if pooling is not None:
         raise KineticError(f"{session.name} is an embedding model: it gives vectors, not text; serve it with "
                            "kinetic serve and use /v1/embeddings, or kinetic.Model(...).embed in Python")
     return session

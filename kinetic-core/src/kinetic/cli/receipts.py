@@ -13,11 +13,14 @@ from kinetic.cli.generating import Answered
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
-from kinetic.receipt import (build_id, checked_signature, device_record, file_blake3, make_receipt, settings_from,
-                             sign, tokens_blake3)
+from kinetic.receipt import (build_id, checked_signature, device_record, file_blake3, make_receipt, read_key,
+                             settings_from, sign, tokens_blake3)
 
-REQUIRED = (("receipt",), ("kinetic", "build"), ("model", "blake3"), ("device", "settings", "ctx-size"),
-            ("prompt", "ids"), ("sampling", "max_tokens"), ("output", "tokens", "ids"))  # what a rerun reads
+REQUIRED = (("receipt",), ("kinetic", "version"), ("kinetic", "build"), ("model", "file"), ("model", "path"),
+            ("model", "blake3"), ("device", "class"), ("device", "settings", "ctx-size"),
+            ("device", "settings", "cache-types"), ("prompt", "count"), ("prompt", "blake3"), ("prompt", "ids"),
+            ("sampling", "max_tokens"), ("output", "finish"), ("output", "tokens", "count"),
+            ("output", "tokens", "blake3"), ("output", "tokens", "ids"))  # what verify-receipt reads
 
 
 def write_receipt(session: Session, given: Any, prompt: list[int], answered: Answered,
@@ -27,8 +30,11 @@ def write_receipt(session: Session, given: Any, prompt: list[int], answered: Ans
                            {"max_tokens": limit if limit > 0 else None, "stop": []}, answered.finish, answered.text,
                            answered.tokens)
     if options.get("sign_key") is not None:
-        receipt = sign(receipt, Path(options["sign_key"]))
-    Path(options["receipt"]).write_text(json.dumps(receipt, indent=2, ensure_ascii=False) + "\n")
+        receipt = sign(receipt, read_key(Path(options["sign_key"])))
+    try:
+        Path(options["receipt"]).write_text(json.dumps(receipt, indent=2, ensure_ascii=False) + "\n")
+    except OSError as error:
+        raise KineticError(f"cannot write the receipt {options['receipt']}: {error.strerror}") from None
 
 
 def verify_command(path: Path, model: Optional[Path], device: Optional[str]) -> int:
@@ -59,6 +65,9 @@ def _read(path: Path) -> dict[str, Any]:
         receipt = json.loads(path.read_text())
         for keys in REQUIRED:
             functools.reduce(operator.getitem, keys, receipt)
+        ids = receipt["prompt"]["ids"] + receipt["output"]["tokens"]["ids"]
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise ValueError("token ids must be integers")
     except OSError as error:
         raise KineticError(f"cannot read the receipt {path}: {error.strerror}") from None
     except (ValueError, KeyError, TypeError):
@@ -82,8 +91,9 @@ def _rerun(receipt: dict[str, Any], model: Path, device: str, settings) -> int:
         return 0
     at = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
     print(f"rerun:     differs at output token {at}: {_token(ours, at)} here, {_token(theirs, at)} in the receipt")
-    changes = [f"build {receipt['kinetic']['build']} -> {build_id()}"] if receipt["kinetic"]["build"] != build_id() else []
-    changes += [f"device class {receipt['device']['class']} -> {here}"] if receipt["device"]["class"] != here else []
+    made = (receipt["kinetic"]["build"], receipt["device"]["class"])
+    changes = [f"build {made[0]} -> {build_id()}"] if made[0] != build_id() else []
+    changes += [f"device class {made[1]} -> {here}"] if made[1] != here else []
     print("           " + (f"the runs differ in: {', '.join(changes)} (a difference is then expected)" if changes
                            else "same build, device class and settings: this is a bug; please report it"))
     return 1

@@ -43,9 +43,8 @@ class Listening:
 def serve_command(model: Path, alias: Optional[str], parallel: Optional[int], listening: Listening,
                   options: Mapping[str, Any]) -> None:
     cors = cors_of(listening)
-    if options["sign_key"] is not None:
-        read_key(options["sign_key"])  # a bad key is said before the model loads
-    defaults = ServerDefaults(sampling_overrides(options), options["n_predict"], options["sign_key"])
+    key = read_key(options["sign_key"]) if options["sign_key"] is not None else None  # said before the model loads
+    defaults = ServerDefaults(sampling_overrides(options), options["n_predict"], key)
     served = load_served_model(model, session_options(options), alias=alias, parallel=parallel, defaults=defaults)
     allowed_hosts = (listening.host, *host_list(listening.allowed_hosts))
     app = make_app(served, api_key=listening.api_key, allowed_hosts=allowed_hosts, slots_route=listening.slots,

@@ -13,6 +13,7 @@ import numpy as np
 from kinetic.contracts.device import Row
 from kinetic.engine.generate import check_prompt, prompt_batches
 from kinetic.engine.session import Session
+from kinetic.errors import KineticError
 
 POOLING = {0: "none", 1: "mean", 2: "cls", 3: "last", 4: "rank"}  # rank: a reranker's (kinetic.engine.ranking)
 EUCLIDEAN = 2  # llama.cpp's embd_normalize: -1 none, 0 max absolute (int16 scale), 1 taxicab, 2 euclidean, >2 p-norm
@@ -46,7 +47,8 @@ class Embedder:
     def __init__(self, session: Session, default_pooling: Optional[str] = None):
         pooling = pooling_of(session) or default_pooling
         if pooling not in POOLING.values():
-            raise ValueError(f"{session.name} pools its embeddings by {pooling}, which Kinetic does not serve")
+            raise KineticError(f"{session.name} pools its embeddings by {pooling}, which Kinetic does not know; "
+                               "llama.cpp's pooling types are 0 to 4")
         self.session, self.pooling = session, pooling
         self.n_embd = int(session.model.arch_value("embedding_length"))
         self._seq = session.new_sequence()

@@ -27,6 +27,8 @@ SPAN = 16.0  # nats below the largest log-probability that a base file keeps
 def chunks_of(tokens: Sequence[int], n_ctx: int, n_chunks: Optional[int] = None) -> list[list[int]]:
     """The text's whole chunks of n_ctx tokens, at most n_chunks of them; a text too short for two is refused,
     as llama-perplexity refuses it."""
+    if n_chunks is not None and n_chunks == 0:
+        raise KineticError("--chunks 0 scores nothing; give at least 1, or leave it out for the whole text")
     if len(tokens) < 2 * n_ctx:
         raise KineticError(f"the text is {len(tokens)} tokens; perplexity with -c {n_ctx} needs at least "
                            f"{2 * n_ctx}: give a longer text or a smaller -c")
@@ -85,6 +87,11 @@ def token_nll(logits: np.ndarray, next_tokens: Sequence[int]) -> np.ndarray:
     return -((picked - top).astype(np.float64) - log_total)
 
 
+def row_values(n_vocab: int) -> int:
+    """uint16 values a base file keeps per scored token: the scale and minimum, then the vocabulary, even."""
+    return 2 * ((n_vocab + 1) // 2) + 4
+
+
 def quantized_log_probs(logits: np.ndarray, n_vocab: int) -> np.ndarray:  # logits: [n, n_vocab] float32
     """[n, nv] uint16 of a base file: each row's scale and minimum (two float32) then its log-probabilities,
     rounded to the nearest of 65536 steps from the minimum (llama-perplexity's nearest_int)."""
@@ -92,8 +99,7 @@ def quantized_log_probs(logits: np.ndarray, n_vocab: int) -> np.ndarray:  # logi
     low = np.maximum(logits.min(axis=1), top - np.float32(SPAN))
     log_total = np.log(np.exp(logits - top[:, None]).sum(axis=1, dtype=np.float64)).astype(np.float32)
     scale = ((top - low) / np.float32(65535)).astype(np.float32)
-    nv = 2 * ((n_vocab + 1) // 2) + 4
-    out = np.zeros((len(logits), nv), np.uint16)
+    out = np.zeros((len(logits), row_values(n_vocab)), np.uint16)
     head = np.stack([scale, (low - top - log_total).astype(np.float32)], axis=1)
     out[:, :4] = head.view(np.uint16)
     inverse = np.where(scale > 0, np.float32(1) / np.where(scale > 0, scale, 1), 0).astype(np.float32)
@@ -117,17 +123,14 @@ class BaseFile:
     tokens: list[list[int]]  # the chunks
     stream: BinaryIO = field(repr=False)
 
-    @property
-    def row_values(self) -> int:
-        return 2 * ((self.n_vocab + 1) // 2) + 4
-
     def next_chunk(self) -> np.ndarray:
         """[n_ctx - 1 - n_ctx // 2, nv] uint16: the next chunk's rows."""
         n = self.n_ctx - 1 - self.n_ctx // 2
-        data = self.stream.read(n * self.row_values * 2)
-        if len(data) != n * self.row_values * 2:
+        size = row_values(self.n_vocab)
+        data = self.stream.read(n * size * 2)
+        if len(data) != n * size * 2:
             raise KineticError("the KL-divergence base file ends before its last chunk")
-        return np.frombuffer(data, np.uint16).reshape(n, self.row_values)
+        return np.frombuffer(data, np.uint16).reshape(n, size)
 
 
 def open_base(stream: BinaryIO) -> BaseFile:
@@ -138,6 +141,9 @@ def open_base(stream: BinaryIO) -> BaseFile:
     if len(head) != 12:
         raise KineticError("the KL-divergence base file ends in its header")
     n_ctx, n_vocab, n_chunk = (int(v) for v in np.frombuffer(head, np.int32))
+    if n_ctx < 16 or n_vocab < 1 or n_chunk < 1:
+        raise KineticError(f"the KL-divergence base file's header is not a scoring's ({n_ctx} tokens a chunk, "
+                           f"{n_vocab} in the vocabulary, {n_chunk} chunks)")
     flat = np.frombuffer(stream.read(4 * n_ctx * n_chunk), np.int32)
     if len(flat) != n_ctx * n_chunk:
         raise KineticError("the KL-divergence base file ends in its tokens")
@@ -156,7 +162,6 @@ class Divergence:
 
     ours: Sums = field(default_factory=Sums)
     base: Sums = field(default_factory=Sums)
-    nll_product: float = 0.0
     kld: Sums = field(default_factory=Sums)
     p_diff2: Sums = field(default_factory=Sums)  # its nll is the sum of squares, its nll2 that of fourth powers
     same_top: int = 0
@@ -175,7 +180,6 @@ class Divergence:
         p_diff = np.exp(-nll) - np.exp(-nll_base)
         self.ours.add(nll)
         self.base.add(nll_base)
-        self.nll_product += float((nll * nll_base).sum())
         self.kld.add(kld)
         self.p_diff2.count += len(p_diff)
         self.p_diff2.nll += float((p_diff ** 2).sum())

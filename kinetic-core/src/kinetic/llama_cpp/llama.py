@@ -6,15 +6,17 @@ the argument, never a silent no-op."""
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
-from kinetic.engine.embedding import Embedder
+from kinetic.engine.embedding import EUCLIDEAN, Embedder
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
 from kinetic.llama_cpp.grammar import LlamaGrammar
 from kinetic.llama_cpp.shapes import embedding_list, llama_cpp_shaped
+from kinetic.server.embeddings import NO_NORM
 from kinetic.server.errors import ApiError
 from kinetic.server.fields import Fields
 from kinetic.server.openai import Completions
@@ -58,6 +60,7 @@ class Llama:
         self._embedder: Optional[Embedder] = None
         self._seeds = random.Random()
         self.set_seed(seed)
+        self._streaming: Optional[int] = None  # the thread whose stream holds the model
 
     # -- generating
 
@@ -122,11 +125,23 @@ class Llama:
 
     def _answer(self, chat: bool, body: dict[str, Any], model: Optional[str], echoed: str = ""):
         served = self._text_model()
+        if self._streaming == threading.get_ident():  # its slot would wait for this very thread
+            raise RuntimeError("this thread's stream still holds the model: read it to the end or close it first")
         try:
             answer = Completions(served, chat).answer(Fields({k: v for k, v in body.items() if v is not None}))
         except (ApiError, KineticError) as error:
             raise ValueError(str(error)) from None
-        return llama_cpp_shaped(answer, model or self.model_path, echoed)
+        shaped = llama_cpp_shaped(answer, model or self.model_path, echoed)
+        return shaped if isinstance(shaped, dict) else self._holding(shaped)
+
+    def _holding(self, chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The stream's chunks, marking the thread reading them as the one that holds the model."""
+        self._streaming = threading.get_ident()
+        try:
+            yield from chunks
+        finally:
+            chunks.close()
+            self._streaming = None
 
     # -- embeddings
 
@@ -142,7 +157,7 @@ class Llama:
         if truncate:
             tokens = [t[: self.n_ctx()] for t in tokens]
         try:
-            vectors = [embedder.embed(t, 2 if normalize else -1).tolist() for t in tokens]
+            vectors = [embedder.embed(t, EUCLIDEAN if normalize else NO_NORM).tolist() for t in tokens]
         except KineticError as error:
             raise ValueError(str(error)) from None
         out = vectors[0] if isinstance(input, str) else vectors
@@ -185,8 +200,13 @@ class Llama:
         return -1 if self._tokenizer.eos_id is None else self._tokenizer.eos_id
 
     def set_seed(self, seed: int) -> None:
-        """The seed the next calls without a seed of their own take theirs from; LLAMA_DEFAULT_SEED: a fresh one."""
-        self._seeds.seed(None if seed == LLAMA_DEFAULT_SEED else seed)
+        """The seed the next calls without a seed of their own take theirs from; LLAMA_DEFAULT_SEED (or -1, as
+        llama.cpp reads it): a fresh one."""
+        self._seeds.seed(None if seed & 0xFFFFFFFF == LLAMA_DEFAULT_SEED else seed)
+
+    def close(self) -> None:
+        """Release the model; later calls raise ValueError."""
+        self._served = self._embedder = None
 
     def save_state(self) -> object:
         """Where the calls' seeds stand (the cache is the engine's, and any answer is the same with or without it)."""
@@ -197,7 +217,7 @@ class Llama:
 
     def _loaded(self) -> ServedModel:
         if self._served is None:
-            raise ValueError(f"{self.model_path} was loaded with vocab_only=True: only its vocabulary is here")
+            raise ValueError(f"{self.model_path} is closed, or was loaded with vocab_only=True: no model is here")
         return self._served
 
     def _text_model(self) -> ServedModel:

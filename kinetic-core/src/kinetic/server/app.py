@@ -19,7 +19,8 @@ from kinetic.server.served import ServedModel
 from kinetic.server.unserved import not_served_routes
 
 # Bodies of these must be application/json (the OpenAI routes); llama-server's routes take any type.
-JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/prefill", "/v1/embeddings", "/v1/rerank",
+JSON_ROUTES = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/prefill",
+                         "/v1/embeddings", "/v1/rerank", "/v1/reranking",
                          "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/responses",
                          "/v1/responses/input_tokens", "/responses/input_tokens"})
 

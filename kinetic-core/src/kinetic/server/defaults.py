@@ -4,7 +4,6 @@ what a request that does not set a field gets, and how /props reports them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kinetic.sampling.names import SETTINGS
@@ -21,7 +20,7 @@ class ServerDefaults:
 
     sampling: Mapping[str, Any] = field(default_factory=dict)
     n_predict: int = -1
-    sign_key: Optional[Path] = None  # --sign-key: receipts are signed with it
+    sign_key: Optional[bytes] = None  # --sign-key's Ed25519 secret key: receipts are signed with it
 
     def max_tokens(self, requested: int) -> int:
         """A request's limit, or the server's when it gives none (-1 or 0), as llama-server does."""

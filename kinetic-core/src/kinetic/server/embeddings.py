@@ -61,8 +61,7 @@ class OpenAIEmbeddings:
             raise bad_request(f"{self.served.name} gives vectors of {n_embd} dimensions and cannot shorten them; "
                               "leave dimensions out", "dimensions")
         prompts = input_prompts(self.served.session.tokenizer, fields.body.get("input"), "input")
-        vectors = embeddings(self.served, prompts, fields.integer("embd_normalize") if "embd_normalize" in
-                             fields.body else EUCLIDEAN)
+        vectors = embeddings(self.served, prompts, fields.integer("embd_normalize", EUCLIDEAN))
         data = [{"object": "embedding", "index": i, "embedding": _encoded(vector, encoding)}
                 for i, vector in enumerate(vectors)]
         used = sum(len(tokens) for tokens in prompts)
@@ -91,8 +90,7 @@ class LlamaEmbeddings:
         if field not in fields.body:
             raise bad_request("input or content must be given: the text to embed", "content")
         prompts = input_prompts(self.served.session.tokenizer, fields.body[field], field)
-        norm = fields.integer("embd_normalize") if "embd_normalize" in fields.body else EUCLIDEAN
-        vectors = embeddings(self.served, prompts, norm)
+        vectors = embeddings(self.served, prompts, fields.integer("embd_normalize", EUCLIDEAN))
         resp.media = [{"index": i, "embedding": (vector if vector.ndim == 2 else vector[None]).tolist()}
                       for i, vector in enumerate(vectors)]
 

@@ -19,6 +19,9 @@ def receipt_asked(fields: Fields) -> tuple[Fields, bool]:
 
 
 def check_receipt(run: Run) -> None:
+    if run.job.n_indent or run.job.t_max_predict_ms:
+        raise bad_request("a receipt does not record n_indent or t_max_predict_ms; leave out receipt or them",
+                          "receipt")
     if run.job.grammar is not None:
         raise bad_request("a receipt does not record a grammar, JSON schema or tools yet; leave out receipt or them",
                           "receipt")

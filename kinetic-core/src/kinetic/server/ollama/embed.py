@@ -24,6 +24,10 @@ class OllamaEmbed:
         started = time.perf_counter_ns()
         fields = Fields(read_json(req))
         name = requested_model(self.served, fields)
+        dimensions = fields.integer("dimensions")
+        if dimensions is not None and dimensions != self.served.embedder.n_embd:
+            raise bad_request(f"{name} gives vectors of {self.served.embedder.n_embd} dimensions and cannot shorten "
+                              "them; leave dimensions out", "dimensions")
         prompts = input_prompts(self.served.session.tokenizer, fields.body.get("input"), "input")
         vectors = embeddings(self.served, prompts, EUCLIDEAN)
         resp.media = {"model": name, "embeddings": [vector.tolist() for vector in vectors],
