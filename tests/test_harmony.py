@@ -136,3 +136,26 @@ def test_a_harmony_vocabulary_shows_the_markers_as_text(tmp_path):
     detokenizer = tokenizer.detokenizer(False)
     assert [detokenizer.feed(259 + i) for i in range(len(controls))] == [*MARKERS, "", ""]
     assert {tokenizer.is_eog(259 + i) for i in range(len(MARKERS))} == {False}
+
+
+INVOICE = {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"],
+           "additionalProperties": False}
+
+
+@pytest.mark.parametrize("text, held", [
+    ('<|channel|>analysis<|message|>I need JSON.<|end|><|start|>assistant<|channel|>final <|constrain|>json'
+     '<|message|>{"amount": 123.45}', True),
+    ('<|channel|>final<|message|>{"amount": 1}', True),
+    ('<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>{"amount": "a"}', False),
+    ('<|channel|>final<|message|>{"amount": 1, "b": 2}', False),
+    ('{"amount": 1}', False),
+    ('<|channel|>commentary<|message|>{"amount": 1}', False),
+])
+def test_a_json_answer_may_reason_first_then_is_json(text, held):
+    """response_format on gpt-oss: llama.cpp's grammar lets the analysis message come first, then holds the final
+    message to the schema."""
+    from kinetic.tools.formats.harmony import json_answer
+
+    vocabulary = ByteVocabulary(HARMONY.markers)
+    llg = llguidance.LLTokenizer(llguidance.TokenizerWrapper(vocabulary))
+    assert accepts(json_answer(INVOICE, vocabulary.markup()), llg, vocabulary.encode(text)) == held

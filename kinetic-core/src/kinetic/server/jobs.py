@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Optional
 
 from kinetic.chat.harmony import writes_harmony
-from kinetic.server.constraints import request_grammar
+from kinetic.constraints import GrammarError
+from kinetic.server.constraints import request_grammar, requested_schema
 from kinetic.server.content_parts import CHAT, joined_text
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields, json_type
@@ -17,6 +18,7 @@ from kinetic.server.sampling import sampling_overrides
 from kinetic.server.served import ServedModel, Job
 from kinetic.server.tool_calls import calls_grammar, offered_tools
 from kinetic.tools import ToolRequest
+from kinetic.tools.formats.harmony import json_answer
 
 MAX_STOPS = 16
 
@@ -110,8 +112,22 @@ def chat_job(served: ServedModel, fields: Fields) -> Job:
     thinking = None if harmony else thinking_start(source, text, kwargs)
     tool_use = {} if offered is None else {"grammar": calls_grammar(served, offered, fields, thinking),
                                            "tool_format": served.tool_format, "tool_functions": offered.functions}
+    if harmony and offered is None:
+        tool_use.update(harmony_answer(served, fields))
     return job(served, fields, prompt, text, max_tokens(fields, "max_completion_tokens", "max_tokens"),
                chat_logprobs(fields), thinking, harmony=harmony, **tool_use)
+
+
+def harmony_answer(served: ServedModel, fields: Fields) -> dict[str, Any]:
+    """A gpt-oss chat asking for JSON (response_format, json_schema): the grammar of a harmony answer whose final
+    message is that JSON, its reasoning free before it; nothing for free text or a GBNF grammar of the client's."""
+    schema = None if fields.has("grammar") else requested_schema(fields)
+    if schema is None:
+        return {}
+    try:
+        return {"grammar": json_answer(schema, served.tool_markup)}
+    except GrammarError as error:
+        raise bad_request(str(error), "json_schema" if fields.has("json_schema") else "response_format") from None
 
 
 def prompt_tokens(served: ServedModel, prompt: Any) -> tuple[list[int], str]:

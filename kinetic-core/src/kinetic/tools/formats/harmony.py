@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Sequence
+from typing import Any, Sequence
 
+from kinetic.constraints import Grammar
 from kinetic.constraints.grammar import lark_json
-from kinetic.chat.harmony import CHANNEL, CONSTRAIN, MESSAGE, writes_harmony
+from kinetic.chat.harmony import CHANNEL, CONSTRAIN, END, MARKERS, MESSAGE, START, writes_harmony
 from kinetic.tools.calls import ToolCall
 from kinetic.tools.format import Markup, ToolFormat
 from kinetic.tools.formats.rules import quoted
@@ -36,6 +37,22 @@ def calls_rule(tools: Sequence[Tool], parallel: bool, markup: Markup) -> str:
     return "\n".join(lines)
 
 
+def json_answer(schema: Any, markup: Markup) -> Grammar:
+    """A harmony answer whose final message is JSON that validates against schema (response_format, json_schema),
+    as llama.cpp's gpt-oss grammar holds it: the reasoning may come first, in its own analysis message."""
+    lark = "\n".join([
+        "%llguidance {}",
+        "start: (harmony_analysis harmony_next)? harmony_final",
+        f"harmony_analysis: {markup.literal(CHANNEL)} \"analysis\" {markup.literal(MESSAGE)} HARMONY_TEXT "
+        f"{markup.literal(END)}",
+        f"harmony_next: {markup.literal(START)} \"assistant\"",
+        f"harmony_final: {markup.literal(CHANNEL)} \"final\" (\" \" {markup.literal(CONSTRAIN)}? \"json\")? "
+        f"{markup.literal(MESSAGE)} {lark_json(schema)}",
+        "HARMONY_TEXT: /(.|\\n)*/",
+    ])
+    return Grammar.from_lark(lark, "JSON answer grammar")
+
+
 def read_calls(text: str, tools: Sequence[Tool]) -> tuple[list[ToolCall], int]:
     header = HEADER.match(text)
     if header is None:
@@ -50,4 +67,4 @@ def read_calls(text: str, tools: Sequence[Tool]) -> tuple[list[ToolCall], int]:
 
 
 HARMONY = ToolFormat(name="GPT-OSS", trigger=TRIGGER, matches=writes_harmony, calls_rule=calls_rule,
-                     read_calls=read_calls, markers=(CHANNEL, CONSTRAIN, MESSAGE))
+                     read_calls=read_calls, markers=MARKERS)
