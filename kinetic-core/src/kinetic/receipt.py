@@ -24,6 +24,7 @@ from kinetic.paths import cache_dir
 from kinetic.sampling.settings import SamplingSettings
 
 VERSION = 1
+LIMITS = ("max_tokens", "stop")  # what a receipt's sampling record holds beside the SamplingSettings
 PACKAGES = ("kinetic", "kinetic_cpu", "kinetic_cuda", "kinetic_families", "kinetic_formats", "kinetic_speed")
 SOURCES = ("*.py", "*.cu", "*.cuh")
 
@@ -82,9 +83,11 @@ def settings_record(settings: SamplingSettings) -> dict[str, Any]:
 
 
 def settings_from(record: dict[str, Any]) -> SamplingSettings:
+    """The SamplingSettings of a receipt's sampling record, its limits (LIMITS) left out."""
     try:
         bias = {int(t): -math.inf if b is False else float(b) for t, b in record["logit_bias"].items()}
-        return SamplingSettings(**{**record, "logit_bias": bias})
+        kept = {name: value for name, value in record.items() if name not in LIMITS}
+        return SamplingSettings(**{**kept, "logit_bias": bias})
     except (TypeError, ValueError, KeyError) as error:
         raise KineticError(f"the receipt's sampling settings cannot be read ({error})") from None
 

@@ -44,7 +44,7 @@ def verify_command(path: Path, model: Optional[Path], device: Optional[str]) -> 
     for name, part in (("prompt", prompt), ("output", output)):
         if tokens_blake3(part["ids"]) != part["blake3"] or len(part["ids"]) != part["count"]:
             raise KineticError(f"the receipt's {name} tokens do not match their BLAKE3: it was changed")
-    settings = settings_from({k: v for k, v in receipt["sampling"].items() if k not in ("max_tokens", "stop")})
+    settings = settings_from(receipt["sampling"])
     made = receipt["device"]["class"]
     print(f"receipt:   {receipt['model']['file']}, {prompt['count']} prompt and {output['count']} output tokens, "
           f"seed {settings.seed}, made on {made} by Kinetic {receipt['kinetic']['version']} "

@@ -95,9 +95,9 @@ def row_values(n_vocab: int) -> int:
 def quantized_log_probs(logits: np.ndarray, n_vocab: int) -> np.ndarray:  # logits: [n, n_vocab] float32
     """[n, nv] uint16 of a base file: each row's scale and minimum (two float32) then its log-probabilities,
     rounded to the nearest of 65536 steps from the minimum (llama-perplexity's nearest_int)."""
-    top = logits.max(axis=1)
+    top, log_total = log_softmax_rows(logits)
+    log_total = log_total.astype(np.float32)
     low = np.maximum(logits.min(axis=1), top - np.float32(SPAN))
-    log_total = np.log(np.exp(logits - top[:, None]).sum(axis=1, dtype=np.float64)).astype(np.float32)
     scale = ((top - low) / np.float32(65535)).astype(np.float32)
     out = np.zeros((len(logits), row_values(n_vocab)), np.uint16)
     head = np.stack([scale, (low - top - log_total).astype(np.float32)], axis=1)

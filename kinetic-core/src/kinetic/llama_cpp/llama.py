@@ -138,9 +138,8 @@ class Llama:
         """The stream's chunks, marking the thread reading them as the one that holds the model."""
         self._streaming = threading.get_ident()
         try:
-            yield from chunks
+            yield from chunks  # closing this closes them
         finally:
-            chunks.close()
             self._streaming = None
 
     # -- embeddings
@@ -168,7 +167,9 @@ class Llama:
         return embedding_list(vectors if not isinstance(input, str) else [vectors], model or self.model_path, count)
 
     def _make_embedder(self) -> Embedder:
-        self._embedder = Embedder(self._loaded().session, default_pooling="none")
+        """The server's embedder where the file pools its embeddings, else one giving each token's vector."""
+        served = self._loaded()
+        self._embedder = served.embedder or Embedder(served.session, default_pooling="none")
         return self._embedder
 
     # -- the vocabulary and the context
