@@ -31,12 +31,13 @@ def find_llama_bench(given: str) -> Path:
 
 
 def run_llama_bench(given: str, model: Path, threads: int, repetitions: int, gpu: bool = False,
-                    cache_types: tuple[str, str] = ("f16", "f16")) -> dict:
+                    cache_types: tuple[str, str] = ("f16", "f16"), extra: tuple[str, ...] = ()) -> dict:
     """llama-bench's best pp512 and tg128, flash attention on, with its build: on the CPU (-ngl 0), or with
-    every layer on the GPU (-ngl 99); with Kinetic's KV cache types (-ctk, -ctv); and its peak memory."""
+    every layer on the GPU (-ngl 99); with Kinetic's KV cache types (-ctk, -ctv), its extra arguments (say
+    -ncmoe 48); and its peak memory."""
     binary = find_llama_bench(given)
     command = [str(binary), "-m", str(model), "-p", "512", "-n", "128", "-r", str(repetitions), "-t", str(threads),
-               "-ngl", "99" if gpu else "0", "-fa", "1", "-ctk", cache_types[0], "-ctv", cache_types[1], "-o", "json"]
+               "-ngl", "99" if gpu else "0", "-fa", "1", "-ctk", cache_types[0], "-ctv", cache_types[1], "-o", "json", *extra]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = 0
     while True:  # its high-water mark, read while it runs: a finished child's ru_maxrss counts this process too
