@@ -6,12 +6,14 @@ with the probe's reason; they run on an NVIDIA machine."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import types
 from functools import lru_cache
 from pathlib import Path
 
 import gguf
+from gguf.quants import quantize
 import numpy as np
 import pytest
 
@@ -35,19 +37,20 @@ from kinetic_cuda.support import FLOATS, QUANTIZED  # noqa: E402
 REASON = kinetic_cuda.probe()
 gpu = pytest.mark.skipif(REASON is not None, reason=f"CUDA is not usable here: {REASON}")
 
-FAMILIES = [arch for arch in ARCHITECTURES if arch != "gpt-oss"]  # CUDA refuses gpt-oss's sinks and experts for now
+FAMILIES = ARCHITECTURES
 # int8 activations where the reference multiplies in float32 (as on the CPU device): the logits differ by
 # a small fraction of their spread, the mean difference under TOLERANCE and the largest under 10 times it.
 # Measured on the H200: mean 0.006 to 0.02 for Q8_0 files; 0.02 to 0.03 for the Q4_K_M mix, whose random
 # K-quant blocks have heavier tails than trained weights.
-TOLERANCE = {"Q8_0": 0.02, "Q4_K_M": 0.04}
+TOLERANCE = {"Q8_0": 0.02, "Q4_K_M": 0.04, "MXFP4": 0.04}
 # a greedy token may part from the reference's only where the reference's top two are closer than the
 # largest logit differences allow (in fractions of the logits' spread; measured up to 0.036)
 NEAR_TIE = 0.1
-# the mix of a Q4_K_M file: Q4_K, with Q6_K for values, down projections and the embedding, F16 output
+# the mix of a Q4_K_M file: Q4_K, with Q6_K for values, down projections (the experts' too) and the embedding,
+# F16 output
 MIXED = {"attn_q": "Q4_K", "attn_k": "Q4_K", "attn_v": "Q6_K", "attn_output": "Q4_K", "ffn_gate": "Q4_K",
-         "ffn_up": "Q4_K", "ffn_down": "Q6_K", "in_proj": "Q4_K", "out_proj": "Q4_K", "token_embd": "Q6_K",
-         "output": "F16"}
+         "ffn_up": "Q4_K", "ffn_down": "Q6_K", "ffn_gate_exps": "Q4_K", "ffn_up_exps": "Q4_K",
+         "ffn_down_exps": "Q6_K", "in_proj": "Q4_K", "out_proj": "Q4_K", "token_embd": "Q6_K", "output": "F16"}
 
 
 def mixed_model(path: Path, arch: str, dims: Dims) -> Path:
@@ -58,19 +61,35 @@ def mixed_model(path: Path, arch: str, dims: Dims) -> Path:
     for tensor in gguf.GGUFReader(path).tensors:
         kind = tensor.name.split(".")[-2] if tensor.name.startswith("blk.") else tensor.name.split(".")[0]
         if tensor.name.endswith(".weight") and kind in MIXED:
-            rows, k = (int(n) for n in tensor.shape[::-1])
-            extra[tensor.name] = (random_blocks(MIXED[kind], rows, k, rng), gguf.GGMLQuantizationType[MIXED[kind]])
+            *stacked, rows, k = (int(n) for n in tensor.shape[::-1])  # a stack of experts' matrices: [n, rows, k]
+            blocks = random_blocks(MIXED[kind], math.prod(stacked) * rows, k, rng).reshape(*stacked, rows, -1)
+            extra[tensor.name] = (blocks, gguf.GGMLQuantizationType[MIXED[kind]])
     return write_random_model(path, arch, dims, weight_type="F32", seed=5, extra_tensors=extra)
+
+
+def mxfp4_experts_model(path: Path, arch: str) -> Path:
+    """A random Q8_0 model whose experts are MXFP4, as gpt-oss ships them (gguf-py quantizes MXFP4)."""
+    dims = Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512)
+    write_random_model(path, arch, dims, weight_type="Q8_0", seed=7)
+    rng = np.random.default_rng(13)
+    extra = {}
+    for tensor in gguf.GGUFReader(path).tensors:
+        if tensor.name.endswith(("_exps.weight")):
+            values = rng.standard_normal(tuple(int(n) for n in tensor.shape[::-1]), dtype=np.float32) * 0.1
+            extra[tensor.name] = (quantize(values, gguf.GGMLQuantizationType.MXFP4), gguf.GGMLQuantizationType.MXFP4)
+    return write_random_model(path, arch, dims, weight_type="Q8_0", seed=7, extra_tensors=extra)
 
 
 WEIGHTS = {
     "Q8_0": lambda path, arch: write_random_model(path, arch, Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256),
                                                   weight_type="Q8_0", seed=7),
     "Q4_K_M": lambda path, arch: mixed_model(path, arch, Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512)),
+    "MXFP4": mxfp4_experts_model,
 }
+MODELS = [(f, w) for f in FAMILIES for w in ("Q8_0", "Q4_K_M")] + [("gpt-oss", "MXFP4")]
 
 
-@pytest.fixture(scope="module", params=[(f, w) for f in FAMILIES for w in WEIGHTS], ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(scope="module", params=MODELS, ids=lambda p: f"{p[0]}-{p[1]}")
 def random_model(request, tmp_path_factory) -> Path:
     family, weights = request.param
     return WEIGHTS[weights](tmp_path_factory.mktemp("cuda") / f"{family}-{weights}.gguf", family)
@@ -171,10 +190,12 @@ def test_upload_refuses_a_weight_type_without_kernel(tmp_path):
         kinetic_cuda.upload(load_stack(path), UploadOptions(context_length=64))
 
 
-def test_upload_refuses_gpt_oss_saying_what_it_lacks(tmp_path):
-    path = write_random_model(tmp_path / "g.gguf", "gpt-oss", Dims(n_embd=256, n_head=4, n_head_kv=2))
-    with pytest.raises(KineticError, match=r"^CUDA cannot run this model: CUDA has no attention kernel with sinks or "
-                                           r"an output bias$"):
+def test_upload_refuses_mxfp4_rows_of_an_odd_number_of_blocks(tmp_path):
+    up = quantize(np.random.default_rng(0).standard_normal((128, 96), dtype=np.float32), gguf.GGMLQuantizationType.MXFP4)
+    path = write_random_model(tmp_path / "m.gguf", "llama", Dims(n_embd=96, n_head=2, n_head_kv=2, n_ff=128),
+                              extra_tensors={"blk.1.ffn_up.weight": (up, gguf.GGMLQuantizationType.MXFP4)})
+    with pytest.raises(KineticError, match=r"^CUDA cannot run this model: CUDA needs rows of an even number of bytes "
+                                           r"\(blk\.1\.ffn_up\.weight: 51\)$"):
         kinetic_cuda.upload(load_stack(path), UploadOptions(context_length=64))
 
 

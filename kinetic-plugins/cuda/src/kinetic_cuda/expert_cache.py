@@ -14,9 +14,10 @@ from kinetic_cuda.weights import GpuMatrix, aligned
 
 
 class ExpertCache:
-    """The gate, up and down matrices of an Experts block, n_slots experts of each on the GPU. pinned: every
-    expert's bytes copied into page-locked memory at load (copies then run at the bus's speed), else read from
-    the memory-mapped file as they are copied (blocks padded then, where the GPU pads them)."""
+    """The gate, up and down matrices of an Experts block, n_slots experts of each on the GPU, with their biases
+    where the block has them. pinned: every expert's bytes copied into page-locked memory at load (copies then run
+    at the bus's speed), else read from the memory-mapped file as they are copied (blocks padded then, where the
+    GPU pads them)."""
 
     def __init__(self, block: Experts, n_slots: int, pinned: bool):
         self.slots = ExpertSlots(block.n_expert, n_slots)
@@ -25,14 +26,24 @@ class ExpertCache:
         for weight in (block.gate, block.up, block.down):  # each [n_expert, rows, k]
             self.matrices.append(GpuMatrix.of(weight, held=n_slots * weight.shape[1]))
             self._experts.append(_expert_bytes(weight, pinned))
+        # every expert's biases, [n_expert, rows] float32 in system memory, and the slots' ([n_slots * rows]; slot
+        # s holds expert s at first, as ExpertSlots starts)
+        self._biases = [None if w is None else w.to_float32().reshape(block.n_expert, -1)
+                        for w in (block.gate_bias, block.up_bias, block.down_bias)]
+        self.biases = tuple(None if b is None else cupy.asarray(np.ascontiguousarray(b[:n_slots]).reshape(-1))
+                            for b in self._biases)
 
     def copy(self, copies: list[tuple[int, int]]) -> None:
-        """Each (expert, slot): the expert's matrices into the slot, queued on the current stream."""
+        """Each (expert, slot): the expert's matrices and biases into the slot, queued on the current stream."""
         stream = cupy.cuda.get_current_stream()
         for matrix, expert_bytes in zip(self.matrices, self._experts):
             for expert, slot in copies:
                 host = expert_bytes(expert)
                 matrix.data[slot * host.size : (slot + 1) * host.size].set(host, stream)
+        for slots, every in zip(self.biases, self._biases):
+            for expert, slot in copies if slots is not None else ():
+                width = every.shape[1]
+                slots[slot * width : (slot + 1) * width].set(every[expert], stream)
 
     def batches(self, ids: cupy.ndarray, picked: Optional[np.ndarray]) -> Iterator[None]:
         """For each batch of the experts picked ([pairs], a host copy of ids'), its copies queued and ids holding

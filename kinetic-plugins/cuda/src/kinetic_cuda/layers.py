@@ -62,12 +62,12 @@ def products(ws: Workspace, x: cupy.ndarray, n: int, jobs: list[tuple], accumula
 
 
 def residual(ws: Workspace, m: GpuMatrix, x: cupy.ndarray, n: int, post_norm: Optional[GpuNorm], scale: float,
-             prepared: bool = False) -> None:
-    """ws.x += post_norm(x . m^T) * scale: straight into ws.x when there is neither."""
+             prepared: bool = False, bias: Optional[cupy.ndarray] = None) -> None:
+    """ws.x += post_norm(x . m^T + bias) * scale: straight into ws.x when there is neither."""
     if post_norm is None and scale == 1:
-        products(ws, x, n, [(m, ws.x, None)], accumulate=True, prepared=prepared)
+        products(ws, x, n, [(m, ws.x, bias)], accumulate=True, prepared=prepared)
         return
-    products(ws, x, n, [(m, ws.y, None)], prepared=prepared)
+    products(ws, x, n, [(m, ws.y, bias)], prepared=prepared)
     if post_norm is not None:
         post_norm(ws.y, n, ws.y)
     ops.add(ws.x, ws.y, n, scale)
@@ -124,7 +124,9 @@ class GpuAttention:
         self.norm, self.q_norm, self.k_norm, self.post_norm = (_optional(x) for x in (a.norm, a.q_norm, a.k_norm,
                                                                                        a.post_norm))
         self.q, self.k, self.v, self.o = (matrix(w) for w in (a.q, a.k, a.v, a.o))
-        self.q_bias, self.k_bias, self.v_bias = (_bias(w) for w in (a.q_bias, a.k_bias, a.v_bias))
+        self.q_bias, self.k_bias, self.v_bias, self.o_bias = (_bias(w) for w in (a.q_bias, a.k_bias, a.v_bias,
+                                                                                 a.o_bias))
+        self.sinks = _bias(a.sinks)
         self.table = tables(a.rope)
         self.q_width, self.kv_width = a.n_head * a.head_dim, a.n_head_kv * a.head_dim
         self.widths = mix_widths(a)
@@ -160,14 +162,14 @@ class GpuAttention:
                 ops.store_q8(x, positions, n, cache)
         # the attention kernel quantizes whole heads, unless they must turn back or be gated first
         quantized = self.o.quantized and a.head_dim % 32 == 0 and not self.turn_values and not a.output_gate
-        ops.attention(ws, a, positions, n, keys, values, self.q8, ws.acts if quantized else None)
+        ops.attention(ws, a, positions, n, keys, values, self.q8, ws.acts if quantized else None, self.sinks)
         att = ws.view(ws.att, self.q_width)
         if self.turn_values:
             ops.rotate(att, n, self.turn_values)
         if a.output_gate:
             quantized = self.o.quantized
             ops.sigmoid_mul(att, gate, n, ws.acts if quantized else None)
-        residual(ws, self.o, att, n, self.post_norm, self.residual_scale, prepared=quantized)
+        residual(ws, self.o, att, n, self.post_norm, self.residual_scale, prepared=quantized, bias=self.o_bias)
 
     def _head_norms(self, q: cupy.ndarray, k: cupy.ndarray, n: int) -> None:
         """q_norm and k_norm in place, over each head or across the heads (the norm's width says which)."""
@@ -196,7 +198,7 @@ class GpuFeedForward:
         self.norm, self.post_norm = _optional(f.norm), _optional(f.post_norm)
         self.residual_scale = residual_scale
         self.gate, self.up, self.down = (matrix(w) for w in (f.gate, f.up, f.down))
-        self.gelu = f.activation == "gelu_tanh"
+        self.activation = f.activation
         self.width = self.gate.rows
 
     def run(self, ws: Workspace, n: int) -> None:
@@ -212,42 +214,42 @@ class GpuFeedForward:
         """act(gate(h)) * up(h) in ws.gate, and its int8 blocks in ws.acts where down takes them."""
         g, u = ws.view(ws.gate, self.width), ws.view(ws.up, self.width)
         products(ws, h, n, [(self.gate, g, None), (self.up, u, None)], prepared=prepared)
-        ops.gate(g, u, n, self.gelu, ws.acts if self.down.quantized else None)
+        ops.gate(g, u, n, self.activation, ws.acts if self.down.quantized else None)
         return g
 
 
 class GpuExperts:
     """A mixture of experts (docs/experts.md): routing on the GPU, each (row, rank) pair's products by its expert's
-    matrices, then each row's weighted sum in rank order with the shared expert's output. With every expert on
+    matrices (a prompt's pairs grouped by expert, so each expert's weights are read once a tile of its pairs), then
+    each row's weighted sum in rank order with the shared expert's output. With every expert on
     the GPU there is no host round trip, so a decode step stays one graph; under Flywheel (cache), the pass reads
     the picked experts back to copy over those not in a slot."""
 
     def __init__(self, m: Experts, matrix: Matrices, residual_scale: float, cache: Optional[ExpertCache] = None):
         self.block, self.residual_scale, self.cache = m, residual_scale, cache
         self.norm = GpuNorm(m.norm)
-        self.router = matrix(m.router)
+        self.router, self.router_bias = matrix(m.router), _bias(m.router_bias)
         self.gate, self.up, self.down = cache.matrices if cache else (matrix(w) for w in (m.gate, m.up, m.down))
+        # each expert's biases [n_expert * rows] (gpt-oss), or under Flywheel each slot's
+        self.biases = cache.biases if cache else tuple(_bias(w) for w in (m.gate_bias, m.up_bias, m.down_bias))
         self.bias = _bias(m.selection_bias)
         self.shared = GpuFeedForward(m.shared, matrix, 1.0) if m.shared is not None else None
         self.shared_gate = matrix(m.shared_gate) if m.shared_gate is not None else None
         self.width = m.gate.shape[1]
         self.int8 = wants_int8(self.gate, self.up, *((self.shared.gate, self.shared.up) if self.shared else ()))
+        # prompts group the pairs by expert for the tensor cores' products (ops.grouped_expert_products)
+        self.grouped = self.gate.type == self.up.type and all(x.quantized for x in (self.gate, self.up, self.down))
 
     def run(self, ws: Workspace, n: int) -> None:
         m, pairs, d = self.block, n * self.block.n_used, ws.x.shape[1]
         h, prepared = _norm_input(ws, self.norm, n, self.int8)
         logits = ws.view(ws.router, m.n_expert)
-        products(ws, h, n, [(self.router, logits, None)], prepared=True)
+        products(ws, h, n, [(self.router, logits, self.router_bias)], prepared=True)
         ops.route(logits, n, m, self.bias, ws.expert_ids, ws.expert_weights)
         picked = ws.expert_ids[:pairs].get(stream=cupy.cuda.get_current_stream()) if self.cache else None
-        gate, up = ws.view(ws.expert_gate, self.width, pairs), ws.view(ws.expert_up, self.width, pairs)
-        for _ in self._batches(ws, picked):
-            for matrix, out in ((self.gate, gate), (self.up, up)):
-                ops.expert_products(matrix, self.width, ws.expert_ids, m.n_used, pairs, ws.acts, h, out)
-        ops.gate(gate, up, pairs, False, ws.expert_acts if self.down.quantized else None)
         y = ws.view(ws.expert_out, d, pairs)
         for _ in self._batches(ws, picked):
-            ops.expert_products(self.down, d, ws.expert_ids, 1, pairs, ws.expert_acts, gate, y)
+            self._products(ws, h, n, y)
         gates = None
         if self.shared is not None:
             self.shared.feed(ws, h, n, prepared, ws.y)
@@ -256,6 +258,26 @@ class GpuExperts:
                 products(ws, h, n, [(self.shared_gate, gates, None)], prepared=True)
         ops.combine_experts(y, ws.expert_weights, n, m.n_used, ws.y, self.shared is not None, gates)
         ops.add(ws.x, ws.y, n, self.residual_scale)
+
+    def _products(self, ws: Workspace, h: cupy.ndarray, n: int, y: cupy.ndarray) -> None:
+        """y[p] = down(act(gate(h)) * up(h)) of the expert of each pair p in ws.expert_ids (ids < 0 left alone), h:
+        [n, d]. From MMA_FROM rows on, grouped by expert (gate and up then hold the grouped positions)."""
+        m, pairs, d = self.block, n * self.block.n_used, y.shape[1]
+        gate, up = ws.view(ws.expert_gate, self.width, pairs), ws.view(ws.expert_up, self.width, pairs)
+        acts = ws.expert_acts if self.down.quantized else None
+        gate_bias, up_bias, down_bias = self.biases
+        if self.grouped and n >= ops.MMA_FROM:
+            ops.group_pairs(ws.expert_ids, pairs, m.n_used, ws.groups)
+            ops.grouped_expert_products([(self.gate, gate, gate_bias), (self.up, up, up_bias)], self.width, pairs,
+                                        ws.groups, ws.acts, gather=True)
+            ops.gate(gate, up, pairs, m.activation, acts)
+            ops.grouped_expert_products([(self.down, y, down_bias)], d, pairs, ws.groups, ws.expert_acts,
+                                        gather=False)
+            return
+        for matrix, out, bias in ((self.gate, gate, gate_bias), (self.up, up, up_bias)):
+            ops.expert_products(matrix, self.width, ws.expert_ids, m.n_used, pairs, ws.acts, h, out, bias)
+        ops.gate(gate, up, pairs, m.activation, acts)
+        ops.expert_products(self.down, d, ws.expert_ids, 1, pairs, ws.expert_acts, gate, y, down_bias)
 
     def _batches(self, ws: Workspace, picked: Optional[np.ndarray]) -> Iterator[None]:
         """Once with every expert on the GPU; under Flywheel once per batch of slots (ExpertCache.batches)."""
@@ -359,5 +381,5 @@ class GpuDeltaNet:
         heads = o.reshape(-1, hd)
         self.out_norm(heads, n * g.n_v_head, heads)
         quantized = self.out_proj.quantized
-        ops.gate(z, o, n, False, ws.acts if quantized else None)  # z = silu(z) * normed o
+        ops.gate(z, o, n, "silu", ws.acts if quantized else None)  # z = silu(z) * normed o
         residual(ws, self.out_proj, z, n, None, self.residual_scale, prepared=quantized)

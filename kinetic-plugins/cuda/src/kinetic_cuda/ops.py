@@ -14,7 +14,7 @@ import numpy as np
 
 from kinetic_cuda.module import kernel
 from kinetic_cuda.weights import MMA_ROWS, MMA_THREADS, MMA_TOKENS, TILE, GpuMatrix
-from kinetic_cuda.workspace import Activations, Workspace
+from kinetic_cuda.workspace import Activations, ExpertGroups, Workspace
 
 NULL = np.uint64(0)
 MV_THREADS = 128  # threads of a matmul.cu matvec thread block, which takes TILE tokens
@@ -27,6 +27,8 @@ GROUP_FROM = 16  # rows from which attention thread blocks take several query he
 HEAD_PAIRS = (1, 2, 4)  # pairs of head dims an attention lane holds (attention.cu's P): heads of up to 64, 128, 256
 ATTENTION_KERNELS = tuple(f"attention_{g}_{p}" for g in range(1, MAX_GROUP + 1) for p in HEAD_PAIRS)
 NORM_THREADS = 1024  # norm_rope.cu's rms_norm, at most
+ACTIVATIONS = {"silu": 0, "gelu_tanh": 1, "swiglu_oai": 2}  # elementwise.cu's gate
+GATINGS = {"softmax": 0, "sigmoid": 1, "softmax_weight": 2}  # experts.cu's route
 
 
 def _blocks(total: int) -> int:
@@ -69,20 +71,45 @@ def matmul(jobs: list[tuple], acts: Activations, x: cupy.ndarray, n: int, accumu
 
 
 def expert_products(m: GpuMatrix, rows: int, ids: cupy.ndarray, tokens_per: int, pairs: int, acts: Activations,
-                    x: cupy.ndarray, out: cupy.ndarray) -> None:
-    """out[p, :rows] = the matrix of expert ids[p] . x[p // tokens_per] for p < pairs, m a stack of experts' matrices
-    of `rows` rows each; a quantized m reads acts, made of x. Each output in matmul.cu's one order."""
+                    x: cupy.ndarray, out: cupy.ndarray, bias: Optional[cupy.ndarray] = None) -> None:
+    """out[p, :rows] = the matrix of expert ids[p] . x[p // tokens_per] (+ row ids[p] of bias [n, rows]) for
+    p < pairs, m a stack of experts' matrices of `rows` rows each; a quantized m reads acts, made of x. Each output
+    in matmul.cu's one order."""
     xs = (acts.xq, acts.xd, acts.xs, NULL) if m.quantized else (NULL, NULL, NULL, x)
-    args = (m.data, np.int64(rows * m.row_bytes), ids, np.int32(tokens_per), out, np.int32(rows), np.int32(m.per),
-            np.int64(m.row_bytes), np.int32(m.chunks)) + xs
+    args = (m.data, np.int64(rows * m.row_bytes), _or_null(bias), ids, np.int32(tokens_per), out, np.int32(rows),
+            np.int32(m.per), np.int64(m.row_bytes), np.int32(m.chunks)) + xs
     m.experts((math.ceil(rows / m.per), pairs), (MV_THREADS,), args, shared_mem=m.experts_shared_bytes())
+
+
+def group_pairs(ids: cupy.ndarray, pairs: int, tokens_per: int, groups: ExpertGroups) -> None:
+    """The first pairs of ids (expert or slot ids of (row, rank) pairs, tokens_per a row; negative: left out)
+    grouped by expert into groups."""
+    args = (ids, np.int32(pairs), np.int32(groups.n_expert), np.int32(tokens_per), groups.order, groups.token_of,
+            groups.tiles, np.int32(groups.bound(pairs)))
+    kernel("group_pairs")((1,), (1024,), args)
+
+
+def grouped_expert_products(jobs: list[tuple], rows: int, pairs: int, groups: ExpertGroups, acts: Activations,
+                            gather: bool) -> None:
+    """For each job (m, out, bias) of one or two quantized stacks of experts' matrices of `rows` rows each, of one
+    type (bias: [n, rows] or None): the pairs' products on tensor cores, tile by tile of groups. gather: acts holds
+    the rows the pairs belong to and out gets the grouped positions; else acts holds the grouped positions and out
+    gets the pairs' own rows. Each output has the bits expert_products gives it."""
+    m = jobs[0][0]
+    args = ()
+    for matrix, out, bias in jobs + [(None, None, None)] * (2 - len(jobs)):
+        args += (NULL if matrix is None else matrix.data, _or_null(bias), _or_null(out))
+    args += (np.int64(rows * m.row_bytes), np.int32(rows), np.int64(m.row_bytes), np.int32(m.chunks), acts.xq,
+             acts.xd, acts.xs, groups.tiles, groups.token_of if gather else NULL, NULL if gather else groups.order)
+    grid = (len(jobs) * math.ceil(rows / MMA_ROWS), groups.bound(pairs))
+    m.mma_experts(grid, (MMA_THREADS,), args, shared_mem=m.mma_shared_bytes())
 
 
 def route(logits: cupy.ndarray, n: int, block, bias: Optional[cupy.ndarray], ids: cupy.ndarray,
           weights: cupy.ndarray) -> None:
     """Each of the n rows' experts (kinetic.experts.route) into ids and weights ([n * n_used] each); logits
     ([rows, n_expert], the router's) become the probabilities. block: the Experts."""
-    flags = (np.int32(block.gating == "sigmoid"), np.int32(block.normalize), np.float32(block.weight_scale))
+    flags = (np.int32(GATINGS[block.gating]), np.int32(block.normalize), np.float32(block.weight_scale))
     args = (logits, np.int32(n), np.int32(block.n_expert), NULL if bias is None else bias, np.int32(block.n_used),
             *flags, ids, weights)
     kernel("route")((math.ceil(n / 64),), (64,), args)
@@ -97,6 +124,10 @@ def combine_experts(y: cupy.ndarray, weights: cupy.ndarray, n: int, n_used: int,
     args = (y, weights, np.int32(n_used), np.int32(width), np.int64(total), np.int32(shared),
             NULL if gates is None else gates, out)
     kernel("combine_experts")((_blocks(total),), (THREADS,), args)
+
+
+def _or_null(array: Optional[cupy.ndarray]):
+    return NULL if array is None else array
 
 
 @functools.lru_cache(maxsize=None)
@@ -170,15 +201,15 @@ def rotate(x: cupy.ndarray, n: int, order: int) -> None:
 
 
 def attention(ws: Workspace, block, positions: cupy.ndarray, n: int, keys: cupy.ndarray, values: cupy.ndarray,
-              q8: tuple[bool, bool], acts: Optional[Activations] = None) -> None:
+              q8: tuple[bool, bool], acts: Optional[Activations] = None, sinks: Optional[cupy.ndarray] = None) -> None:
     """ws.att[:n] = attention of ws.q[:n] over the cache (its keys and values q8_0 where q8 says so), both
     [rows, n_head * head_dim], and into acts too when given (head_dim must then be whole blocks of 32); block:
-    the Attention."""
+    the Attention; sinks: its [n_head] sink logits, where it has them."""
     width = block.n_head * block.head_dim
     args = (ws.view(ws.q, width), keys, values, positions, ws.scores, ws.view(ws.att, width),
             np.int32(block.n_head), np.int32(block.n_head_kv), np.int32(block.head_dim),
             np.float32(block.scale), np.int32(block.sliding_window or 0), np.int32(ws.context)) + _acts(acts)
-    args += tuple(np.int32(flag) for flag in q8)
+    args += tuple(np.int32(flag) for flag in q8) + (_or_null(sinks),)
     group = _heads_together(block.n_head // block.n_head_kv) if n >= GROUP_FROM else 1
     pairs = min(p for p in HEAD_PAIRS if 64 * p >= block.head_dim)
     kernel(f"attention_{group}_{pairs}")((n, block.n_head // group), (THREADS,), args)
@@ -190,10 +221,11 @@ def _heads_together(per_kv: int) -> int:
     return max(g for g in range(1, MAX_GROUP + 1) if per_kv % g == 0)
 
 
-def gate(g: cupy.ndarray, up: cupy.ndarray, n: int, gelu: bool, acts: Optional[Activations]) -> None:
-    """g[:n] = act(g[:n]) * up[:n], and into acts too when given."""
+def gate(g: cupy.ndarray, up: cupy.ndarray, n: int, activation: str, acts: Optional[Activations]) -> None:
+    """g[:n] = act(g[:n]) * up[:n] (swiglu_oai: act(g[:n], up[:n])), and into acts too when given."""
     total = n * g.shape[1]
-    kernel("gate")((_blocks(total),), (THREADS,), (g, up, np.int64(total), np.int32(gelu)) + _acts(acts))
+    args = (g, up, np.int64(total), np.int32(ACTIVATIONS[activation])) + _acts(acts)
+    kernel("gate")((_blocks(total),), (THREADS,), args)
 
 
 def add(x: cupy.ndarray, y: cupy.ndarray, n: int, scale: float = 1.0) -> None:

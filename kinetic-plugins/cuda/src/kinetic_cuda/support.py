@@ -9,7 +9,7 @@ from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFe
 from kinetic.recurrent import RECURRENT, state_shape
 
 TITLE = "CUDA"  # how messages name the device
-QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # against int8 activations
+QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "MXFP4")  # against int8 activations
 FLOATS = ("F32", "F16", "BF16")  # against float32 activations
 MAX_HEAD_DIM = 256  # one attention thread block per (row, head) holds a head's query
 MAX_STATE_WIDTH = 256  # a recurrent scan holds a state's column in a warp's registers, 8 values a lane
@@ -43,11 +43,6 @@ def refusal(stack: Stack) -> Optional[str]:
             return f"CUDA has no kernel for {type(block).__name__} blocks"
         if isinstance(block, Experts) and block.n_expert > MAX_EXPERTS:
             return f"CUDA has no routing kernel for more than {MAX_EXPERTS} experts ({block.n_expert})"
-        if isinstance(block, Experts) and (block.gating == "softmax_weight" or block.activation != "silu" or any(
-                b is not None for b in (block.router_bias, block.gate_bias, block.up_bias, block.down_bias))):
-            return "CUDA has no kernel for gpt-oss's experts (biases, softmax of the picked, swiglu_oai)"
-        if isinstance(block, Attention) and (block.sinks is not None or block.o_bias is not None):
-            return "CUDA has no attention kernel with sinks or an output bias"
         if isinstance(block, RECURRENT) and state_shape(block)[1] > MAX_STATE_WIDTH:
             return f"CUDA has no {type(block).__name__} kernel for state columns of {state_shape(block)[1]}"
         if isinstance(block, Attention):
@@ -61,4 +56,6 @@ def refusal(stack: Stack) -> Optional[str]:
             return f"CUDA has no kernel for {name} weights ({weight.name})"
         if weight.shape[-1] % 32:
             return f"CUDA needs rows of whole 32-weight chunks ({weight.name} has rows of {weight.shape[-1]})"
+        if weight.raw().shape[-1] % 2:  # MXFP4's 17-byte blocks: the kernels copy rows in 2-byte units
+            return f"CUDA needs rows of an even number of bytes ({weight.name}: {weight.raw().shape[-1]})"
     return None

@@ -42,9 +42,11 @@ class GpuMatrix:
         most = max(self.shared_bytes(n) for n in range(1, TILE + 1))
         if most > DEFAULT_SHARED:
             self.matvec.max_dynamic_shared_size_bytes = max(most, self.matvec.max_dynamic_shared_size_bytes)
-        self.mma = kernel(f"mma_{self.type}") if self.quantized else None  # prompts: int8 tensor cores
-        if self.quantized:
-            self.mma.max_dynamic_shared_size_bytes = max(self.mma_shared_bytes(), self.mma.max_dynamic_shared_size_bytes)
+        # prompts, on int8 tensor cores: of one matrix, and of a stack of experts' (ops.grouped_expert_products)
+        self.mma = kernel(f"mma_{self.type}") if self.quantized else None
+        self.mma_experts = kernel(f"mma_experts_{self.type}") if self.quantized else None
+        for mma in (self.mma, self.mma_experts) if self.quantized else ():
+            mma.max_dynamic_shared_size_bytes = max(self.mma_shared_bytes(), mma.max_dynamic_shared_size_bytes)
         self.embed = kernel(f"embed_{self.type}")
         self.experts = kernel(f"experts_{self.type}")  # a stack of experts' matrices (ops.expert_products)
         if self.experts_shared_bytes() > DEFAULT_SHARED:

@@ -14,6 +14,7 @@ from kinetic.recurrent import RECURRENT, tail_shape
 
 SCORES_BYTES = 1 << 30  # attention scores scratch; fewer rows per pass where long contexts need it
 MAX_ROWS = 512
+TILE_PAIRS = 64  # grouped (row, rank) pairs a tile holds: matmul.cu's MMA_TOKENS
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,31 @@ def workspace_bytes(shape: Shape, rows: int, context: int) -> int:
                      + 2 * shape.mix_width + 3 * shape.input_width)
     floats += (rows + shape.window[0]) * shape.window[1] + rows
     n_expert, n_used, width = shape.experts
-    floats += rows * (n_expert + 1) + rows * n_used * (2 * width + shape.n_embd + 2)
+    floats += rows * (n_expert + 1) + rows * n_used * (2 * width + shape.n_embd + 4) + 4 * max_tiles(rows, shape)
     int8_blocks = (rows * shape.widest + rows * n_used * width) * (1 + 8 / 32)  # Activations: ws.acts, expert_acts
     return 4 * floats + int8_blocks + 4 * rows * shape.n_head * context
+
+
+def max_tiles(rows: int, shape: Shape) -> int:
+    """The most tiles of a pass's (row, rank) pairs grouped by expert (ExpertGroups): each expert's last may be
+    partial."""
+    n_expert, n_used, _ = shape.experts
+    return -(-rows * n_used // TILE_PAIRS) + min(n_expert, rows * n_used)
+
+
+class ExpertGroups:
+    """A pass's (row, rank) pairs grouped by expert (experts.cu's group_pairs): each grouped position's pair and
+    token, and the tiles of them that the grouped products take."""
+
+    def __init__(self, rows: int, shape: Shape):
+        pairs = rows * shape.experts[1]
+        self.n_expert = shape.experts[0]
+        self.order, self.token_of = cupy.zeros(pairs, cupy.int32), cupy.zeros(pairs, cupy.int32)
+        self.tiles = cupy.zeros((max_tiles(rows, shape), 4), cupy.int32)
+
+    def bound(self, pairs: int) -> int:
+        """The most tiles of `pairs` pairs (max_tiles)."""
+        return -(-pairs // TILE_PAIRS) + min(self.n_expert, pairs)
 
 
 class Activations:
@@ -121,6 +144,7 @@ class Workspace:
         self.expert_gate, self.expert_up = floats(rows * n_used * width), floats(rows * n_used * width)
         self.expert_out = floats(rows * n_used * shape.n_embd)
         self.expert_acts = Activations(rows * n_used, width)
+        self.groups = ExpertGroups(rows, shape)
 
     def view(self, buffer: cupy.ndarray, width: int, rows: Optional[int] = None) -> cupy.ndarray:
         """buffer's memory as a contiguous [rows, width] array (by default a pass's rows), for blocks narrower than

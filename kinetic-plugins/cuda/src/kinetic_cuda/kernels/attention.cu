@@ -81,7 +81,8 @@ __device__ __forceinline__ void weigh_values(const float* sc, long sc_stride, co
 // [max(0, p - window + 1), p], p = positions[i] (window 0: no window). q: [n, n_head, head_dim] float32, rounded
 // to f16 as it meets the keys; keys, values: [ctx, n_head_kv, head_dim] f16 or q8_0; scores: [n, n_head, ctx]
 // scratch, for rows whose scores do not fit SHARED_SCORES; out: [n, n_head * head_dim], also quantized
-// (quantize_q8) with xq non-NULL, where head_dim is whole blocks of 32.
+// (quantize_q8) with xq non-NULL, where head_dim is whole blocks of 32; sinks, where given: a logit per head that
+// joins its softmax's sum as e^(sink - peak) (docs/experts.md, gpt-oss).
 // A score is its head_dim products in order; position t's score and exponential belong to thread t % 256, whose
 // sum of exponentials runs in order before the block's fixed reduction; a head's weighted sum of values is
 // warp w's sum of positions w, w + WARPS, ... in order, then the warps' sums in order. So a row's output
@@ -92,7 +93,7 @@ __device__ void attend(const float* __restrict__ q, const void* __restrict__ key
                        const int* __restrict__ positions, float* __restrict__ scores, float* __restrict__ out,
                        int n_head, int n_head_kv, int head_dim, float scale, int window, int ctx,
                        signed char* __restrict__ xq, float* __restrict__ xd, int* __restrict__ xs, int key_q8,
-                       int value_q8) {
+                       int value_q8, const float* __restrict__ sinks) {
     __shared__ float qs[G * 256];
     __shared__ float warps[WARPS];
     __shared__ float kept[SHARED_SCORES];
@@ -140,7 +141,10 @@ __device__ void attend(const float* __restrict__ q, const void* __restrict__ key
         }
     }
 #pragma unroll
-    for (int g = 0; g < G; g++) total[g] = block_reduce(total[g], warps, 0);  // its barriers also publish sc
+    for (int g = 0; g < G; g++) {
+        total[g] = block_reduce(total[g], warps, 0);  // its barriers also publish sc
+        if (sinks) total[g] = __fadd_rn(total[g], expf(__fsub_rn(sinks[h0 + g], peak[g])));
+    }
     int warp = tid >> 5, lane = tid & 31;
     float2 acc[G][P] = {};  // head g, lane l: dims 2 l, 2 l + 1, 2 l + 64, ...
     weigh_values<G, P>(sc, sc_stride, values, k0, plane, value_q8, stride, length, head_dim, warp, lane, acc);
@@ -166,9 +170,9 @@ __device__ void attend(const float* __restrict__ q, const void* __restrict__ key
     extern "C" __global__ void __launch_bounds__(ATTENTION_THREADS) attention_##G##_##P(                       \
         const float* q, const void* keys, const void* values, const int* positions, float* scores, float* out, \
         int n_head, int n_head_kv, int head_dim, float scale, int window, int ctx, signed char* xq, float* xd, \
-        int* xs, int key_q8, int value_q8) {                                                                  \
+        int* xs, int key_q8, int value_q8, const float* sinks) {                                              \
         attend<G, P>(q, keys, values, positions, scores, out, n_head, n_head_kv, head_dim, scale, window, ctx, \
-                     xq, xd, xs, key_q8, value_q8);                                                           \
+                     xq, xd, xs, key_q8, value_q8, sinks);                                                    \
     }
 #define ATTENTION_PAIRS(G) ATTENTION(G, 1) ATTENTION(G, 2) ATTENTION(G, 4)
 

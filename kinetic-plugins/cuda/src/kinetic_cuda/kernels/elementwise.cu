@@ -25,16 +25,27 @@ extern "C" __global__ void quantize_q8(const float* __restrict__ x, long total, 
     if (i < total) quantize_warp(x[i], q + (i & ~31L), d + i / 32, sums + i / 32);  // total: whole warps
 }
 
-// g = act(g) * u: SiLU or tanh-approximated GELU in float64 as kinetic_cpu computes them; with q non-NULL the
-// result is also quantized (quantize_q8)
-extern "C" __global__ void gate(float* __restrict__ g, const float* __restrict__ u, long total, int gelu,
+#define SILU 0  // ops.ACTIVATIONS
+#define GELU_TANH 1
+#define SWIGLU_OAI 2
+
+// g = act(g) * u: SiLU or tanh-approximated GELU in float64 as kinetic_cpu computes them, or gpt-oss's swiglu_oai
+// in float32 (kinetic.experts.swiglu_oai: x = min(g, 7), x * sigmoid(1.702 x) * (clamp(u, -7, 7) + 1)); with q
+// non-NULL the result is also quantized (quantize_q8)
+extern "C" __global__ void gate(float* __restrict__ g, const float* __restrict__ u, long total, int activation,
                                 signed char* __restrict__ q, float* __restrict__ d, int* __restrict__ sums) {
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
     if (i >= total) return;
-    double x = g[i], a;
-    if (gelu) a = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    else a = x / (1.0 + exp(-x));
-    float v = (float)(a * (double)u[i]);
+    float v;
+    if (activation == SWIGLU_OAI) {
+        float x = fminf(g[i], 7.f), y = fminf(fmaxf(u[i], -7.f), 7.f);
+        v = __fmul_rn(__fdiv_rn(x, __fadd_rn(1.f, expf(__fmul_rn(1.702f, -x)))), __fadd_rn(y, 1.f));
+    } else {
+        double x = g[i];
+        double a = activation == GELU_TANH ? 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+                                           : x / (1.0 + exp(-x));
+        v = (float)(a * (double)u[i]);
+    }
     g[i] = v;
     if (q) quantize_warp(v, q + (i & ~31L), d + i / 32, sums + i / 32);
 }
@@ -162,6 +173,7 @@ EMBED(q, Q5_1)
 EMBED(q, Q4_K)
 EMBED(q, Q5_K)
 EMBED(q, Q6_K)
+EMBED(q, MXFP4)
 EMBED(f, F32)
 EMBED(f, F16)
 EMBED(f, BF16)

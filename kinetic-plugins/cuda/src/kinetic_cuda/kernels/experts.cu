@@ -2,27 +2,36 @@
 
 #define MAX_EXPERTS 512  // support.MAX_EXPERTS: the experts a row's taken-set holds
 
-// Row r's experts, as kinetic.experts.route picks them: p = softmax or sigmoid of its router logits (in place),
-// the n_used largest p + bias in rank order (ties to the lower id), their p divided by max(sum, 2^-14) when
-// normalize, times scale. A thread per row.
+#define SOFTMAX 0  // ops.GATINGS
+#define SIGMOID 1
+#define SOFTMAX_WEIGHT 2
+
+// x[:n] = softmax(x[:n]): its exponentials from the largest, summed in float64
+__device__ void softmax(float* x, int n) {
+    float top = x[0];
+    for (int e = 1; e < n; e++) top = fmaxf(top, x[e]);
+    double sum = 0.0;
+    for (int e = 0; e < n; e++) {
+        x[e] = expf(__fsub_rn(x[e], top));
+        sum += x[e];
+    }
+    float inverse = (float)(1.0 / sum);
+    for (int e = 0; e < n; e++) x[e] = __fmul_rn(x[e], inverse);
+}
+
+// Row r's experts, as kinetic.experts.route picks them: p = softmax or sigmoid of its router logits (in place), or
+// the logits themselves (softmax_weight), the n_used largest p + bias in rank order (ties to the lower id), their
+// p (softmax_weight: the softmax of theirs) divided by max(sum, 2^-14) when normalize, times scale. A thread per row.
 extern "C" __global__ void route(float* __restrict__ p, int n, int n_expert, const float* __restrict__ bias, int n_used,
-                                 int sigmoid_gating, int normalize, float scale, int* __restrict__ ids,
+                                 int gating, int normalize, float scale, int* __restrict__ ids,
                                  float* __restrict__ weights) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= n) return;
     float* row = p + (long)r * n_expert;
-    if (sigmoid_gating) {
+    if (gating == SIGMOID) {
         for (int e = 0; e < n_expert; e++) row[e] = (float)(0.5 * (1.0 + tanh((double)row[e] / 2)));
-    } else {
-        float top = row[0];
-        for (int e = 1; e < n_expert; e++) top = fmaxf(top, row[e]);
-        double sum = 0.0;
-        for (int e = 0; e < n_expert; e++) {
-            row[e] = expf(__fsub_rn(row[e], top));
-            sum += row[e];
-        }
-        float inverse = (float)(1.0 / sum);
-        for (int e = 0; e < n_expert; e++) row[e] = __fmul_rn(row[e], inverse);
+    } else if (gating == SOFTMAX) {
+        softmax(row, n_expert);
     }
     unsigned taken[MAX_EXPERTS / 32] = {0};
     float total = 0.f;
@@ -36,8 +45,9 @@ extern "C" __global__ void route(float* __restrict__ p, int n, int n_expert, con
         taken[best / 32] |= 1u << (best % 32);
         ids[r * n_used + k] = best;
         weights[r * n_used + k] = row[best];
-        total = __fadd_rn(total, row[best]);
     }
+    if (gating == SOFTMAX_WEIGHT) softmax(weights + r * n_used, n_used);
+    for (int k = 0; k < n_used; k++) total = __fadd_rn(total, weights[r * n_used + k]);
     float divisor = normalize ? fmaxf(total, 6.103515625e-5f) : 1.f;
     for (int k = 0; k < n_used; k++) {
         float w = weights[r * n_used + k];
@@ -66,4 +76,43 @@ extern "C" __global__ void combine_experts(const float* __restrict__ y, const fl
         sum = __fadd_rn(sum, s);
     }
     out[i] = sum;
+}
+
+// The (row, rank) pairs grouped by expert for the prompts' products (matmul.cu's mma_experts), pairs whose id is
+// negative left out (Flywheel: another batch takes them). order[i] is the pair at grouped position i: each expert's
+// pairs together, experts in id order, the pairs of one expert in no set order (a product's bits do not depend on
+// where it is computed); token_of[i] = order[i] / tokens_per. tiles: (expert, its first grouped position, its
+// count, the tile's first of them) for each tile of up to TILE_PAIRS of an expert's pairs, then (-1, 0, 0, 0) up to
+// max_tiles. One thread block.
+#define TILE_PAIRS 64  // matmul.cu's MMA_TOKENS
+extern "C" __global__ void group_pairs(const int* __restrict__ ids, int pairs, int n_expert, int tokens_per,
+                                       int* __restrict__ order, int* __restrict__ token_of, int4* __restrict__ tiles,
+                                       int max_tiles) {
+    __shared__ int count[MAX_EXPERTS], first[MAX_EXPERTS], first_tile[MAX_EXPERTS], placed[MAX_EXPERTS];
+    __shared__ int n_tiles;
+    for (int e = threadIdx.x; e < n_expert; e += blockDim.x) count[e] = placed[e] = 0;
+    __syncthreads();
+    for (int p = threadIdx.x; p < pairs; p += blockDim.x)
+        if (ids[p] >= 0) atomicAdd(&count[ids[p]], 1);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int at = 0, tile = 0;
+        for (int e = 0; e < n_expert; e++) {
+            first[e] = at, first_tile[e] = tile;
+            at += count[e], tile += (count[e] + TILE_PAIRS - 1) / TILE_PAIRS;
+        }
+        n_tiles = tile;
+    }
+    __syncthreads();
+    for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+        int e = ids[p];
+        if (e < 0) continue;
+        int i = first[e] + atomicAdd(&placed[e], 1);
+        order[i] = p;
+        token_of[i] = p / tokens_per;
+    }
+    for (int e = threadIdx.x; e < n_expert; e += blockDim.x)
+        for (int j = 0; j * TILE_PAIRS < count[e]; j++)
+            tiles[first_tile[e] + j] = make_int4(e, first[e], count[e], j * TILE_PAIRS);
+    for (int y = n_tiles + threadIdx.x; y < max_tiles; y += blockDim.x) tiles[y] = make_int4(-1, 0, 0, 0);
 }

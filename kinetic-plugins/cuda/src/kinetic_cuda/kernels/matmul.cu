@@ -211,13 +211,14 @@ __device__ void matvec(const Job& j0, const Job& j1, const Job& j2, int per, lon
     }
 }
 
-// ---- experts: out[p] = the matrix of expert ids[p] . token p / tokens_per ([pairs, rows]), a thread block per
-// (group of `per` rows, pair p), each output summed in the canonical order above, so a pair's bits depend on its
-// expert, its row and its token alone. smem: the group's rows, then the values [per][chunks | 1].
+// ---- experts: out[p] = the matrix of expert ids[p] . token p / tokens_per (+ the expert's row of bias [n_expert,
+// rows] where given) ([pairs, rows]), a thread block per (group of `per` rows, pair p), each output summed in the
+// canonical order above, so a pair's bits depend on its expert, its row and its token alone. smem: the group's
+// rows, then the values [per][chunks | 1].
 template <class T, bool QUANTIZED>
-__device__ void experts(const u8* W, long expert_bytes, const int* ids, int tokens_per, float* out, int rows, int per,
-                        long row_bytes, int chunks, const signed char* xq, const float* xd, const int* xs,
-                        const float* x) {
+__device__ void experts(const u8* W, long expert_bytes, const float* bias, const int* ids, int tokens_per, float* out,
+                        int rows, int per, long row_bytes, int chunks, const signed char* xq, const float* xd,
+                        const int* xs, const float* x) {
     extern __shared__ __align__(16) u8 smem[];
     int pair = blockIdx.y, t = pair / tokens_per, r0 = blockIdx.x * per, here = min(per, rows - r0);
     int stride = chunks | 1;
@@ -232,7 +233,8 @@ __device__ void experts(const u8* W, long expert_bytes, const int* ids, int toke
     else
         all_values<T, false, 1>(smem, row_bytes, here, chunks, xq, xd, xs, x, t, 1, s, 0);
     __syncthreads();
-    sum_rows(s, per, stride, chunks, Job{matrix, NULL, out + (long)pair * rows, rows}, r0, 0, 1, 0);
+    const float* expert_bias = bias ? bias + (long)ids[pair] * rows : NULL;
+    sum_rows(s, per, stride, chunks, Job{matrix, expert_bias, out + (long)pair * rows, rows}, r0, 0, 1, 0);
 }
 
 // ---- mma: a thread block takes MMA_ROWS rows and MMA_TOKENS tokens, in steps of STEP chunks. Between two
@@ -288,10 +290,11 @@ __device__ __forceinline__ const u8* step_bytes(const Job& job, int r, long row_
     return job.W + r * row_bytes + (long)(c0 / T::CHUNKS) * T::BYTES;
 }
 
-// starts the copies of step c0 (chunks past the last and tokens past n are zeros; landed() waits)
+// starts the copies of step c0 (chunks past the last and tokens past n are zeros; landed() waits); token t is
+// row tokens[t] of the activations where tokens is given
 template <class T>
 __device__ void stage_step(Stage<T>& s, const Job& job, int r0, long row_bytes, int chunks, int c0,
-                           const signed char* xq, const float* xd, const int* xs, int t0, int n) {
+                           const signed char* xq, const float* xd, const int* xs, int t0, int n, const int* tokens) {
     const int units = Stage<T>::ROW / 16;
     for (int item = threadIdx.x; item < MMA_ROWS * units; item += MMA_THREADS) {
         int row = item / units, u = item % units, length;
@@ -304,13 +307,17 @@ __device__ void stage_step(Stage<T>& s, const Job& job, int r0, long row_bytes, 
     for (int item = threadIdx.x; item < STEP * MMA_TOKENS * 2; item += MMA_THREADS) {
         int half = item & 1, token = (item >> 1) % MMA_TOKENS, ci = item / (2 * MMA_TOKENS), t = t0 + token;
         int* to = s.x + ci * MMA_TOKENS * 8 + swz(token, 4 * half);  // four words, 16-byte aligned
-        if (ci < here && t < n) copy_async<16>((u8*)to, (const u8*)(xq + 32 * ((long)t * chunks + c0 + ci) + 16 * half));
-        else *(int4*)to = int4{0, 0, 0, 0};
+        if (ci < here && t < n) {
+            long row = tokens ? tokens[t] : t;
+            copy_async<16>((u8*)to, (const u8*)(xq + 32 * (row * chunks + c0 + ci) + 16 * half));
+        } else {
+            *(int4*)to = int4{0, 0, 0, 0};
+        }
     }
     for (int item = threadIdx.x; item < STEP * MMA_TOKENS; item += MMA_THREADS) {
         int ci = item / MMA_TOKENS, t = t0 + item % MMA_TOKENS;
         if (ci < here && t < n) {
-            long at = (long)t * chunks + c0 + ci;
+            long at = (tokens ? tokens[t] : (long)t) * chunks + c0 + ci;
             copy_async<4>((u8*)(s.dx + item), (const u8*)(xd + at));
             copy_async<4>((u8*)(s.sx + item), (const u8*)(xs + at));
         } else {
@@ -417,9 +424,11 @@ __device__ __forceinline__ void warp_tile(int& cls, int& row0, int& token0) {
 
 // the partial sums p_g through shared memory, [4][MMA_TOKENS][PART_ROWS] (PART_ROWS: the rows padded, so that the
 // lanes of a warp store to distinct banks), then out = (p0 + p1) + (p2 + p3), consecutive threads taking
-// consecutive rows of a token, so that a warp's loads and stores of out are coalesced
+// consecutive rows of a token, so that a warp's loads and stores of out are coalesced; token t's outputs go to
+// row out_rows[t] of out where out_rows is given
 #define PART_ROWS (MMA_ROWS + 4)
-__device__ void mma_finish(float* part, float (&acc)[2][4][4], const Job& job, int r0, int t0, int n, int accumulate) {
+__device__ void mma_finish(float* part, float (&acc)[2][4][4], const Job& job, int r0, int t0, int n, int accumulate,
+                           const int* out_rows) {
     int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3, cls, row0, token0;
     warp_tile(cls, row0, token0);
     __syncthreads();
@@ -434,36 +443,62 @@ __device__ void mma_finish(float* part, float (&acc)[2][4][4], const Job& job, i
     for (int o = threadIdx.x; o < MMA_ROWS * MMA_TOKENS; o += MMA_THREADS) {
         int row = o % MMA_ROWS, token = o / MMA_ROWS, at = token * PART_ROWS + row, r = r0 + row, t = t0 + token;
         float v = __fadd_rn(__fadd_rn(part[at], part[size + at]), __fadd_rn(part[2 * size + at], part[3 * size + at]));
-        if (r < job.rows && t < n) store(job, r, t, v, accumulate);
+        if (r < job.rows && t < n) store(job, r, out_rows ? out_rows[t] : t, v, accumulate);
     }
 }
 
+// the tokens t0 .. t0 + MMA_TOKENS - 1 of n, read through tokens and written through out_rows where given
 template <class T>
 __device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const signed char* xq, const float* xd,
-                    const int* xs, int n, int accumulate) {
+                    const int* xs, int n, int accumulate, int t0, const int* tokens, const int* out_rows) {
     extern __shared__ __align__(16) u8 smem[];
     static_assert(sizeof(MmaShared<T>) >= 4 * MMA_TOKENS * PART_ROWS * sizeof(float), "mma_finish's partial sums fit");
     MmaShared<T>& sh = *(MmaShared<T>*)smem;
-    int t0 = blockIdx.y * MMA_TOKENS, cls, row0, token0;
+    int cls, row0, token0;
     warp_tile(cls, row0, token0);
     float acc[2][4][4];
     for (int i = 0; i < 32; i++) (&acc[0][0][0])[i] = 0.f;
     int steps = (chunks + STEP - 1) / STEP;
-    stage_step<T>(sh.stage[0], job, r0, row_bytes, chunks, 0, xq, xd, xs, t0, n);
+    stage_step<T>(sh.stage[0], job, r0, row_bytes, chunks, 0, xq, xd, xs, t0, n, tokens);
     landed();
-    if (steps > 1) stage_step<T>(sh.stage[1], job, r0, row_bytes, chunks, STEP, xq, xd, xs, t0, n);
+    if (steps > 1) stage_step<T>(sh.stage[1], job, r0, row_bytes, chunks, STEP, xq, xd, xs, t0, n, tokens);
     decode_step<T>(sh.decoded[0], sh.stage[0], job, r0, row_bytes, chunks, 0);
     for (int k = 0; k < steps; k++) {
         landed();  // step k + 1's copies are here; every warp has decoded step k and multiplied step k - 1
         int c0 = k * STEP;
         if (k + 2 < steps)
-            stage_step<T>(sh.stage[(k + 2) % 3], job, r0, row_bytes, chunks, c0 + 2 * STEP, xq, xd, xs, t0, n);
+            stage_step<T>(sh.stage[(k + 2) % 3], job, r0, row_bytes, chunks, c0 + 2 * STEP, xq, xd, xs, t0, n, tokens);
         if (k + 1 < steps)
             decode_step<T>(sh.decoded[(k + 1) % 2], sh.stage[(k + 1) % 3], job, r0, row_bytes, chunks, c0 + STEP);
         for (int ci = cls; ci < STEP && c0 + ci < chunks; ci += 4)
             mma_chunk<T>(sh.decoded[k % 2], sh.stage[k % 3], ci, row0, token0, acc);
     }
-    mma_finish((float*)smem, acc, job, r0, t0, n, accumulate);
+    mma_finish((float*)smem, acc, job, r0, t0, n, accumulate, out_rows);
+}
+
+// ---- mma_experts: the mma over a mixture's (row, rank) pairs grouped by expert (experts.cu's group_pairs), each
+// expert's weights read once a tile of pairs. Thread block (group of rows, y) takes tile y, (expert, first grouped
+// position of the expert's pairs, their count, the tile's first of them); gather: its tokens are the pairs' rows of
+// the activations (token_of) and its outputs go to the grouped positions; else its tokens are the activations at
+// the grouped positions and its outputs go to the pairs' own rows (order). Up to two matrices (gate, up) of one
+// type and shape, each with its experts' biases [n_expert, rows] where given. A pair's bits are those experts()
+// above gives it: the canonical order depends on neither.
+template <class T>
+__device__ void mma_experts(const u8* W0, const float* bias0, float* out0, const u8* W1, const float* bias1,
+                            float* out1, long expert_bytes, int rows, long row_bytes, int chunks,
+                            const signed char* xq, const float* xd, const int* xs, const int4* tiles,
+                            const int* token_of, const int* order) {
+    int4 tile = tiles[blockIdx.y];
+    if (tile.x < 0) return;  // past the last tile
+    long expert = tile.x * expert_bytes, grouped = tile.y;
+    long in_shift = token_of ? 0 : grouped * chunks, out_shift = order ? 0 : grouped * rows;
+    long biases = (long)tile.x * rows;
+    Job j0{W0 + expert, bias0 ? bias0 + biases : NULL, out0 + out_shift, rows};
+    Job j1 = W1 ? Job{W1 + expert, bias1 ? bias1 + biases : NULL, out1 + out_shift, rows} : Job{NULL, NULL, NULL, 0};
+    int r0;
+    Job job = pick(j0, j1, Job{NULL, NULL, NULL, 0}, MMA_ROWS, blockIdx.x, r0);
+    mma<T>(job, r0, row_bytes, chunks, xq + 32 * in_shift, xd + in_shift, xs + in_shift, tile.z, 0, tile.w,
+           token_of ? token_of + grouped : NULL, order ? order + grouped : NULL);
 }
 
 #define JOBS                                                                                                   \
@@ -482,15 +517,24 @@ __device__ void mma(const Job& job, int r0, long row_bytes, int chunks, const si
         int accumulate) {                                                                                     \
         int r0;                                                                                               \
         Job job = pick(JOB_LIST, MMA_ROWS, blockIdx.x, r0);                                                      \
-        mma<T>(job, r0, row_bytes, chunks, xq, xd, xs, n, accumulate);                                        \
+        mma<T>(job, r0, row_bytes, chunks, xq, xd, xs, n, accumulate, blockIdx.y * MMA_TOKENS, NULL, NULL);   \
     }
 #define EXPERTS(T, QUANTIZED)                                                                                  \
     extern "C" __global__ void __launch_bounds__(MV_THREADS) experts_##T(                                      \
-        const u8* W, long expert_bytes, const int* ids, int tokens_per, float* out, int rows, int per, long row_bytes, \
-        int chunks, const signed char* xq, const float* xd, const int* xs, const float* x) {                  \
-        experts<T, QUANTIZED>(W, expert_bytes, ids, tokens_per, out, rows, per, row_bytes, chunks, xq, xd, xs, x); \
+        const u8* W, long expert_bytes, const float* bias, const int* ids, int tokens_per, float* out, int rows, \
+        int per, long row_bytes, int chunks, const signed char* xq, const float* xd, const int* xs, const float* x) { \
+        experts<T, QUANTIZED>(W, expert_bytes, bias, ids, tokens_per, out, rows, per, row_bytes, chunks, xq, xd, xs, \
+                              x);                                                                             \
     }
-#define QUANT(T) MATVEC(T, true) MMA(T) EXPERTS(T, true)
+#define MMA_EXPERTS(T)                                                                                         \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_BLOCKS) mma_experts_##T(                      \
+        const u8* W0, const float* bias0, float* out0, const u8* W1, const float* bias1, float* out1,          \
+        long expert_bytes, int rows, long row_bytes, int chunks, const signed char* xq, const float* xd,       \
+        const int* xs, const int4* tiles, const int* token_of, const int* order) {                            \
+        mma_experts<T>(W0, bias0, out0, W1, bias1, out1, expert_bytes, rows, row_bytes, chunks, xq, xd, xs, tiles, \
+                       token_of, order);                                                                      \
+    }
+#define QUANT(T) MATVEC(T, true) MMA(T) EXPERTS(T, true) MMA_EXPERTS(T)
 
 QUANT(Q8_0)
 QUANT(Q4_0)
@@ -500,6 +544,7 @@ QUANT(Q5_1)
 QUANT(Q4_K)
 QUANT(Q5_K)
 QUANT(Q6_K)
+QUANT(MXFP4)
 MATVEC(F32, false) EXPERTS(F32, false)
 MATVEC(F16, false) EXPERTS(F16, false)
 MATVEC(BF16, false) EXPERTS(BF16, false)

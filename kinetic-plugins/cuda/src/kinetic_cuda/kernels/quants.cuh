@@ -146,6 +146,36 @@ struct Q6_K {  // SPLIT: its halves have their own scales (sa != sb)
     }
 };
 
+// MXFP4: the exponent byte e, then 16 bytes of 4-bit codes (low nibbles are weights 0..15); a weight is the
+// code's e2m1 value, doubled (kvalues_mxfp4: grids.MXFP4_VALUES, integers), times 2^(e - 128). Blocks of 17
+// bytes are read a byte at a time.
+__device__ __forceinline__ float e8m0_half(u32 e) {  // 2^(e - 128) from its bits, subnormal for e < 2
+    return __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
+}
+
+// the int8 values of the codes in the low nibbles of q's 4 bytes: the magnitude's value picked by its 3 bits
+// from the table's positive or negative half, then the half the sign (bit 3) names
+__device__ __forceinline__ u32 mxfp4_values(u32 q) {
+    u32 pick = (q & 7u) | ((q >> 4) & 0x70u) | ((q >> 8) & 0x700u) | ((q >> 12) & 0x7000u);
+    u32 plus = __byte_perm(0x03020100u, 0x0C080604u, pick);  // 0, 1, 2, 3, 4, 6, 8, 12
+    u32 minus = __byte_perm(0xFDFEFF00u, 0xF4F8FAFCu, pick);  // 0, -1, -2, -3, -4, -6, -8, -12
+    u32 negative = ((q >> 3) & 0x01010101u) * 0xFFu;
+    return (plus & ~negative) | (minus & negative);
+}
+
+struct MXFP4 {
+    static const int BYTES = 17, CHUNKS = 1, HAS_MIN = 0, SPLIT = 0;
+    __device__ static void load(const u8* b, int, Chunk& c) {
+        unit_scales(c, e8m0_half(b[0]), 0.f);
+        for (int i = 0; i < 4; i++) {
+            const u8* w = b + 1 + 4 * i;
+            u32 codes = (u32)w[0] | ((u32)w[1] << 8) | ((u32)w[2] << 16) | ((u32)w[3] << 24);
+            c.q[i] = (int)mxfp4_values(codes & 0x0F0F0F0Fu);
+            c.q[i + 4] = (int)mxfp4_values((codes >> 4) & 0x0F0F0F0Fu);
+        }
+    }
+};
+
 // the float types: weight i of a row
 struct F32 {
     static const int SIZE = 4;
