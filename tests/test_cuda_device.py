@@ -199,6 +199,13 @@ def test_upload_refuses_mxfp4_rows_of_an_odd_number_of_blocks(tmp_path):
         kinetic_cuda.upload(load_stack(path), UploadOptions(context_length=64))
 
 
+def test_upload_refuses_an_encoder(tmp_path):
+    path = write_random_model(tmp_path / "bert.gguf", "bert", Dims(n_embd=256, n_head=4, n_head_kv=4))
+    with pytest.raises(KineticError, match=r"^CUDA cannot run this model: CUDA has no kernels for encoders "
+                                           r"\(bidirectional attention, LayerNorm\) yet$"):
+        kinetic_cuda.upload(load_stack(path), UploadOptions(context_length=64))
+
+
 @dataclasses.dataclass(frozen=True)
 class Novel:
     """A block no device has a kernel for."""

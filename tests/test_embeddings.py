@@ -1,5 +1,5 @@
-"""Embedding models (kinetic.engine.embedding, kinetic.server.embeddings): decoders whose file sets a pooling
-type give llama.cpp's vectors (tests/golden/embeddings.json, scripts/make_embedding_golden.py: cosine similarity
+"""Embedding models (kinetic.engine.embedding, kinetic.server.embeddings): encoders (BERT) and decoders whose file
+sets a pooling type give llama.cpp's vectors (tests/golden/embeddings.json, scripts/make_embedding_golden.py: cosine similarity
 0.9999 or more), a text's vector does not depend on the others of its request, and the routes answer in the
 OpenAI SDK's, LangChain's, llama-server's and Ollama's shapes; generating routes refuse an embedding model."""
 
@@ -13,9 +13,14 @@ import numpy as np
 import pytest
 from falcon import testing
 
+from kinetic.contracts.device import Row, UploadOptions
 from kinetic.engine.embedding import Embedder, normalized
+from kinetic.errors import PromptTooLong
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
+from kinetic.model.load import load_stack
+from kinetic.plugins import plugins
+from kinetic.reference.executor import ReferenceRunner
 from kinetic.server import ServedModel, make_app
 from kinetic.testing.gguf_factory import Dims, write_random_model
 from kinetic.testing.reranker import write_reranker
@@ -218,3 +223,39 @@ def test_kinetic_model_reranks_as_the_route(reranker):
             model.generate("x")
     ranker = reranker.ranker
     assert scores == [ranker.score(ranker.prompt(golden["query"], d)) for d in golden["documents"]]
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory) -> Path:
+    return golden_file(tmp_path_factory, "bert-cls")
+
+
+def hidden_states(runner, texts: list[list[int]]) -> list[np.ndarray]:
+    """Each text's hidden states [len, n_embd], the texts in one pass on sequences of their own."""
+    sequences, rows = [runner.new_sequence() for _ in texts], []
+    for seq, text in zip(sequences, texts):
+        first = len(rows)
+        rows += [Row(seq, t, p, parent=first + p - 1 if p else -1, hidden=True) for p, t in enumerate(text)]
+    runner.forward(rows)
+    return [np.stack([seq.hidden[p] for p in range(len(text))]) for seq, text in zip(sequences, texts)]
+
+
+def test_an_encoder_attends_both_ways_and_alone(bert):
+    """BERT's first token sees the last; a text's states are bit for bit the same beside another text; the CPU
+    gives the reference executor's states within int8 activations' error."""
+    stack = load_stack(bert)
+    assert not stack.causal
+    cpu = plugins().devices["cpu"].upload(stack, UploadOptions(context_length=256))
+    text, other = [101, 140, 150, 160, 102], [101, 7, 102]
+    alone, changed = hidden_states(cpu, [text])[0], hidden_states(cpu, [[*text[:-2], 170, 102]])[0]
+    assert not np.array_equal(alone[0], changed[0])
+    together = hidden_states(cpu, [other, text])
+    assert np.array_equal(together[1], alone)
+    reference = hidden_states(ReferenceRunner(stack), [text])[0]
+    assert np.abs(reference - alone).max() < 1e-3 * np.abs(reference).max()
+
+
+def test_an_encoders_text_fits_its_positions(bert):
+    embedder = Embedder(Session(bert, SessionOptions(device="cpu", ctx_size=1024)))
+    with pytest.raises(PromptTooLong):
+        embedder.embed([101] * 300)

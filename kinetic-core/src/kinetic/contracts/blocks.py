@@ -48,6 +48,18 @@ class RmsNorm:
 
 
 @dataclass(frozen=True)
+class LayerNorm:
+    """y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias (Ba, Kiros and Hinton, 2016)."""
+
+    weight: Weight
+    bias: Optional[Weight]
+    eps: float
+
+
+Norm = Union[RmsNorm, LayerNorm]
+
+
+@dataclass(frozen=True)
 class Yarn:
     """YaRN's blend of interpolated and extrapolated frequencies (Peng et al., 2023; docs/rotary.md)."""
 
@@ -73,9 +85,10 @@ class Rope:
 
 @dataclass(frozen=True)
 class Attention:
-    """Grouped-query self-attention with a KV cache; x += post_norm(o(attend(q, k, v))) on norm(x)."""
+    """Grouped-query self-attention with a KV cache; x += post_norm(o(attend(q, k, v))) on norm(x), then
+    x = residual_norm(x) where it has one (a post-norm encoder's, BERT)."""
 
-    norm: Optional[RmsNorm]  # None: the block reads the residual stream itself (OLMo 2, EXAONE 4)
+    norm: Optional[Norm]  # None: the block reads the residual stream itself (OLMo 2, EXAONE 4, BERT)
     q: Weight
     k: Weight
     v: Weight
@@ -96,18 +109,26 @@ class Attention:
     output_gate: bool = False  # q's rows hold each head's queries then its gate; o reads attended * sigmoid(gate)
     o_bias: Optional[Weight] = None
     sinks: Optional[Weight] = None  # [n_head]: a logit per head that joins the softmax's sum, attending to nothing
+    causal: bool = True  # False: a row attends to every position of its sequence, later ones too (an encoder,
+    # whose text runs in one pass)
+    residual_norm: Optional[LayerNorm] = None
 
 
 @dataclass(frozen=True)
 class GatedFeedForward:
-    """x += post_norm(down(act(gate(norm(x))) * up(norm(x)))): SwiGLU / GeGLU (Shazeer, 2020)."""
+    """x += post_norm(down(act(gate(norm(x))) * up(norm(x)))): SwiGLU / GeGLU (Shazeer, 2020); without a gate
+    x += down(act(up(norm(x)))) (BERT's); each product plus its bias where given. Then x = residual_norm(x) where
+    it has one (a post-norm encoder's)."""
 
-    norm: Optional[RmsNorm]  # None: the block reads the residual stream itself
-    gate: Weight
+    norm: Optional[Norm]  # None: the block reads the residual stream itself
+    gate: Optional[Weight]
     up: Weight
     down: Weight
     activation: Literal["silu", "gelu_tanh"]
     post_norm: Optional[RmsNorm] = None
+    up_bias: Optional[Weight] = None
+    down_bias: Optional[Weight] = None
+    residual_norm: Optional[LayerNorm] = None
 
 
 @dataclass(frozen=True)
@@ -237,13 +258,14 @@ class PredictionInput:
 
 @dataclass(frozen=True)
 class Stack:
-    """A whole decoder: embedding, residual blocks in order, final norm and output projection."""
+    """A whole decoder or encoder: embedding, residual blocks in order, final norm and output projection."""
 
     embedding: Weight  # [n_vocab, n_embd]
     embedding_scale: float  # token embeddings are multiplied by this (Gemma: sqrt(n_embd))
     blocks: tuple[Block, ...]
-    output_norm: RmsNorm
-    output: Weight  # [n_vocab, n_embd]; the embedding itself when the model ties them
+    output_norm: Optional[Norm]  # None: the hidden states are the last block's output (a post-norm encoder)
+    output: Weight  # [n_vocab, n_embd]; the embedding itself when the model ties them, or an encoder's, which
+    # gives hidden states (kinetic.engine.embedding) and no logits that a route asks for
     n_embd: int
     n_vocab: int
     context_length: int
@@ -252,6 +274,16 @@ class Stack:
     input: Optional[PredictionInput] = None  # the rows' input made from their embeddings and vectors, if given
     prediction: Optional["Stack"] = None  # the model's prediction block as a stack of its own (its input set):
     # from this stack's hidden states it predicts the token after next, RAD-1's drafts
+    # an encoder's input: the embedding, plus row 0 of token_types (every token is sentence A's, as llama.cpp
+    # gives it) and the row of position_embedding at the token's position, through embedding_norm
+    token_types: Optional[Weight] = None  # [n_token_types, n_embd]
+    position_embedding: Optional[Weight] = None  # [n_positions, n_embd]
+    embedding_norm: Optional[LayerNorm] = None
+
+    @property
+    def causal(self) -> bool:
+        """Whether each row attends to earlier positions only, so that a text may run in several passes."""
+        return all(m.causal for m in self.mixers() if isinstance(m, Attention))
 
     def mixers(self) -> list[Mixer]:
         """Every block in order, a Parallel's mixers in its place: what devices keep state for, numbered so."""

@@ -1,10 +1,12 @@
 """Embeddings: a text's hidden states after the output norm, pooled as the model file says
 (`<arch>.pooling_type`, llama.cpp's enum: 0 none, 1 mean, 2 cls, 3 last, 4 rank) and normalised as llama.cpp's
 common_embd_normalize does. Each text runs alone on a sequence of its own, so its vector does not depend on the
-others of its request."""
+others of its request. An encoder's text (bidirectional attention) runs in one pass, within its position
+embedding's rows."""
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Optional, Sequence
 
@@ -53,11 +55,13 @@ class Embedder:
         self.n_embd = int(session.model.arch_value("embedding_length"))
         self._seq = session.new_sequence()
         self._turn = threading.Lock()
+        positions = session.stack.position_embedding
+        self._longest = min(session.context_length, positions.shape[0] if positions is not None else math.inf)
 
     def embed(self, tokens: Sequence[int], norm: int = EUCLIDEAN) -> np.ndarray:
         """The text's vector [n_embd] float32, normalised by norm; with pooling none, each token's, [n, n_embd]
         and not normalised, as llama-server gives them."""
-        check_prompt(tokens, self.session.tokenizer.n_vocab, self.session.context_length + 1)
+        check_prompt(tokens, self.session.tokenizer.n_vocab, self._longest + 1)
         states = self._hidden_states(tokens)
         if self.pooling == "none":
             return states
@@ -70,7 +74,8 @@ class Embedder:
         with self._turn:
             seq = self._seq
             seq.truncate(0)
-            for start, stop in prompt_batches(0, len(tokens)):
+            batches = prompt_batches(0, len(tokens)) if self.session.stack.causal else [(0, len(tokens))]
+            for start, stop in batches:
                 self.session.runner.forward([Row(seq, int(tokens[p]), p, parent=i - 1, hidden=True)
                                              for i, p in enumerate(range(start, stop))])
             states = np.stack([seq.hidden.pop(p) for p in range(len(tokens))])

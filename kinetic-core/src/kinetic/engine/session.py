@@ -84,7 +84,7 @@ class Session:
         self._template_file = options.chat_template_file
         self._template: Optional[ChatTemplate] = None
         self._breakers: dict[tuple[str, ...], DryBreakers] = {}
-        stack = load_stack(self.model)
+        self.stack = stack = load_stack(self.model)
         check_gpu_layers(options.gpu_layers, self.model)
         self.context_length = context_for(options.ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
         upload = UploadOptions(threads=options.threads, context_length=self.context_length,

@@ -6,8 +6,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, RmsNorm, ShortConv,
-                                      Weight)
+from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, LayerNorm, Mamba2, Norm,
+                                      ShortConv, Weight)
 from kinetic.experts import route, swiglu_oai
 from kinetic.reference import ops
 from kinetic.reference.sequence import Sequence
@@ -20,41 +20,43 @@ def attention(w: Weights, block: Attention, x: np.ndarray, positions: np.ndarray
     """Every row attends to its own sequence: the cached tokens and this pass's rows of that sequence."""
     # x: [n, n_embd] float32; positions: [n]; groups: each sequence with the indices of its rows, in order
     n = len(x)
-    h = _norm(w, block.norm, x)
+    h = norm(w, block.norm, x)
     q = ops.linear(h, w(block.q), w(block.q_bias))
     if block.output_gate:  # each head's queries, then its gate
         q, gate = (part.reshape(n, -1) for part in np.split(q.reshape(n, block.n_head, 2, -1), 2, axis=2))
     k = ops.linear(h, w(block.k), w(block.k_bias))
     v = ops.linear(h, w(block.v), w(block.v_bias)).reshape(n, block.n_head_kv, block.head_dim)
     if not block.norms_after_rope:
-        q, k = _norm(w, block.q_norm, q), _norm(w, block.k_norm, k)
+        q, k = norm(w, block.q_norm, q), norm(w, block.k_norm, k)
     freq_factors = w(block.rope.freq_factors)
     q = ops.rope(q.reshape(n, block.n_head, block.head_dim), positions, block.rope, freq_factors)
     k = ops.rope(k.reshape(n, block.n_head_kv, block.head_dim), positions, block.rope, freq_factors)
     if block.norms_after_rope:
-        q, k = _norm(w, block.q_norm, q), _norm(w, block.k_norm, k)
+        q, k = norm(w, block.q_norm, q), norm(w, block.k_norm, k)
     out = np.empty((n, block.n_head * block.head_dim), dtype=np.float32)
     for seq, rows in groups:
         cache = seq.cache(block_index)
         cache.append(k[rows], v[rows])
-        out[rows] = ops.attend(q[rows], cache.keys, cache.values, positions[rows], seq.positions, block.scale,
+        seen = positions[rows] if block.causal else np.full(len(rows), seq.positions.max())  # up to which position
+        out[rows] = ops.attend(q[rows], cache.keys, cache.values, seen, seq.positions, block.scale,
                                block.sliding_window, w(block.sinks))
     if block.output_gate:
         out = out * ops.sigmoid(gate)
-    return _norm(w, block.post_norm, ops.linear(out, w(block.o), w(block.o_bias)))
+    return norm(w, block.post_norm, ops.linear(out, w(block.o), w(block.o_bias)))
 
 
 def feed_forward(w: Weights, block: GatedFeedForward, x: np.ndarray) -> np.ndarray:
     # x: [n, n_embd] float32
-    h = _norm(w, block.norm, x)
-    gated = ops.ACTIVATIONS[block.activation](ops.linear(h, w(block.gate))) * ops.linear(h, w(block.up))
-    return _norm(w, block.post_norm, ops.linear(gated, w(block.down)))
+    h = norm(w, block.norm, x)
+    activation, up = ops.ACTIVATIONS[block.activation], ops.linear(h, w(block.up), w(block.up_bias))
+    gated = activation(up) if block.gate is None else activation(ops.linear(h, w(block.gate))) * up
+    return norm(w, block.post_norm, ops.linear(gated, w(block.down), w(block.down_bias)))
 
 
 def experts(w: Weights, block: Experts, x: np.ndarray) -> np.ndarray:
     """Each row's picked experts' feed-forwards, weighted and summed in rank order, and the shared expert's."""
     # x: [n, n_embd] float32
-    h = _norm(w, block.norm, x)
+    h = norm(w, block.norm, x)
     chosen, weights = route(block, ops.linear(h, w(block.router), w(block.router_bias)), w(block.selection_bias))
     gate, up, down = w(block.gate), w(block.up), w(block.down)  # [n_expert, ...] each
     biases = [w(b) if b is not None else np.zeros(m.shape[:2], np.float32)
@@ -82,7 +84,7 @@ def short_conv(w: Weights, block: ShortConv, x: np.ndarray, groups: list[tuple[S
                block_index: int) -> np.ndarray:
     """Each row convolves its own sequence's kept b * u rows, its own the last."""
     # x: [n, n_embd] float32; groups: each sequence with the indices of its rows, in order
-    b, c, u = np.split(ops.linear(_norm(w, block.norm, x), w(block.in_proj)), 3, axis=1)
+    b, c, u = np.split(ops.linear(norm(w, block.norm, x), w(block.in_proj)), 3, axis=1)
     return ops.linear(c * _convolve(w, block.conv, b * u, groups, block_index), w(block.out_proj))
 
 
@@ -110,7 +112,7 @@ def mamba2(w: Weights, block: Mamba2, x: np.ndarray, groups: list[tuple[Sequence
     """Each row convolves its own sequence's kept v rows, then steps that sequence's state (float64)."""
     # x: [n, n_embd] float32; groups: each sequence with the indices of its rows, in order
     d_inner, channels = block.out_proj.shape[1], block.conv.shape[0]
-    zvdt = ops.linear(_norm(w, block.norm, x), w(block.in_proj))
+    zvdt = ops.linear(norm(w, block.norm, x), w(block.in_proj))
     z, v, dt = zvdt[:, :d_inner], zvdt[:, d_inner : d_inner + channels], zvdt[:, d_inner + channels :]
     convolved = _convolve(w, block.conv, v, groups, block_index)
     if block.conv_bias is not None:
@@ -154,7 +156,7 @@ def gated_delta_net(w: Weights, block: GatedDeltaNet, x: np.ndarray, groups: lis
     """Each row convolves its own sequence's kept qkv rows, then steps that sequence's states (float64)."""
     # x: [n, n_embd] float32; groups: each sequence with the indices of its rows, in order
     n, hd = len(x), block.head_dim
-    h = _norm(w, block.norm, x)
+    h = norm(w, block.norm, x)
     qkv = ops.silu(_convolve(w, block.conv, ops.linear(h, w(block.qkv_proj)), groups, block_index))
     keys = block.n_k_head * hd
     q = ops.l2_norm(qkv[:, :keys].reshape(n, block.n_k_head, hd), block.l2_eps)
@@ -180,9 +182,13 @@ def gated_delta_net(w: Weights, block: GatedDeltaNet, x: np.ndarray, groups: lis
     return ops.linear((normed * ops.silu(z)).reshape(n, -1), w(block.out_proj))
 
 
-def _norm(w: Weights, norm: Optional[RmsNorm], x: np.ndarray) -> np.ndarray:
+def norm(w: Weights, given: Optional[Norm], x: np.ndarray) -> np.ndarray:
     """norm over x's last axis in pieces of the norm's width (a head, or all heads together); x itself without one."""
-    if norm is None:
+    if given is None:
         return x
-    width = len(w(norm.weight))
-    return ops.rms_norm(x.reshape(-1, width), w(norm.weight), norm.eps).reshape(x.shape)
+    width = len(w(given.weight))
+    pieces = x.reshape(-1, width)
+    if isinstance(given, LayerNorm):
+        return ops.layer_norm(pieces, w(given.weight), w(given.bias), given.eps).reshape(x.shape)
+    return ops.rms_norm(pieces, w(given.weight), given.eps).reshape(x.shape)
+

@@ -63,7 +63,7 @@ class ReferenceRunner:
     def _run(self, tokens: np.ndarray, positions: np.ndarray, groups: list[tuple[Sequence, np.ndarray]],
              vectors: Optional[np.ndarray]) -> np.ndarray:
         """The residual stream [n, n_embd] float32 after every block; vectors: the rows' (Row.vector)."""
-        x = self.weight(self.stack.embedding)[tokens] * np.float32(self.stack.embedding_scale)
+        x = self._inputs(tokens, positions)
         given = self.stack.input
         if given is not None:  # [enorm(e), hnorm(h)] through eh_proj
             halves = [ops.rms_norm(part, self.weight(norm.weight), norm.eps)
@@ -73,15 +73,25 @@ class ReferenceRunner:
         numbers = iter(range(len(self.stack.mixers())))  # each mixer's state is kept under its number
         for block in self.stack.blocks:
             if isinstance(block, Parallel):
-                h = ops.rms_norm(x, self.weight(block.norm.weight), block.norm.eps)
+                h = blocks.norm(self.weight, block.norm, x)
                 outs = [self._mixer(m, h, positions, groups, next(numbers)) for m in block.mixers]
                 out = outs[0]
                 for more in outs[1:]:
                     out = out + more
             else:
                 out = self._mixer(block, x, positions, groups, next(numbers))
-            x = x + out * residual_scale
+            x = blocks.norm(self.weight, getattr(block, "residual_norm", None), x + out * residual_scale)
         return x
+
+    def _inputs(self, tokens: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """[n, n_embd] float32: the tokens' embeddings, an encoder's with its token type and position rows and norm."""
+        s = self.stack
+        x = self.weight(s.embedding)[tokens] * np.float32(s.embedding_scale)
+        if s.token_types is not None:
+            x = x + self.weight(s.token_types)[0]
+        if s.position_embedding is not None:
+            x = x + self.weight(s.position_embedding)[positions]
+        return blocks.norm(self.weight, s.embedding_norm, x)
 
     def _mixer(self, block: Mixer, x: np.ndarray, positions: np.ndarray, groups: list[tuple[Sequence, np.ndarray]],
                number: int) -> np.ndarray:
@@ -101,8 +111,7 @@ class ReferenceRunner:
 
     def _normed(self, hidden: np.ndarray) -> np.ndarray:
         # hidden: [k, n_embd] float32 -> the output norm's [k, n_embd] float32
-        norm = self.stack.output_norm
-        return ops.rms_norm(hidden, self.weight(norm.weight), norm.eps)
+        return blocks.norm(self.weight, self.stack.output_norm, hidden)
 
     def _logits(self, hidden: np.ndarray) -> np.ndarray:
         # hidden: [k, n_embd] float32 -> [k, n_vocab] float32

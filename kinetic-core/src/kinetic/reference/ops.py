@@ -17,6 +17,14 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     return (x64 * inv_rms).astype(np.float32) * weight
 
 
+def layer_norm(x: np.ndarray, weight: np.ndarray, bias: Optional[np.ndarray], eps: float) -> np.ndarray:
+    # x: [..., width] float32; weight, bias: [width] float32
+    x64 = x.astype(np.float64)
+    centered = x64 - x64.mean(axis=-1, keepdims=True)
+    normed = (centered / np.sqrt(np.mean(centered * centered, axis=-1, keepdims=True) + eps)).astype(np.float32)
+    return normed * weight if bias is None else normed * weight + bias
+
+
 def linear(x: np.ndarray, weight: np.ndarray, bias: Optional[np.ndarray] = None) -> np.ndarray:
     # x: [n, cols] float32; weight: [rows, cols] float32; bias: [rows] -> [n, rows] float32
     y = (weight @ x.T).T  # OpenBLAS runs this orientation faster for a few rows

@@ -20,6 +20,7 @@ from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense",
                  "lfm2", "granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "qwen35moe", "granitemoe", "lfm2moe",
                  "gpt-oss")
+ENCODERS = ("bert",)  # and those it writes of the built-in encoder families, which give embeddings, not text
 # Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
 VARIANTS = {
     "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
@@ -68,7 +69,10 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         MODEL_TENSOR.FFN_NORM: (d.n_embd,), MODEL_TENSOR.FFN_PRE_NORM: (d.n_embd,),
         MODEL_TENSOR.FFN_POST_NORM: (d.n_embd,), MODEL_TENSOR.FFN_GATE: (d.n_ff, d.n_embd),
         MODEL_TENSOR.FFN_UP: (d.n_ff, d.n_embd), MODEL_TENSOR.FFN_DOWN: (d.n_embd, d.n_ff),
-        MODEL_TENSOR.TOKEN_EMBD_NORM: (d.n_embd,), MODEL_TENSOR.SHORTCONV_INPROJ: (3 * d.n_embd, d.n_embd),
+        MODEL_TENSOR.TOKEN_EMBD_NORM: (d.n_embd,), MODEL_TENSOR.TOKEN_TYPES: (TOKEN_TYPES, d.n_embd),
+        MODEL_TENSOR.POS_EMBD: (metadata.get(f"{arch}.context_length", CONTEXT), d.n_embd),
+        MODEL_TENSOR.ATTN_OUT_NORM: (d.n_embd,), MODEL_TENSOR.LAYER_OUT_NORM: (d.n_embd,),
+        MODEL_TENSOR.SHORTCONV_INPROJ: (3 * d.n_embd, d.n_embd),
         MODEL_TENSOR.SHORTCONV_CONV: (d.n_embd, SHORT_CONV_WIDTH), MODEL_TENSOR.SHORTCONV_OUTPROJ: (d.n_embd, d.n_embd),
         **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()},
                       metadata.get(f"{arch}.ssm.inner_size", 2 * d.n_embd)),
@@ -160,7 +164,7 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
     tensors: dict[str, Any] = {}
     shared = f"{arch}.expert_shared_feed_forward_length" in metadata
     for kind in MODEL_TENSORS[arch_enum]:
-        if kind not in shapes or (kind in _SHARED_EXPERT and not shared):
+        if kind not in shapes or (kind in _SHARED_EXPERT and not shared) or kind in _UNWRITTEN.get(arch, ()):
             continue
         names = [TENSOR_NAMES[kind]] if "{bid}" not in TENSOR_NAMES[kind] else [
             TENSOR_NAMES[kind].format(bid=b) for b in range(dims.n_layer)
@@ -171,8 +175,9 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
                 values = -np.exp(values)
             suffix = {**_SUFFIXES, **_ARCH_SUFFIXES.get(arch, {})}.get(kind, ".weight")
             tensors[name + suffix] = values if kind in _ALWAYS_F32 else _stored(values, qtype)
-            if kind in _BIASES.get(arch, ()):
-                tensors[name + ".bias"] = rng.standard_normal(shapes[kind][:-1], dtype=np.float32) * 0.1
+            if kind in _BIASES.get(arch, ()):  # a matrix's, one a row; a norm's, one a value
+                shape = shapes[kind][:-1] if len(shapes[kind]) > 1 else shapes[kind]
+                tensors[name + ".bias"] = rng.standard_normal(shape, dtype=np.float32) * 0.1
     for b in _prediction_layers(arch, metadata, dims.n_layer):
         for kind in (MODEL_TENSOR.NEXTN_EH_PROJ, MODEL_TENSOR.NEXTN_ENORM, MODEL_TENSOR.NEXTN_HNORM):
             values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
@@ -186,7 +191,14 @@ _BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN
            "granitehybrid": (MODEL_TENSOR.SSM_CONV1D,), "falcon-h1": (MODEL_TENSOR.SSM_CONV1D,),
            "gpt-oss": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MODEL_TENSOR.ATTN_OUT,
                        MODEL_TENSOR.FFN_GATE_INP, MODEL_TENSOR.FFN_GATE_EXP, MODEL_TENSOR.FFN_UP_EXP,
-                       MODEL_TENSOR.FFN_DOWN_EXP)}
+                       MODEL_TENSOR.FFN_DOWN_EXP),
+           "bert": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MODEL_TENSOR.ATTN_OUT,
+                    MODEL_TENSOR.FFN_UP, MODEL_TENSOR.FFN_DOWN, MODEL_TENSOR.TOKEN_EMBD_NORM,
+                    MODEL_TENSOR.ATTN_OUT_NORM, MODEL_TENSOR.LAYER_OUT_NORM)}
+# what gguf-py lists for an architecture that its converter does not write
+_UNWRITTEN = {"bert": (MODEL_TENSOR.OUTPUT_NORM, MODEL_TENSOR.ATTN_QKV, MODEL_TENSOR.CLS, MODEL_TENSOR.CLS_OUT)}
+TOKEN_TYPES = 2  # an encoder's token types (BERT's type_vocab_size)
+CONTEXT = 256  # every file's context_length: an encoder's positions
 _SUFFIXES = {MODEL_TENSOR.SSM_DT: ".bias", MODEL_TENSOR.SSM_A: "", MODEL_TENSOR.SSM_D: "",
              MODEL_TENSOR.FFN_EXP_PROBS_B: ".bias"}  # llama.cpp's names
 _ARCH_SUFFIXES = {"falcon-h1": {MODEL_TENSOR.FFN_PRE_NORM: ""}}  # its converter maps the whole name, .weight too
@@ -195,7 +207,8 @@ _PREDICTS = ("qwen35", "qwen35moe")  # writes its prediction layers' own tensors
 _NORMS_ACROSS_HEADS = ("olmo2",)
 # as llama.cpp's converter keeps them (conversion/base.py)
 _ALWAYS_F32 = (MODEL_TENSOR.SHORTCONV_CONV, MODEL_TENSOR.SSM_CONV1D, MODEL_TENSOR.SSM_A, MODEL_TENSOR.SSM_D,
-               MODEL_TENSOR.SSM_NORM, MODEL_TENSOR.FFN_GATE_INP, MODEL_TENSOR.FFN_GATE_INP_SHEXP)
+               MODEL_TENSOR.SSM_NORM, MODEL_TENSOR.FFN_GATE_INP, MODEL_TENSOR.FFN_GATE_INP_SHEXP,
+               MODEL_TENSOR.TOKEN_TYPES, MODEL_TENSOR.POS_EMBD)
 # a mixture-of-experts architecture -> the dense one whose layout and keys it shares
 MOE = {"qwen3moe": "qwen3", "qwen35moe": "qwen35", "granitemoe": "granite", "lfm2moe": "lfm2"}
 MIXTURES = (*MOE, "gpt-oss")  # the architectures whose feed-forwards are experts
@@ -279,10 +292,27 @@ def _layout_metadata(layout: str, arch: str, d: Dims) -> dict[str, Any]:
                 f"{arch}.rope.dimension_sections": [2, 1, 1, 0], f"{arch}.rope.freq_base": 1000000.0}
     if layout == "gpt-oss":  # a small window, so that short tests reach past it
         return {f"{arch}.attention.sliding_window": 4}
+    if layout == "bert":  # WordPiece, bidirectional, pooled by its [CLS] token (2)
+        return {f"{arch}.attention.layer_norm_epsilon": 1e-12, f"{arch}.attention.causal": False,
+                f"{arch}.pooling_type": 2, **_wordpiece_vocab(d.n_vocab)}
     if layout == "granite":  # scales of the size Granite 3's files hold
         return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
                 f"{arch}.attention.scale": 0.015625}
     return {}
+
+
+def _wordpiece_vocab(n_vocab: int) -> dict[str, Any]:
+    """A BERT vocabulary as llama.cpp's converter writes one: [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103
+    (the "bert" defaults), word starts spelt with "▁", continuations bare."""
+    tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    tokens += ["▁" + c for c in letters] + letters
+    tokens += [f"▁w{i}" for i in range(n_vocab - len(tokens))]
+    return {"tokenizer.ggml.model": "bert", "tokenizer.ggml.tokens": tokens,
+            "tokenizer.ggml.token_type": [3] * 104 + [1] * (len(tokens) - 104),
+            "tokenizer.ggml.token_type_count": TOKEN_TYPES, "tokenizer.ggml.bos_token_id": 101,
+            "tokenizer.ggml.eos_token_id": 102, "tokenizer.ggml.unknown_token_id": 100,
+            "tokenizer.ggml.seperator_token_id": 102, "tokenizer.ggml.padding_token_id": 0}
 
 
 def _stored(values: np.ndarray, qtype: gguf.GGMLQuantizationType) -> Any:
@@ -295,7 +325,7 @@ def _model_metadata(arch: str, d: Dims) -> dict[str, Any]:
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
     tokens += [f"tok{i}" for i in range(d.n_vocab - len(tokens))]
     return {
-        f"{arch}.context_length": 256, f"{arch}.embedding_length": d.n_embd, f"{arch}.block_count": d.n_layer,
+        f"{arch}.context_length": CONTEXT, f"{arch}.embedding_length": d.n_embd, f"{arch}.block_count": d.n_layer,
         f"{arch}.feed_forward_length": d.n_ff, f"{arch}.attention.head_count": d.n_head,
         f"{arch}.attention.head_count_kv": d.n_head_kv, f"{arch}.attention.layer_norm_rms_epsilon": 1e-6,
         f"{arch}.rope.freq_base": 10000.0,

@@ -71,6 +71,26 @@ def rms_norm(x, weight, eps):  # x: [n, d] float32, weight: [d] float32 -> [n, d
 
 
 @numba.njit(**_JIT)
+def layer_norm(x, weight, bias, eps):  # x: [n, d] float32, weight and bias: [d] float32 -> [n, d] float32
+    """(x - mean(x)) / sqrt(var(x) + eps) * weight + bias, each row on its own, mean and variance in float64."""
+    n, d = x.shape
+    out = np.empty_like(x)
+    for i in range(n):
+        total = 0.0
+        for j in range(d):
+            total += np.float64(x[i, j])
+        mean = total / d
+        squares = 0.0
+        for j in range(d):
+            centered = np.float64(x[i, j]) - mean
+            squares += centered * centered
+        scale = 1.0 / math.sqrt(squares / d + eps)
+        for j in range(d):
+            out[i, j] = np.float32((np.float64(x[i, j]) - mean) * scale) * weight[j] + bias[j]
+    return out
+
+
+@numba.njit(**_JIT)
 def rope_angles(positions, n_dims, base, scales, factors, magnitude):
     """cos and sin of position * scale_k * base^(-2k/n_dims) / factor_k (Su et al., 2021), times magnitude, for
     every row and pair k (kinetic.rotary gives scales and magnitude)."""

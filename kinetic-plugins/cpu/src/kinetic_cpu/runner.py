@@ -12,8 +12,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic import rotary
-from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, Mamba2, Mixer, Parallel,
-                                      RmsNorm, Rope, ShortConv, Stack, Weight)
+from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, LayerNorm, Mamba2, Mixer,
+                                      Norm, Parallel, Rope, ShortConv, Stack, Weight)
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic.experts import route, swiglu_oai
 from kinetic_cpu import compile_clock, ops
@@ -124,7 +124,8 @@ class CpuRunner:
                     out = out + more
             else:
                 out = self._mixer(block, x, spans, numbers, positions)
-            x = x + (out if residual_scale == 1 else out * residual_scale)
+            x = self._norm(getattr(block, "residual_norm", None), x + (out if residual_scale == 1 else
+                                                                         out * residual_scale))
         for seq, span in spans:
             seq.n_tokens = int(positions[span.stop - 1]) + 1
         return x
@@ -153,6 +154,12 @@ class CpuRunner:
         raw = embedding.raw()
         rows = kind.dequantize(raw[tokens].reshape(-1, kind.type_size)).reshape(len(tokens), -1)
         x = (rows * np.float32(self.stack.embedding_scale)).astype(np.float32)
+        if self.stack.token_types is not None:
+            x = x + self._vector(self.stack.token_types)[: self.stack.n_embd]  # row 0: sentence A's
+        if self.stack.position_embedding is not None:
+            positions = np.array([row.position for row in batch], np.int64)
+            x = x + self._vector(self.stack.position_embedding).reshape(-1, self.stack.n_embd)[positions]
+        x = self._norm(self.stack.embedding_norm, x)
         given = self.stack.input
         if given is None:
             return x
@@ -160,13 +167,17 @@ class CpuRunner:
         halves = [self._norm(given.enorm, x), self._norm(given.hnorm, vectors)]
         return self._linear(given.eh_proj, np.concatenate(halves, axis=1))
 
-    def _norm(self, norm: Optional[RmsNorm], x: np.ndarray) -> np.ndarray:
+    def _norm(self, norm: Optional[Norm], x: np.ndarray) -> np.ndarray:
         """norm over x's last axis in pieces of the norm's width (a head, or all heads together); x itself
         without one."""
         if norm is None:
             return x
         weight = self._vector(norm.weight)
-        return ops.rms_norm(x.reshape(-1, len(weight)), weight, norm.eps).reshape(x.shape)
+        pieces = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, len(weight))
+        if isinstance(norm, LayerNorm):
+            bias = self._vector(norm.bias) if norm.bias is not None else np.zeros_like(weight)
+            return ops.layer_norm(pieces, weight, bias, norm.eps).reshape(x.shape)
+        return ops.rms_norm(pieces, weight, norm.eps).reshape(x.shape)
 
     def _vector(self, weight: Weight) -> np.ndarray:
         if weight.name not in self._norms:
@@ -245,7 +256,8 @@ class CpuRunner:
             for seq, span in part:
                 at = positions[span]
                 seq.write(layer, at, k[span], v[span])
-                attended[span] = ops.attend(q[span], seq.keys[layer], seq.values[layer], at, a.scale,
+                seen = at if a.causal else np.full_like(at, at.max())  # the last position each row attends to
+                attended[span] = ops.attend(q[span], seq.keys[layer], seq.values[layer], seen, a.scale,
                                             a.sliding_window or 0, one_thread, sinks)
 
         self._spreader.run(attend, spans, positions)
@@ -352,9 +364,13 @@ class CpuRunner:
 
     def _feed_forward(self, f: GatedFeedForward, x: np.ndarray) -> np.ndarray:
         h = self._norm(f.norm, x)
-        gate, up = self._linears(h, (f.gate, None), (f.up, None))
-        gated = ops.gate(gate, up, f.activation == "gelu_tanh")
-        out = self._linear(f.down, gated)
+        if f.gate is None:  # act(up): act(up) * 1, which is exact
+            up = self._linears(h, (f.up, f.up_bias))[0]
+            gated = ops.gate(up, np.ones_like(up), f.activation == "gelu_tanh")
+        else:
+            gate, up = self._linears(h, (f.gate, None), (f.up, f.up_bias))
+            gated = ops.gate(gate, up, f.activation == "gelu_tanh")
+        out = self._linears(gated, (f.down, f.down_bias))[0]
         return self._norm(f.post_norm, out)
 
     def _experts(self, m: Experts, x: np.ndarray) -> np.ndarray:

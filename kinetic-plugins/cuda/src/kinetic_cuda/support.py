@@ -38,6 +38,8 @@ def matrices(stack: Stack) -> list[Weight]:
 
 def refusal(stack: Stack) -> Optional[str]:
     """None if the device runs every block and weight of the stack, else one line saying what it lacks."""
+    if not stack.causal or stack.output_norm is None or stack.embedding_norm is not None:
+        return "CUDA has no kernels for encoders (bidirectional attention, LayerNorm) yet"
     for block in stack.mixers():
         if not isinstance(block, (Attention, GatedFeedForward, Experts, ShortConv, *RECURRENT)):
             return f"CUDA has no kernel for {type(block).__name__} blocks"

@@ -26,14 +26,14 @@ class Dims:
     head_dim: int
     n_rot: int  # rotated dimensions of each head
     n_ff: int
-    eps: float  # of every RMS norm
+    eps: float  # of every norm
     context_length: int
 
 
 FeedForwards = Callable[[Loader, int, "Dims"], Block]  # layer i's feed-forward: dense, or experts in a MoE family
 
 
-def read_dims(loader: Loader) -> Dims:
+def read_dims(loader: Loader, eps_key: str = "attention.layer_norm_rms_epsilon") -> Dims:
     n_embd = loader.hp("embedding_length", int)
     n_head = loader.hp("attention.head_count", int)
     head_dim = loader.hp("attention.key_length", int, n_embd // n_head)
@@ -52,7 +52,7 @@ def read_dims(loader: Loader) -> Dims:
         head_dim=head_dim,
         n_rot=loader.hp("rope.dimension_count", int, head_dim),
         n_ff=loader.hp("feed_forward_length", int),
-        eps=loader.hp("attention.layer_norm_rms_epsilon", float),
+        eps=loader.hp(eps_key, float),
         context_length=loader.hp("context_length", int),
     )
 

@@ -1,0 +1,89 @@
+"""BERT ("bert"): BGE, MiniLM and other BERT-style encoders (Devlin et al., 2019), run for their embeddings.
+
+The input is each token's embedding plus token type 0's row and its position's row, through a LayerNorm. Then
+post-norm layers: x = LayerNorm(x + attention(x)), bidirectional (a token attends to the whole text), then
+x = LayerNorm(x + down(gelu(up(x)))); every product has its bias. No rotation and no output norm (llama.cpp:
+src/models/bert.cpp).
+
+Hyper-parameters: bert.{block_count, embedding_length, feed_forward_length, context_length, attention.head_count,
+attention.layer_norm_epsilon, pooling_type}. Tensors: token_embd, token_types, position_embd, token_embd_norm;
+per layer attn_{q,k,v,output}, attn_output_norm, ffn_{up,down}, layer_output_norm, each with its bias (a
+product's is optional, as in llama.cpp).
+"""
+
+from __future__ import annotations
+
+import math
+
+from kinetic.contracts import Family
+from kinetic.contracts.blocks import Attention, GatedFeedForward, LayerNorm, Rope, Stack
+from kinetic.contracts.loader import Loader
+
+from kinetic_families.decoder import Dims, read_dims
+
+NO_ROTATION = Rope(n_dims=0, base=10000.0, neox=False)  # positions come from position_embd
+
+
+def build(loader: Loader) -> Stack:
+    d = read_dims(loader, eps_key="attention.layer_norm_epsilon")
+    blocks = []
+    for i in range(d.n_layer):
+        blocks += [attention(loader, i, d), feed_forward(loader, i, d)]
+    embedding = loader.weight("token_embd.weight", (None, d.n_embd))
+    return Stack(
+        embedding=embedding,
+        embedding_scale=1.0,
+        blocks=tuple(blocks),
+        output_norm=None,
+        output=embedding,
+        n_embd=d.n_embd,
+        n_vocab=embedding.shape[0],
+        context_length=d.context_length,
+        token_types=loader.weight("token_types.weight", (None, d.n_embd)),
+        position_embedding=loader.weight("position_embd.weight", (None, d.n_embd)),
+        embedding_norm=layer_norm(loader, "token_embd_norm", d),
+    )
+
+
+def layer_norm(loader: Loader, name: str, d: Dims) -> LayerNorm:
+    return LayerNorm(loader.weight(f"{name}.weight", (d.n_embd,)), loader.weight(f"{name}.bias", (d.n_embd,)), d.eps)
+
+
+def attention(loader: Loader, i: int, d: Dims) -> Attention:
+    blk = f"blk.{i}."
+    width, kv_width = d.n_head * d.head_dim, d.n_head_kv * d.head_dim
+    return Attention(
+        norm=None,
+        q=loader.weight(blk + "attn_q.weight", (width, d.n_embd)),
+        k=loader.weight(blk + "attn_k.weight", (kv_width, d.n_embd)),
+        v=loader.weight(blk + "attn_v.weight", (kv_width, d.n_embd)),
+        o=loader.weight(blk + "attn_output.weight", (d.n_embd, width)),
+        n_head=d.n_head,
+        n_head_kv=d.n_head_kv,
+        head_dim=d.head_dim,
+        rope=NO_ROTATION,
+        scale=1 / math.sqrt(d.head_dim),
+        q_bias=loader.optional(blk + "attn_q.bias", (width,)),
+        k_bias=loader.optional(blk + "attn_k.bias", (kv_width,)),
+        v_bias=loader.optional(blk + "attn_v.bias", (kv_width,)),
+        o_bias=loader.optional(blk + "attn_output.bias", (d.n_embd,)),
+        causal=False,
+        residual_norm=layer_norm(loader, blk + "attn_output_norm", d),
+    )
+
+
+def feed_forward(loader: Loader, i: int, d: Dims) -> GatedFeedForward:
+    blk = f"blk.{i}."
+    return GatedFeedForward(
+        norm=None,
+        gate=None,
+        up=loader.weight(blk + "ffn_up.weight", (d.n_ff, d.n_embd)),
+        down=loader.weight(blk + "ffn_down.weight", (d.n_embd, d.n_ff)),
+        activation="gelu_tanh",  # ggml_gelu, the tanh approximation (LLM_FFN_GELU)
+        up_bias=loader.optional(blk + "ffn_up.bias", (d.n_ff,)),
+        down_bias=loader.optional(blk + "ffn_down.bias", (d.n_embd,)),
+        residual_norm=layer_norm(loader, blk + "layer_output_norm", d),
+    )
+
+
+FAMILY = Family(name="bert", architectures=("bert",), build=build)
