@@ -21,7 +21,7 @@ from pathlib import Path
 
 from kinetic.testing import llama_cpp
 from kinetic.testing.gguf_factory import Dims, write_random_model
-from kinetic.testing.reranker import DOCUMENTS, QUERY, write_reranker
+from kinetic.testing.reranker import CROSS_DOCUMENTS, CROSS_QUERY, DOCUMENTS, QUERY, write_cross_encoder, write_reranker
 from make_greedy_golden import post, run_server
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "embeddings.json"
@@ -37,12 +37,12 @@ def write(path: Path, arch: str, pooling: int, weight_type: str) -> Path:
     return write_random_model(path, arch, Dims(), weight_type, seed=SEED, metadata={f"{arch}.pooling_type": pooling})
 
 
-def reranked(tools: Path, model: Path) -> dict:
-    answer = run_server(tools, model, lambda port: post(port, "/v1/rerank", {"query": QUERY, "documents": DOCUMENTS}),
+def reranked(tools: Path, model: Path, query: str, documents: list[str]) -> dict:
+    answer = run_server(tools, model, lambda port: post(port, "/v1/rerank", {"query": query, "documents": documents}),
                         ("--reranking",))
     scores = {result["index"]: result["relevance_score"] for result in answer["results"]}
-    return {"sha256": hashlib.sha256(model.read_bytes()).hexdigest(), "query": QUERY, "documents": DOCUMENTS,
-            "scores": [scores[i] for i in range(len(DOCUMENTS))], "prompt_tokens": answer["usage"]["prompt_tokens"]}
+    return {"sha256": hashlib.sha256(model.read_bytes()).hexdigest(), "query": query, "documents": documents,
+            "scores": [scores[i] for i in range(len(documents))], "prompt_tokens": answer["usage"]["prompt_tokens"]}
 
 
 def main() -> int:
@@ -56,8 +56,10 @@ def main() -> int:
             files[name] = {"arch": arch, "pooling": pooling, "weight_type": weight_type,
                            "sha256": hashlib.sha256(model.read_bytes()).hexdigest(),
                            "embeddings": [entry["embedding"] for entry in sorted(answer, key=lambda e: e["index"])]}
-        rerank = reranked(tools, write_reranker(Path(tmp) / "reranker.gguf", SEED))
-    golden = {"llama_cpp": llama_cpp.VERSION, "seed": SEED, "inputs": INPUTS, "files": files, "rerank": rerank}
+        rerank = reranked(tools, write_reranker(Path(tmp) / "reranker.gguf", SEED), QUERY, DOCUMENTS)
+        cross = reranked(tools, write_cross_encoder(Path(tmp) / "cross.gguf", SEED), CROSS_QUERY, CROSS_DOCUMENTS)
+    golden = {"llama_cpp": llama_cpp.VERSION, "seed": SEED, "inputs": INPUTS, "files": files, "rerank": rerank,
+              "cross_encoder": cross}
     OUT.write_text(json.dumps(golden, indent=1) + "\n")
     print(OUT)
     return 0

@@ -23,7 +23,7 @@ from kinetic.plugins import plugins
 from kinetic.reference.executor import ReferenceRunner
 from kinetic.server import ServedModel, make_app
 from kinetic.testing.gguf_factory import Dims, write_random_model
-from kinetic.testing.reranker import write_reranker
+from kinetic.testing.reranker import write_cross_encoder, write_reranker
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "embeddings.json").read_text())
 LOCAL = {"Host": "localhost:8080"}
@@ -223,6 +223,19 @@ def test_kinetic_model_reranks_as_the_route(reranker):
             model.generate("x")
     ranker = reranker.ranker
     assert scores == [ranker.score(ranker.prompt(golden["query"], d)) for d in golden["documents"]]
+
+
+def test_cross_encoder_scores_are_llama_cpps(tmp_path_factory):
+    """A BERT-style cross-encoder ranks by its [CLS] state through its dense layer (tanh) and head."""
+    golden = GOLDEN["cross_encoder"]
+    path = write_cross_encoder(tmp_path_factory.mktemp("cross") / "cross.gguf", GOLDEN["seed"])
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == golden["sha256"], "not the file llama.cpp ran"
+    client = testing.TestClient(make_app(ServedModel(Session(path, SessionOptions(device="cpu")), "cross")),
+                                headers=LOCAL)
+    answer = client.simulate_post("/v1/rerank", json={"query": golden["query"], "documents": golden["documents"]}).json
+    assert answer["usage"]["prompt_tokens"] == golden["prompt_tokens"]
+    scores = {r["index"]: r["relevance_score"] for r in answer["results"]}
+    assert all(abs(scores[i] - golden["scores"][i]) < SCORE_TOLERANCE for i in range(len(golden["documents"])))
 
 
 @pytest.fixture(scope="module")

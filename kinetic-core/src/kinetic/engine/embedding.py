@@ -65,8 +65,9 @@ class Embedder:
         states = self._hidden_states(tokens)
         if self.pooling == "none":
             return states
+        ranked = states[-1] if self.session.stack.causal else states[0]  # a decoder ranker's last, an encoder's CLS
         pooled = {"mean": lambda: states.mean(axis=0, dtype=np.float32), "cls": lambda: states[0],
-                  "last": lambda: states[-1], "rank": lambda: states[-1]}[self.pooling]()  # a causal ranker's last
+                  "last": lambda: states[-1], "rank": lambda: ranked}[self.pooling]()
         return normalized(pooled, norm)
 
     def _hidden_states(self, tokens: Sequence[int]) -> np.ndarray:

@@ -28,6 +28,7 @@ class _Defaults:
     add_bos: bool
     add_space_prefix: bool
     clean_spaces: bool
+    add_sep: bool = False  # a separator between a pair's texts (a reranker's query and document)
 
 
 _DEFAULTS = {
@@ -35,7 +36,7 @@ _DEFAULTS = {
     "llama": _Defaults({"bos_id": 1, "eos_id": 2, "unk_id": 0},
                        add_bos=True, add_space_prefix=True, clean_spaces=False),
     "bert": _Defaults({"bos_id": 101, "unk_id": 100, "sep_id": 102, "pad_id": 0, "mask_id": 103},
-                      add_bos=True, add_space_prefix=False, clean_spaces=True),
+                      add_bos=True, add_space_prefix=False, clean_spaces=True, add_sep=True),
 }
 
 
@@ -66,6 +67,7 @@ class Tokenizer:
 
         self.add_bos = flag("add_bos_token", pre.add_bos if pre else defaults.add_bos)
         self.add_eos = flag("add_eos_token", False)
+        self.add_sep = flag("add_sep_token", defaults.add_sep)
         self.add_space_prefix = flag("add_space_prefix", defaults.add_space_prefix)
         self._clean_spaces = pre.clean_spaces if pre else defaults.clean_spaces
         self._splitter = SpecialSplitter(self.vocab)
