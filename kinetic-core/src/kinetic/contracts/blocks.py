@@ -17,10 +17,17 @@ from kinetic.contracts.tensor_type import TensorType
 
 @dataclass(frozen=True)
 class Weight:
-    """One tensor of the model file, not read until a device asks. shape is numpy order: [rows, row length]."""
+    """One tensor of the model file, or a run of a matrix's rows (a part of a fused tensor: nomic-bert's q, k and
+    v of attn_qkv), not read until a device asks. shape is numpy order: [rows, row length]."""
 
     model: ModelFile = field(repr=False)  # its repr would print the whole file's metadata
     name: str
+    rows: Optional[tuple[int, int]] = None  # [first, stop) of the matrix's rows; None: the whole tensor
+
+    @property
+    def key(self) -> str:
+        """What names this weight alone, for a device's caches: the tensor's name, with its rows where a part."""
+        return self.name if self.rows is None else f"{self.name}[{self.rows[0]}:{self.rows[1]}]"
 
     @property
     def type(self) -> TensorType:
@@ -28,15 +35,23 @@ class Weight:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.model.tensors[self.name].shape[::-1]
+        shape = self.model.tensors[self.name].shape[::-1]
+        return shape if self.rows is None else (self.rows[1] - self.rows[0], *shape[1:])
+
+    def part(self, first: int, stop: int) -> "Weight":
+        """Rows [first, stop) of this matrix."""
+        return Weight(self.model, self.name, (first, stop))
 
     def raw(self) -> np.ndarray:
         """The stored bytes, [rows, bytes per row] for a matrix, zero-copy from the memory map."""
-        rows = int(np.prod(self.shape[:-1], dtype=np.int64)) if len(self.shape) > 1 else 1
-        return self.model.raw(self.name).reshape(rows, -1)
+        shape = self.model.tensors[self.name].shape[::-1]
+        rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+        raw = self.model.raw(self.name).reshape(rows, -1)
+        return raw if self.rows is None else raw[self.rows[0] : self.rows[1]]
 
     def to_float32(self) -> np.ndarray:
-        return self.model.to_float32(self.name)
+        values = self.model.to_float32(self.name)
+        return values if self.rows is None else values[self.rows[0] : self.rows[1]]
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ class ReferenceRunner:
     def weight(self, weight: Optional[Weight]) -> Optional[np.ndarray]:
         if weight is None:
             return None
-        if weight.name not in self._weights:
-            self._weights[weight.name] = weight.to_float32()
-        return self._weights[weight.name]
+        if weight.key not in self._weights:
+            self._weights[weight.key] = weight.to_float32()
+        return self._weights[weight.key]
 
     def new_sequence(self) -> Sequence:
         return Sequence(self)

@@ -20,7 +20,7 @@ from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense",
                  "lfm2", "granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "qwen35moe", "granitemoe", "lfm2moe",
                  "gpt-oss")
-ENCODERS = ("bert",)  # and those it writes of the built-in encoder families, which give embeddings, not text
+ENCODERS = ("bert", "nomic-bert")  # and those it writes of the built-in encoder families, which give embeddings, not text
 # Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
 VARIANTS = {
     "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
@@ -72,6 +72,7 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         MODEL_TENSOR.TOKEN_EMBD_NORM: (d.n_embd,), MODEL_TENSOR.TOKEN_TYPES: (TOKEN_TYPES, d.n_embd),
         MODEL_TENSOR.POS_EMBD: (metadata.get(f"{arch}.context_length", CONTEXT), d.n_embd),
         MODEL_TENSOR.ATTN_OUT_NORM: (d.n_embd,), MODEL_TENSOR.LAYER_OUT_NORM: (d.n_embd,),
+        MODEL_TENSOR.ATTN_QKV: (q + 2 * kv, d.n_embd),
         MODEL_TENSOR.SHORTCONV_INPROJ: (3 * d.n_embd, d.n_embd),
         MODEL_TENSOR.SHORTCONV_CONV: (d.n_embd, SHORT_CONV_WIDTH), MODEL_TENSOR.SHORTCONV_OUTPROJ: (d.n_embd, d.n_embd),
         **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()},
@@ -194,9 +195,11 @@ _BIASES = {"qwen2": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN
                        MODEL_TENSOR.FFN_DOWN_EXP),
            "bert": (MODEL_TENSOR.ATTN_Q, MODEL_TENSOR.ATTN_K, MODEL_TENSOR.ATTN_V, MODEL_TENSOR.ATTN_OUT,
                     MODEL_TENSOR.FFN_UP, MODEL_TENSOR.FFN_DOWN, MODEL_TENSOR.TOKEN_EMBD_NORM,
-                    MODEL_TENSOR.ATTN_OUT_NORM, MODEL_TENSOR.LAYER_OUT_NORM)}
+                    MODEL_TENSOR.ATTN_OUT_NORM, MODEL_TENSOR.LAYER_OUT_NORM),
+           "nomic-bert": (MODEL_TENSOR.TOKEN_EMBD_NORM, MODEL_TENSOR.ATTN_OUT_NORM, MODEL_TENSOR.LAYER_OUT_NORM)}
 # what gguf-py lists for an architecture that its converter does not write
-_UNWRITTEN = {"bert": (MODEL_TENSOR.OUTPUT_NORM, MODEL_TENSOR.ATTN_QKV, MODEL_TENSOR.CLS, MODEL_TENSOR.CLS_OUT)}
+_UNWRITTEN = {"bert": (MODEL_TENSOR.OUTPUT_NORM, MODEL_TENSOR.ATTN_QKV, MODEL_TENSOR.CLS, MODEL_TENSOR.CLS_OUT),
+              "nomic-bert": (MODEL_TENSOR.OUTPUT_NORM, MODEL_TENSOR.POS_EMBD)}
 TOKEN_TYPES = 2  # an encoder's token types (BERT's type_vocab_size)
 CONTEXT = 256  # every file's context_length: an encoder's positions
 _SUFFIXES = {MODEL_TENSOR.SSM_DT: ".bias", MODEL_TENSOR.SSM_A: "", MODEL_TENSOR.SSM_D: "",
@@ -250,6 +253,8 @@ def _attending_layers(arch: str, metadata: Mapping[str, Any], n_layer: int) -> l
 
 
 def _in_layer(arch: str, kind: MODEL_TENSOR, attends: bool, dense: bool, experts: bool) -> bool:
+    if arch in ENCODERS:
+        return True
     if kind in _EXPERT_FFN:
         return experts and not dense
     if kind in _DENSE_FFN:
@@ -292,9 +297,10 @@ def _layout_metadata(layout: str, arch: str, d: Dims) -> dict[str, Any]:
                 f"{arch}.rope.dimension_sections": [2, 1, 1, 0], f"{arch}.rope.freq_base": 1000000.0}
     if layout == "gpt-oss":  # a small window, so that short tests reach past it
         return {f"{arch}.attention.sliding_window": 4}
-    if layout == "bert":  # WordPiece, bidirectional, pooled by its [CLS] token (2)
+    if layout in ENCODERS:  # WordPiece, bidirectional, BERT pooled by its [CLS] token (2), nomic-bert by the mean
         return {f"{arch}.attention.layer_norm_epsilon": 1e-12, f"{arch}.attention.causal": False,
-                f"{arch}.pooling_type": 2, **_wordpiece_vocab(d.n_vocab)}
+                f"{arch}.pooling_type": 2 if layout == "bert" else 1, f"{arch}.rope.freq_base": 1000.0,
+                **_wordpiece_vocab(d.n_vocab)}
     if layout == "granite":  # scales of the size Granite 3's files hold
         return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
                 f"{arch}.attention.scale": 0.015625}

@@ -180,13 +180,13 @@ class CpuRunner:
         return ops.rms_norm(pieces, weight, norm.eps).reshape(x.shape)
 
     def _vector(self, weight: Weight) -> np.ndarray:
-        if weight.name not in self._norms:
-            self._norms[weight.name] = np.ascontiguousarray(weight.to_float32().reshape(-1), dtype=np.float32)
-        return self._norms[weight.name]
+        if weight.key not in self._norms:
+            self._norms[weight.key] = np.ascontiguousarray(weight.to_float32().reshape(-1), dtype=np.float32)
+        return self._norms[weight.key]
 
     def _matrix(self, weight: Weight, expert: Optional[int] = None) -> Matrix:
         """The weight's matrix, or with expert e the e-th of its stacked matrices ([n_expert, rows, k])."""
-        key = weight.name if expert is None else f"{weight.name}#{expert}"
+        key = weight.key if expert is None else f"{weight.key}#{expert}"
         if key not in self._matrices:
             raw = weight.raw()
             if expert is not None:

@@ -159,9 +159,9 @@ class CudaRunner:
         return GpuFeedForward(b, self._matrix, scale)
 
     def _matrix(self, weight: Weight) -> GpuMatrix:
-        if weight.name not in self._matrices:
-            self._matrices[weight.name] = GpuMatrix.of(weight)
-        return self._matrices[weight.name]
+        if weight.key not in self._matrices:
+            self._matrices[weight.key] = GpuMatrix.of(weight)
+        return self._matrices[weight.key]
 
     def _table(self, rope: Rope) -> tuple:
         key = (rope.n_dims, rope.base, rope.scale, rope.freq_factors.name if rope.freq_factors else None, rope.yarn,
@@ -345,8 +345,8 @@ def _fit(stack: Stack, shape: Shape, widths: list[int], options: UploadOptions) 
 def flywheel_bytes(stack: Stack) -> tuple[int, int]:
     """(the GPU bytes of every matrix but the experts', those of a slot in every mixture layer)."""
     mixtures = [b for b in stack.mixers() if isinstance(b, Experts)]
-    experts = {w.name for b in mixtures for w in (b.gate, b.up, b.down)}
-    rest = upload_bytes([w for w in matrices(stack) if w.name not in experts])
+    experts = {w.key for b in mixtures for w in (b.gate, b.up, b.down)}
+    rest = upload_bytes([w for w in matrices(stack) if w.key not in experts])
     return rest, sum(aligned_bytes(w) // b.n_expert for b in mixtures for w in (b.gate, b.up, b.down))
 
 

@@ -102,4 +102,4 @@ def vector(weight: Weight) -> cupy.ndarray:
 
 def upload_bytes(weights: list[Weight]) -> int:
     """GPU bytes the matrices take, before uploading them."""
-    return sum(aligned_bytes(w) + PAD for w in {w.name: w for w in weights}.values())
+    return sum(aligned_bytes(w) + PAD for w in {w.key: w for w in weights}.values())

@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 
 from kinetic.contracts import Family
-from kinetic.contracts.blocks import Attention, GatedFeedForward, LayerNorm, Rope, Stack
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Rope, Stack
 from kinetic.contracts.loader import Loader
 
 from kinetic_families.decoder import Dims, read_dims
+from kinetic_families.encoder import encoder_stack, layer_norm
 
 NO_ROTATION = Rope(n_dims=0, base=10000.0, neox=False)  # positions come from position_embd
 
@@ -29,24 +30,7 @@ def build(loader: Loader) -> Stack:
     blocks = []
     for i in range(d.n_layer):
         blocks += [attention(loader, i, d), feed_forward(loader, i, d)]
-    embedding = loader.weight("token_embd.weight", (None, d.n_embd))
-    return Stack(
-        embedding=embedding,
-        embedding_scale=1.0,
-        blocks=tuple(blocks),
-        output_norm=None,
-        output=embedding,
-        n_embd=d.n_embd,
-        n_vocab=embedding.shape[0],
-        context_length=d.context_length,
-        token_types=loader.weight("token_types.weight", (None, d.n_embd)),
-        position_embedding=loader.weight("position_embd.weight", (None, d.n_embd)),
-        embedding_norm=layer_norm(loader, "token_embd_norm", d),
-    )
-
-
-def layer_norm(loader: Loader, name: str, d: Dims) -> LayerNorm:
-    return LayerNorm(loader.weight(f"{name}.weight", (d.n_embd,)), loader.weight(f"{name}.bias", (d.n_embd,)), d.eps)
+    return encoder_stack(loader, d, blocks, positions=True)
 
 
 def attention(loader: Loader, i: int, d: Dims) -> Attention:
