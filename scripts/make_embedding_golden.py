@@ -28,6 +28,7 @@ OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "embeddings.
 # name: (architecture, pooling type (llama.cpp's: 0 none, 1 mean, 2 cls, 3 last), weight type)
 FILES = {"qwen3-last": ("qwen3", 3, "F32"), "llama-mean": ("llama", 1, "Q8_0"), "qwen2-cls": ("qwen2", 2, "F16"),
          "bert-cls": ("bert", 2, "F32"), "bert-mean": ("bert", 1, "Q8_0"), "nomic-mean": ("nomic-bert", 1, "Q8_0"),
+         "embeddinggemma-mean": ("gemma-embedding", 1, "F16"),
          "gemma3-none": ("gemma3", 0, "F32")}
 INPUTS = [[5, 7, 9, 11], list(range(20, 57)), [42]]
 SEED = 3

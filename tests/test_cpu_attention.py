@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from kinetic.contracts.device import cache_rotations
+from kinetic.visibility import visible_spans
 from kinetic_cpu import ops
 from kinetic_cpu.cache import quantize_q8_0
 from kinetic_cpu.kernels import attention
@@ -158,7 +159,8 @@ def test_a_heads_output_is_the_same_in_any_group(group, window):
 
     def attend(keys, values):  # keys: [kv heads, ctx, hd], values: [ctx, kv heads, hd]
         k_cache = np.stack([blocked(np.ascontiguousarray(k.T)) for k in keys])
-        return ops.attend(q, k_cache, np.ascontiguousarray(values), positions, 0.25, window)
+        firsts, lasts = visible_spans(positions, window, True, int(positions.max()))
+        return ops.attend(q, k_cache, np.ascontiguousarray(values), firsts, lasts, 0.25)
 
     own = attend(np.repeat(keys, group, axis=0), np.repeat(values, group, axis=1))
     assert np.array_equal(attend(keys, values), own)

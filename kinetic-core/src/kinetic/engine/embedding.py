@@ -18,6 +18,7 @@ from kinetic.engine.session import Session
 from kinetic.errors import KineticError
 
 POOLING = {0: "none", 1: "mean", 2: "cls", 3: "last", 4: "rank"}  # rank: a reranker's (kinetic.engine.ranking)
+PROJECTIONS = ("dense_2.weight", "dense_3.weight")  # in order, after pooling (llama.cpp: build_dense_out)
 EUCLIDEAN = 2  # llama.cpp's embd_normalize: -1 none, 0 max absolute (int16 scale), 1 taxicab, 2 euclidean, >2 p-norm
 
 
@@ -53,6 +54,8 @@ class Embedder:
                                "llama.cpp's pooling types are 0 to 4")
         self.session, self.pooling = session, pooling
         self.n_embd = int(session.model.arch_value("embedding_length"))
+        # the pooled vector's projections where the file has them (EmbeddingGemma's), each [out, in] float32
+        self._projections = [session.model.to_float32(name) for name in PROJECTIONS if name in session.model.tensors]
         self._seq = session.new_sequence()
         self._turn = threading.Lock()
         positions = session.stack.position_embedding
@@ -64,11 +67,16 @@ class Embedder:
         check_prompt(tokens, self.session.tokenizer.n_vocab, self._longest + 1)
         states = self._hidden_states(tokens)
         if self.pooling == "none":
-            return states
+            return self._projected(states)
         ranked = states[-1] if self.session.stack.causal else states[0]  # a decoder ranker's last, an encoder's CLS
         pooled = {"mean": lambda: states.mean(axis=0, dtype=np.float32), "cls": lambda: states[0],
                   "last": lambda: states[-1], "rank": lambda: ranked}[self.pooling]()
-        return normalized(pooled, norm)
+        return normalized(self._projected(pooled), norm)
+
+    def _projected(self, x: np.ndarray) -> np.ndarray:  # x: [..., n_embd] float32
+        for matrix in self._projections:
+            x = (x @ matrix.T).astype(np.float32)
+        return x
 
     def _hidden_states(self, tokens: Sequence[int]) -> np.ndarray:
         """[len(tokens), n_embd] float32: each token's hidden state after the output norm."""

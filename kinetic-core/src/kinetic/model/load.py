@@ -38,7 +38,9 @@ def read_head(path: Path) -> bytes:
         raise file_error(path, error) from None
 
 
-CLASSIFIER = "cls."  # a reranker's classification head, read after pooling (kinetic.engine.ranking), not a block
+# read after pooling, not blocks: a reranker's classification head (kinetic.engine.ranking) and an embedding
+# model's projections of its pooled vector (EmbeddingGemma's; kinetic.engine.embedding)
+AFTER_POOLING = ("cls.", "dense_2.", "dense_3.")
 
 
 def load_stack(path_or_model: Union[str, os.PathLike, ModelFile]) -> Stack:
@@ -53,6 +55,7 @@ def load_stack(path_or_model: Union[str, os.PathLike, ModelFile]) -> Stack:
         raise ModelFileError(f"architecture {model.architecture} is not supported yet")
     loader = Loader(model)
     stack = family.build(loader)
-    loader.leave(CLASSIFIER)
+    for prefix in AFTER_POOLING:
+        loader.leave(prefix)
     loader.finish()
     return stack

@@ -37,9 +37,8 @@ def attention(w: Weights, block: Attention, x: np.ndarray, positions: np.ndarray
     for seq, rows in groups:
         cache = seq.cache(block_index)
         cache.append(k[rows], v[rows])
-        seen = positions[rows] if block.causal else np.full(len(rows), seq.positions.max())  # up to which position
-        out[rows] = ops.attend(q[rows], cache.keys, cache.values, seen, seq.positions, block.scale,
-                               block.sliding_window, w(block.sinks))
+        out[rows] = ops.attend(q[rows], cache.keys, cache.values, positions[rows], seq.positions, block.scale,
+                               block.sliding_window, w(block.sinks), block.causal)
     if block.output_gate:
         out = out * ops.sigmoid(gate)
     return norm(w, block.post_norm, ops.linear(out, w(block.o), w(block.o_bias)))

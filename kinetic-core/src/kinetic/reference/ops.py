@@ -7,6 +7,7 @@ from typing import Optional
 import numpy as np
 
 from kinetic import rotary
+from kinetic.visibility import visible_spans
 from kinetic.contracts.blocks import Rope
 
 
@@ -53,17 +54,16 @@ def rope(x: np.ndarray, positions: np.ndarray, spec: Rope, freq_factors: Optiona
 
 
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, q_pos: np.ndarray, k_pos: np.ndarray, scale: float,
-           window: Optional[int], sinks: Optional[np.ndarray] = None) -> np.ndarray:
-    """Causal softmax attention; query head h reads key/value head h // (n_head / n_head_kv); a head's sink
-    logit joins its softmax's sum and attends to nothing."""
+           window: Optional[int], sinks: Optional[np.ndarray] = None, causal: bool = True) -> np.ndarray:
+    """Softmax attention over the positions kinetic.visibility lets each row see; query head h reads key/value
+    head h // (n_head / n_head_kv); a head's sink logit joins its softmax's sum and attends to nothing."""
     # q: [n, n_head, d]; k, v: [m, n_head_kv, d]; q_pos: [n]; k_pos: [m] -> [n, n_head * d] float32
     n, n_head, d = q.shape
     n_head_kv = k.shape[1]
     grouped = q.astype(np.float64).reshape(n, n_head_kv, n_head // n_head_kv, d)
     scores = np.einsum("nhgd,mhd->hgnm", grouped, k.astype(np.float64)) * scale
-    visible = k_pos[None, :] <= q_pos[:, None]
-    if window is not None:
-        visible &= q_pos[:, None] - k_pos[None, :] < window
+    firsts, lasts = visible_spans(q_pos, window, causal, int(k_pos.max()))
+    visible = (k_pos[None, :] >= firsts[:, None]) & (k_pos[None, :] <= lasts[:, None])
     scores = np.where(visible, scores, -np.inf)
     peak = scores.max(axis=-1, keepdims=True)
     weights = np.exp(scores - peak)

@@ -20,7 +20,7 @@ from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense",
                  "lfm2", "granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "qwen35moe", "granitemoe", "lfm2moe",
                  "gpt-oss")
-ENCODERS = ("bert", "nomic-bert")  # and those it writes of the built-in encoder families, which give embeddings, not text
+ENCODERS = ("bert", "nomic-bert", "gemma-embedding")  # and those it writes of the built-in encoder families, which give embeddings, not text
 # Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
 VARIANTS = {
     "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
@@ -72,7 +72,8 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         MODEL_TENSOR.TOKEN_EMBD_NORM: (d.n_embd,), MODEL_TENSOR.TOKEN_TYPES: (TOKEN_TYPES, d.n_embd),
         MODEL_TENSOR.POS_EMBD: (metadata.get(f"{arch}.context_length", CONTEXT), d.n_embd),
         MODEL_TENSOR.ATTN_OUT_NORM: (d.n_embd,), MODEL_TENSOR.LAYER_OUT_NORM: (d.n_embd,),
-        MODEL_TENSOR.ATTN_QKV: (q + 2 * kv, d.n_embd),
+        MODEL_TENSOR.ATTN_QKV: (q + 2 * kv, d.n_embd), MODEL_TENSOR.DENSE_2_OUT: (2 * d.n_embd, d.n_embd),
+        MODEL_TENSOR.DENSE_3_OUT: (d.n_embd, 2 * d.n_embd),
         MODEL_TENSOR.SHORTCONV_INPROJ: (3 * d.n_embd, d.n_embd),
         MODEL_TENSOR.SHORTCONV_CONV: (d.n_embd, SHORT_CONV_WIDTH), MODEL_TENSOR.SHORTCONV_OUTPROJ: (d.n_embd, d.n_embd),
         **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()},
@@ -278,9 +279,16 @@ def _arch_metadata(arch: str, d: Dims) -> dict[str, Any]:
 
 
 def _layout_metadata(layout: str, arch: str, d: Dims) -> dict[str, Any]:
-    if layout == "gemma3":  # a small window, so that short tests reach past it
-        return {f"{arch}.attention.sliding_window": 4, f"{arch}.attention.key_length": d.head_dim,
-                f"{arch}.attention.value_length": d.head_dim, f"{arch}.rope.freq_base": 1000000.0}
+    if layout in ("gemma3", "gemma-embedding"):  # a small window, so that short tests reach past it
+        gemma = {f"{arch}.attention.sliding_window": 4, f"{arch}.attention.key_length": d.head_dim,
+                 f"{arch}.attention.value_length": d.head_dim, f"{arch}.rope.freq_base": 1000000.0}
+        if layout == "gemma3":
+            return gemma
+        # a global layer after each windowed one: llama.cpp's build fails without a global layer
+        return {**gemma, f"{arch}.attention.causal": False, f"{arch}.attention.sliding_window_pattern": 2,
+                f"{arch}.pooling_type": 1,  # mean, then dense_2 and dense_3
+                f"{arch}.dense_2_feat_in": d.n_embd, f"{arch}.dense_2_feat_out": 2 * d.n_embd,
+                f"{arch}.dense_3_feat_in": 2 * d.n_embd, f"{arch}.dense_3_feat_out": d.n_embd}
     if layout == "lfm2":
         return {f"{arch}.shortconv.l_cache": SHORT_CONV_WIDTH,
                 f"{arch}.attention.head_count_kv": [d.n_head_kv * (i % 2) for i in range(d.n_layer)]}  # odd: attention

@@ -69,6 +69,9 @@ def random_blocks(type_name: str, rows: int, k: int, rng: np.random.Generator) -
         return bits.astype(np.uint16).view(np.uint8)
     n_blocks = k // kind.block_size
     blocks = rng.integers(0, 256, (rows * n_blocks, kind.type_size), dtype=np.uint8)
+    if type_name == "MXFP4":  # its scale a power of two 2^(e - 128): weights up to 12 * 2^-5
+        blocks[:, 0] = rng.integers(118, 124, rows * n_blocks)
+        return blocks.reshape(rows, n_blocks * kind.type_size)
     size = SCALE_SIZES[type_name]
     for at in F16_SCALES[type_name]:
         scales = (rng.uniform(0.5, 1.5, rows * n_blocks) * size).astype(np.float16)

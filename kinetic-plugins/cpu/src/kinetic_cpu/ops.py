@@ -128,16 +128,16 @@ SERIAL_GATES = 1 << 14  # below this many gate outputs likewise (a one-token pas
 GATE_CHUNK = 1024  # gate outputs per parallel job
 
 
-def attend(q, k_cache, v_cache, positions, scale, window, one_thread=False, sinks=None):
-    """Causal grouped-query attention of each row over cache positions [max(0, p - window + 1), p], on this
-    thread alone with one_thread (the runner spreads sequences over threads), else on numba's threads when
+def attend(q, k_cache, v_cache, firsts, lasts, scale, one_thread=False, sinks=None):
+    """Grouped-query attention of each row i over cache positions [firsts[i], lasts[i]] (kinetic.visibility), on
+    this thread alone with one_thread (the runner spreads sequences over threads), else on numba's threads when
     large enough.
 
     q: [n, n_head, hd] float32 holding float16 values, k_cache: [n_head_kv, blocks, width, KEY_BLOCK]
     (kernels/attention.py: a block's positions side by side, dimension by dimension), v_cache: [ctx, n_head_kv,
     width], each float32 holding float16 values (width hd) or int8 holding q8_0 blocks (width hd / 32 * 34,
     cache.py);
-    positions: [n] int64; window: 0 for none; sinks: [n_head] float32 logits that join each head's softmax sum
+    firsts, lasts: [n] int64; sinks: [n_head] float32 logits that join each head's softmax sum
     (gpt-oss), or None. -> [n, n_head * hd] float32. Each score sums over the head
     dimension in order, softmax and the weighted sum go in position order, all in float64, whatever the
     thread count (kernels/attention.py). A job is one row and one KV head with its query heads, so each
@@ -146,14 +146,14 @@ def attend(q, k_cache, v_cache, positions, scale, window, one_thread=False, sink
     q = q.astype(np.float64)  # exact: the kernels take q in float64
     n, n_head, hd = q.shape
     out = np.empty((n, n_head * hd), dtype=np.float32)
-    span = int(positions[-1]) + 1
+    span = int(lasts.max()) + 1
     workers = 1 if one_thread or n * n_head * span * hd < SERIAL_TERMS else numba.get_num_threads()
     group = n_head // k_cache.shape[0]  # query heads per KV head: a job takes them together
     width = min(attention.IN_FLIGHT, head_count(group))  # the most heads a kernel call takes
     heads = np.zeros((workers, width, hd))
     scores, sums = np.empty((workers, width, span)), np.empty((workers, width, hd))
     sinks = np.empty(0) if sinks is None else sinks.astype(np.float64)
-    _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums, sinks)
+    _attend_jobs(q, k_cache, v_cache, firsts, lasts, scale, out, heads, scores, sums, sinks)
     return out
 
 
@@ -168,10 +168,10 @@ def head_count(heads):
 
 
 @numba.njit(**_JIT)
-def _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums, sinks):
+def _attend_jobs(q, k_cache, v_cache, firsts, lasts, scale, out, heads, scores, sums, sinks):
     """attend's jobs (kernels/shares.py), one row and one KV head with its query heads each, on as many
     threads as the scratch has rows for."""
-    jobs = _HeadGroups(q, k_cache, v_cache, positions, scale, window, out, heads, scores, sums, sinks)
+    jobs = _HeadGroups(q, k_cache, v_cache, firsts, lasts, scale, out, heads, scores, sums, sinks)
     run_jobs(jobs, q.shape[0] * k_cache.shape[0], heads.shape[0])
 
 
@@ -179,13 +179,12 @@ def _attend_jobs(q, k_cache, v_cache, positions, scale, window, out, heads, scor
 def _attend_group(jobs, job, worker):
     """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv, IN_FLIGHT at most a kernel call,
     padded to a count the kernels take, with the worker's scratch."""
-    q, k_cache, v_cache, positions, scale, window, out, workers_q, workers_scores, workers_sums, sinks = jobs
+    q, k_cache, v_cache, firsts, lasts, scale, out, workers_q, workers_scores, workers_sums, sinks = jobs
     heads, scores, sums = workers_q[worker], workers_scores[worker], workers_sums[worker]
     n_kv, hd, width = k_cache.shape[0], q.shape[2], heads.shape[0]
     group = q.shape[1] // n_kv
     i, kv = job // n_kv, job % n_kv
-    last = positions[i]
-    first = max(0, last - window + 1) if window > 0 else 0
+    first, last = firsts[i], lasts[i]
     n = last - first + 1
     totals, sunk = np.empty(width), np.empty(width)
     for g0 in range(0, group, width):
@@ -213,9 +212,9 @@ class _HeadGroups(NamedTuple):
     q: np.ndarray
     k_cache: np.ndarray
     v_cache: np.ndarray
-    positions: np.ndarray
+    firsts: np.ndarray  # [n] int64: each row's first visible position
+    lasts: np.ndarray  # [n] int64: its last
     scale: float
-    window: int
     out: np.ndarray
     heads: np.ndarray  # [workers, width, hd] float64 scratch: one call's query heads, zeros past them
     scores: np.ndarray  # [workers, width, >= span] float64 scratch

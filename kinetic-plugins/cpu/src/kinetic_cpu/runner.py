@@ -12,6 +12,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic import rotary
+from kinetic.visibility import visible_spans
 from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, LayerNorm, Mamba2, Mixer,
                                       Norm, Parallel, Rope, ShortConv, Stack, Weight)
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
@@ -256,9 +257,9 @@ class CpuRunner:
             for seq, span in part:
                 at = positions[span]
                 seq.write(layer, at, k[span], v[span])
-                seen = at if a.causal else np.full_like(at, at.max())  # the last position each row attends to
-                attended[span] = ops.attend(q[span], seq.keys[layer], seq.values[layer], seen, a.scale,
-                                            a.sliding_window or 0, one_thread, sinks)
+                firsts, lasts = visible_spans(at, a.sliding_window, a.causal, int(at.max()))
+                attended[span] = ops.attend(q[span], seq.keys[layer], seq.values[layer], firsts, lasts, a.scale,
+                                            one_thread, sinks)
 
         self._spreader.run(attend, spans, positions)
         return attended
