@@ -13,13 +13,12 @@ product's is optional, as in llama.cpp).
 
 from __future__ import annotations
 
-import math
-
 from kinetic.contracts import Family
 from kinetic.contracts.blocks import Attention, GatedFeedForward, Rope, Stack
 from kinetic.contracts.loader import Loader
 
 from kinetic_families.decoder import Dims, read_dims
+from kinetic_families import encoder
 from kinetic_families.encoder import encoder_stack, layer_norm
 
 NO_ROTATION = Rope(n_dims=0, base=10000.0, neox=False)  # positions come from position_embd
@@ -35,25 +34,10 @@ def build(loader: Loader) -> Stack:
 
 def attention(loader: Loader, i: int, d: Dims) -> Attention:
     blk = f"blk.{i}."
-    width, kv_width = d.n_head * d.head_dim, d.n_head_kv * d.head_dim
-    return Attention(
-        norm=None,
-        q=loader.weight(blk + "attn_q.weight", (width, d.n_embd)),
-        k=loader.weight(blk + "attn_k.weight", (kv_width, d.n_embd)),
-        v=loader.weight(blk + "attn_v.weight", (kv_width, d.n_embd)),
-        o=loader.weight(blk + "attn_output.weight", (d.n_embd, width)),
-        n_head=d.n_head,
-        n_head_kv=d.n_head_kv,
-        head_dim=d.head_dim,
-        rope=NO_ROTATION,
-        scale=1 / math.sqrt(d.head_dim),
-        q_bias=loader.optional(blk + "attn_q.bias", (width,)),
-        k_bias=loader.optional(blk + "attn_k.bias", (kv_width,)),
-        v_bias=loader.optional(blk + "attn_v.bias", (kv_width,)),
-        o_bias=loader.optional(blk + "attn_output.bias", (d.n_embd,)),
-        causal=False,
-        residual_norm=layer_norm(loader, blk + "attn_output_norm", d),
-    )
+    widths = {"q": d.n_head * d.head_dim, "k": d.n_head_kv * d.head_dim, "v": d.n_head_kv * d.head_dim}
+    qkv = tuple(loader.weight(f"{blk}attn_{x}.weight", (width, d.n_embd)) for x, width in widths.items())
+    biases = {f"{x}_bias": loader.optional(f"{blk}attn_{x}.bias", (width,)) for x, width in widths.items()}
+    return encoder.attention(loader, i, d, qkv, NO_ROTATION, **biases)
 
 
 def feed_forward(loader: Loader, i: int, d: Dims) -> GatedFeedForward:

@@ -12,13 +12,12 @@ attn_output_norm, ffn_{gate,up,down}, layer_output_norm.
 
 from __future__ import annotations
 
-import math
-
 from kinetic.contracts import Family
 from kinetic.contracts.blocks import Attention, GatedFeedForward, Rope, Stack
 from kinetic.contracts.loader import Loader
 
 from kinetic_families.decoder import Dims, read_dims, rotary
+from kinetic_families import encoder
 from kinetic_families.encoder import encoder_stack, layer_norm
 
 
@@ -32,24 +31,10 @@ def build(loader: Loader) -> Stack:
 
 
 def attention(loader: Loader, i: int, d: Dims, rope: Rope) -> Attention:
-    blk = f"blk.{i}."
     width, kv_width = d.n_head * d.head_dim, d.n_head_kv * d.head_dim
-    qkv = loader.weight(blk + "attn_qkv.weight", (width + 2 * kv_width, d.n_embd))
-    return Attention(
-        norm=None,
-        q=qkv.part(0, width),
-        k=qkv.part(width, width + kv_width),
-        v=qkv.part(width + kv_width, width + 2 * kv_width),
-        o=loader.weight(blk + "attn_output.weight", (d.n_embd, width)),
-        n_head=d.n_head,
-        n_head_kv=d.n_head_kv,
-        head_dim=d.head_dim,
-        rope=rope,
-        scale=1 / math.sqrt(d.head_dim),
-        o_bias=loader.optional(blk + "attn_output.bias", (d.n_embd,)),
-        causal=False,
-        residual_norm=layer_norm(loader, blk + "attn_output_norm", d),
-    )
+    qkv = loader.weight(f"blk.{i}.attn_qkv.weight", (width + 2 * kv_width, d.n_embd))
+    parts = (qkv.part(0, width), qkv.part(width, width + kv_width), qkv.part(width + kv_width, width + 2 * kv_width))
+    return encoder.attention(loader, i, d, parts, rope)
 
 
 def feed_forward(loader: Loader, i: int, d: Dims) -> GatedFeedForward:
