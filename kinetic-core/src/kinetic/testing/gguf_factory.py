@@ -69,12 +69,7 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         MODEL_TENSOR.FFN_NORM: (d.n_embd,), MODEL_TENSOR.FFN_PRE_NORM: (d.n_embd,),
         MODEL_TENSOR.FFN_POST_NORM: (d.n_embd,), MODEL_TENSOR.FFN_GATE: (d.n_ff, d.n_embd),
         MODEL_TENSOR.FFN_UP: (d.n_ff, d.n_embd), MODEL_TENSOR.FFN_DOWN: (d.n_embd, d.n_ff),
-        MODEL_TENSOR.TOKEN_EMBD_NORM: (d.n_embd,), MODEL_TENSOR.TOKEN_TYPES: (TOKEN_TYPES, d.n_embd),
-        MODEL_TENSOR.POS_EMBD: (metadata.get(f"{arch}.context_length", CONTEXT), d.n_embd),
-        MODEL_TENSOR.ATTN_OUT_NORM: (d.n_embd,), MODEL_TENSOR.LAYER_OUT_NORM: (d.n_embd,),
-        MODEL_TENSOR.ATTN_QKV: (q + 2 * kv, d.n_embd), MODEL_TENSOR.DENSE_2_OUT: (2 * d.n_embd, d.n_embd),
-        MODEL_TENSOR.DENSE_3_OUT: (d.n_embd, 2 * d.n_embd),
-        MODEL_TENSOR.SHORTCONV_INPROJ: (3 * d.n_embd, d.n_embd),
+        MODEL_TENSOR.TOKEN_EMBD_NORM: (d.n_embd,), MODEL_TENSOR.SHORTCONV_INPROJ: (3 * d.n_embd, d.n_embd),
         MODEL_TENSOR.SHORTCONV_CONV: (d.n_embd, SHORT_CONV_WIDTH), MODEL_TENSOR.SHORTCONV_OUTPROJ: (d.n_embd, d.n_embd),
         **_ssm_shapes(d, {key: metadata.get(f"{arch}.ssm.{key}", value) for key, value in SSM.items()},
                       metadata.get(f"{arch}.ssm.inner_size", 2 * d.n_embd)),
@@ -84,7 +79,18 @@ def _shapes(arch: str, d: Dims, metadata: Mapping[str, Any]) -> dict[MODEL_TENSO
         MODEL_TENSOR.NEXTN_HNORM: (d.n_embd,), MODEL_TENSOR.ATTN_SINKS: (d.n_head,),
         **_expert_shapes(d, metadata.get(f"{arch}.expert_count", EXPERTS["expert_count"]),
                          metadata.get(f"{arch}.expert_feed_forward_length", d.n_ff)),
+        **(_encoder_shapes(d, metadata.get(f"{arch}.context_length", CONTEXT)) if arch in ENCODERS else {}),
     }
+
+
+def _encoder_shapes(d: Dims, positions: int) -> dict[MODEL_TENSOR, tuple[int, ...]]:
+    """An encoder's own tensors: token types, positions, post-norms, fused q, k, v, and EmbeddingGemma's
+    projections after pooling."""
+    q, kv = d.n_head * d.head_dim, d.n_head_kv * d.head_dim
+    return {MODEL_TENSOR.TOKEN_TYPES: (TOKEN_TYPES, d.n_embd), MODEL_TENSOR.POS_EMBD: (positions, d.n_embd),
+            MODEL_TENSOR.ATTN_OUT_NORM: (d.n_embd,), MODEL_TENSOR.LAYER_OUT_NORM: (d.n_embd,),
+            MODEL_TENSOR.ATTN_QKV: (q + 2 * kv, d.n_embd), MODEL_TENSOR.DENSE_2_OUT: (2 * d.n_embd, d.n_embd),
+            MODEL_TENSOR.DENSE_3_OUT: (d.n_embd, 2 * d.n_embd)}
 
 
 def _expert_shapes(d: Dims, n_expert: int, n_ff: int) -> dict[MODEL_TENSOR, tuple[int, ...]]:
