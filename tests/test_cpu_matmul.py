@@ -32,6 +32,7 @@ activations_module = importlib.import_module("kinetic_cpu.kernels.activations") 
 
 INT8 = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
 FLOATS = ["F32", "F16", "BF16"]
+INT8 = [*INT8, "MXFP4"]  # MXFP4 as Q8_0 blocks with the same weights (kernels/mxfp4.py)
 DEQUANTIZED = ["IQ4_NL", "IQ2_XS"]  # no kernel of their own
 PORTABLE = ["Q8_0", "Q5_0", "Q4_K", "Q6_K", "F16"]  # one of each integer and float primitive
 ROWS = 96
@@ -117,6 +118,23 @@ def test_close_to_the_float_reference(cases, name):
     expected = x.astype(np.float64) @ floats.astype(np.float64).T
     error = np.linalg.norm(matmul(weight, tensor_type.id, x) - expected, axis=1) / np.linalg.norm(expected, axis=1)
     assert error.max() < (0.02 if name in INT8 else 1e-5)
+
+
+def test_mxfp4_runs_as_q8_0_with_its_weights_or_dequantized(cases):
+    """MXFP4 blocks become Q8_0 blocks holding the same weights; a block whose scale is no float16 (2^-26 here)
+    leaves the matrix to the dequantizing path, as close to the float reference."""
+    weight, x = cases("MXFP4")
+    mxfp4, q8_0 = plugins().tensor_types["MXFP4"], plugins().tensor_types["Q8_0"]
+    matrix = Matrix(weight, mxfp4.id)
+    assert matrix.type is q8_0
+    as_q8_0 = q8_0.dequantize(matrix.weight.reshape(-1, q8_0.type_size))
+    assert np.array_equal(as_q8_0, mxfp4.dequantize(weight.reshape(-1, mxfp4.type_size)))
+    tiny = weight.copy()
+    tiny[0, 0] = 102
+    matrix = Matrix(tiny, mxfp4.id)
+    floats = mxfp4.dequantize(tiny.reshape(-1, mxfp4.type_size)).reshape(ROWS, -1).astype(np.float64)
+    assert matrix.type is mxfp4
+    assert np.allclose(matrix(x), x.astype(np.float64) @ floats.T, rtol=1e-4, atol=1e-4)
 
 
 def test_the_matrix_takes_shared_activations(cases):
