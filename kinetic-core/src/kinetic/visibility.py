@@ -9,7 +9,8 @@ from typing import Optional
 import numpy as np
 
 
-def visible_spans(positions: np.ndarray, window: Optional[int], causal: bool, end: int) -> tuple[np.ndarray, np.ndarray]:
+def visible_spans(positions: np.ndarray, window: Optional[int], causal: bool,
+                  end: int) -> tuple[np.ndarray, np.ndarray]:
     """Each row's first and last visible position, [n] int64 each; positions: [n] int64, the rows'; end: the last
     position of the rows' sequence (a bidirectional row's text ends there)."""
     positions = np.asarray(positions, np.int64)

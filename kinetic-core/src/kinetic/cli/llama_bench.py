@@ -37,7 +37,8 @@ def run_llama_bench(given: str, model: Path, threads: int, repetitions: int, gpu
     -ncmoe 48); and its peak memory."""
     binary = find_llama_bench(given)
     command = [str(binary), "-m", str(model), "-p", "512", "-n", "128", "-r", str(repetitions), "-t", str(threads),
-               "-ngl", "99" if gpu else "0", "-fa", "1", "-ctk", cache_types[0], "-ctv", cache_types[1], "-o", "json", *extra]
+               "-ngl", "99" if gpu else "0", "-fa", "1", "-ctk", cache_types[0], "-ctv", cache_types[1], "-o", "json",
+               *extra]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = 0
     while True:  # its high-water mark, read while it runs: a finished child's ru_maxrss counts this process too

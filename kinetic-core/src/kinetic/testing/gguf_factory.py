@@ -20,7 +20,8 @@ from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSOR, MODEL_TENSORS, TENSOR
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense",
                  "lfm2", "granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "qwen35moe", "granitemoe", "lfm2moe",
                  "gpt-oss")
-ENCODERS = ("bert", "nomic-bert", "gemma-embedding")  # and those it writes of the built-in encoder families, which give embeddings, not text
+# and those of the built-in encoder families, which give embeddings, not text
+ENCODERS = ("bert", "nomic-bert", "gemma-embedding")
 # Comparable files beside each architecture's own, for what a file may add: name -> (architecture, metadata)
 VARIANTS = {
     "qwen2-yarn": ("qwen2", {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,

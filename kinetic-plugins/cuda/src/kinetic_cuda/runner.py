@@ -37,7 +37,8 @@ FLYWHEEL_LEAST = ", with Flywheel keeping {} experts a layer on the GPU and the 
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
 KERNELS = ("quantize_q8", "gate", "add", "scale", "rms_norm", "rope_store", "store_q8", "store_f16", "hadamard",
            "short_conv_keep", "short_conv", "conv_keep", "conv_silu", "ssm_scan", "delta_net_scan", "split_gate",
-           "sigmoid_mul", "mul_rows", "silu_gate_rows", "route", "combine_experts", "group_pairs", *ops.ATTENTION_KERNELS)
+           "sigmoid_mul", "mul_rows", "silu_gate_rows", "route", "combine_experts", "group_pairs",
+           *ops.ATTENTION_KERNELS)
 Caches = tuple[list[tuple[cupy.ndarray, cupy.ndarray]], list[cupy.ndarray]]  # keys and values; convolutions' rows
 
 

@@ -81,7 +81,8 @@ def workspace_bytes(shape: Shape, rows: int, context: int) -> int:
     floats += (rows + shape.window[0]) * shape.window[1] + rows
     n_expert, n_used, width = shape.experts
     floats += rows * (n_expert + 1) + rows * n_used * (2 * width + shape.n_embd + 4) + 4 * max_tiles(rows, shape)
-    int8_blocks = (rows * shape.widest + rows * n_used * width) * 5 // 4  # Activations (ws.acts, expert_acts): 1 + 8 / 32
+    # Activations (ws.acts, expert_acts): a byte a value and 8 bytes a block of 32
+    int8_blocks = (rows * shape.widest + rows * n_used * width) * 5 // 4
     return 4 * floats + int8_blocks + 4 * rows * shape.n_head * context
 
 
