@@ -14,7 +14,7 @@ import pytest
 from falcon import testing
 
 from kinetic.contracts.device import Row, UploadOptions
-from kinetic.engine.embedding import Embedder, normalized
+from kinetic.engine.embedding import Embedder, normalized, pooling_of
 from kinetic.errors import PromptTooLong
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
@@ -272,3 +272,10 @@ def test_an_encoders_text_fits_its_positions(bert):
     embedder = Embedder(Session(bert, SessionOptions(device="cpu", ctx_size=1024)))
     with pytest.raises(PromptTooLong):
         embedder.embed([101] * 300)
+
+
+def test_an_encoder_without_a_pooling_type_gives_each_tokens_vector(bert):
+    session = Session(bert, SessionOptions(device="cpu"))
+    del session.model.metadata["bert.pooling_type"]  # as a file that sets none
+    assert pooling_of(session) == "none"
+    assert Embedder(session).embed([101, 140, 102]).shape == (3, 64)

@@ -23,9 +23,12 @@ EUCLIDEAN = 2  # llama.cpp's embd_normalize: -1 none, 0 max absolute (int16 scal
 
 
 def pooling_of(session: Session) -> Optional[str]:
-    """How the file pools its embeddings, or None when it sets no pooling type (a text model)."""
+    """How the file pools its embeddings, or None when it sets no pooling type (a text model). An encoder that
+    sets none gives each token's vector, as llama.cpp does."""
     value = session.model.arch_value("pooling_type", None)
-    return None if value is None else POOLING.get(int(value), f"type {int(value)}")
+    if value is None:
+        return None if session.stack.causal else "none"
+    return POOLING.get(int(value), f"type {int(value)}")
 
 
 def normalized(vector: np.ndarray, norm: int = EUCLIDEAN) -> np.ndarray:  # vector: [n_embd] float32
