@@ -61,6 +61,7 @@ class Embedder:
         self._projections = [session.model.to_float32(name) for name in PROJECTIONS if name in session.model.tensors]
         self._seq = session.new_sequence()
         self._turn = threading.Lock()
+        self._causal = session.stack.causal  # else its text runs in one pass, and ranks by its first token
         positions = session.stack.position_embedding
         self._longest = min(session.context_length, positions.shape[0] if positions is not None else math.inf)
 
@@ -71,9 +72,8 @@ class Embedder:
         states = self._hidden_states(tokens)
         if self.pooling == "none":
             return self._projected(states)
-        ranked = states[-1] if self.session.stack.causal else states[0]  # a decoder ranker's last, an encoder's CLS
         pooled = {"mean": lambda: states.mean(axis=0, dtype=np.float32), "cls": lambda: states[0],
-                  "last": lambda: states[-1], "rank": lambda: ranked}[self.pooling]()
+                  "last": lambda: states[-1], "rank": lambda: states[-1] if self._causal else states[0]}[self.pooling]()
         return normalized(self._projected(pooled), norm)
 
     def _projected(self, x: np.ndarray) -> np.ndarray:  # x: [..., n_embd] float32
@@ -86,7 +86,7 @@ class Embedder:
         with self._turn:
             seq = self._seq
             seq.truncate(0)
-            batches = prompt_batches(0, len(tokens)) if self.session.stack.causal else [(0, len(tokens))]
+            batches = prompt_batches(0, len(tokens)) if self._causal else [(0, len(tokens))]
             for start, stop in batches:
                 self.session.runner.forward([Row(seq, int(tokens[p]), p, parent=i - 1, hidden=True)
                                              for i, p in enumerate(range(start, stop))])

@@ -190,4 +190,3 @@ def norm(w: Weights, given: Optional[Norm], x: np.ndarray) -> np.ndarray:
     if isinstance(given, LayerNorm):
         return ops.layer_norm(pieces, w(given.weight), w(given.bias), given.eps).reshape(x.shape)
     return ops.rms_norm(pieces, w(given.weight), given.eps).reshape(x.shape)
-

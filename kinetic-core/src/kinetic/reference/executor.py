@@ -66,8 +66,7 @@ class ReferenceRunner:
         x = self._inputs(tokens, positions)
         given = self.stack.input
         if given is not None:  # [enorm(e), hnorm(h)] through eh_proj
-            halves = [ops.rms_norm(part, self.weight(norm.weight), norm.eps)
-                      for part, norm in ((x, given.enorm), (vectors, given.hnorm))]
+            halves = [blocks.norm(self.weight, norm, part) for part, norm in ((x, given.enorm), (vectors, given.hnorm))]
             x = ops.linear(np.concatenate(halves, axis=1), self.weight(given.eh_proj))
         residual_scale = np.float32(self.stack.residual_scale)
         numbers = iter(range(len(self.stack.mixers())))  # each mixer's state is kept under its number

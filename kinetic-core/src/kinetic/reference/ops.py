@@ -7,8 +7,8 @@ from typing import Optional
 import numpy as np
 
 from kinetic import rotary
-from kinetic.visibility import visible_spans
 from kinetic.contracts.blocks import Rope
+from kinetic.visibility import visible_spans
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:

@@ -12,11 +12,11 @@ from typing import Optional, Sequence
 import numpy as np
 
 from kinetic import rotary
-from kinetic.visibility import visible_spans
 from kinetic.contracts.blocks import (Attention, Experts, GatedDeltaNet, GatedFeedForward, LayerNorm, Mamba2, Mixer,
                                       Norm, Parallel, Rope, ShortConv, Stack, Weight)
 from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_cache_types, linear_batches
 from kinetic.experts import route, swiglu_oai
+from kinetic.visibility import visible_spans
 from kinetic_cpu import compile_clock, ops
 from kinetic_cpu.cache import CpuSequence, conv_rows
 from kinetic_cpu.home import at_home

@@ -45,6 +45,10 @@ def _acts(acts: Optional[Activations]) -> tuple:
     return (acts.xq, acts.xd, acts.xs) if acts is not None else (NULL, NULL, NULL)
 
 
+def _or_null(array: Optional[cupy.ndarray]):
+    return NULL if array is None else array
+
+
 def matmul(jobs: list[tuple], acts: Activations, x: cupy.ndarray, n: int, accumulate: bool = False) -> None:
     """For each job (m, out, bias) of one to three matrices of one type and width: out[:n, :m.rows] (+)= x[:n] . m^T.
     Quantized matrices read acts, which quantize() (or a norm or gate that quantizes) made of x. From MMA_FROM
@@ -57,7 +61,7 @@ def matmul(jobs: list[tuple], acts: Activations, x: cupy.ndarray, n: int, accumu
     for matrix, out, bias in jobs + [(None, NULL, None)] * (3 - len(jobs)):
         rows = matrix.rows if matrix is not None else 0
         blocks += math.ceil(rows / per)
-        args += (matrix.data if matrix is not None else NULL, NULL if bias is None else bias, out, np.int32(rows))
+        args += (matrix.data if matrix is not None else NULL, _or_null(bias), out, np.int32(rows))
     args += (np.int64(m.row_bytes), np.int32(m.chunks))
     if tensor_cores:
         args += (acts.xq, acts.xd, acts.xs, np.int32(n), np.int32(accumulate))
@@ -110,7 +114,7 @@ def route(logits: cupy.ndarray, n: int, block, bias: Optional[cupy.ndarray], ids
     """Each of the n rows' experts (kinetic.experts.route) into ids and weights ([n * n_used] each); logits
     ([rows, n_expert], the router's) become the probabilities. block: the Experts."""
     flags = (np.int32(GATINGS[block.gating]), np.int32(block.normalize), np.float32(block.weight_scale))
-    args = (logits, np.int32(n), np.int32(block.n_expert), NULL if bias is None else bias, np.int32(block.n_used),
+    args = (logits, np.int32(n), np.int32(block.n_expert), _or_null(bias), np.int32(block.n_used),
             *flags, ids, weights)
     kernel("route")((math.ceil(n / 64),), (64,), args)
 
@@ -122,12 +126,8 @@ def combine_experts(y: cupy.ndarray, weights: cupy.ndarray, n: int, n_used: int,
     width = out.shape[1]
     total = n * width
     args = (y, weights, np.int32(n_used), np.int32(width), np.int64(total), np.int32(shared),
-            NULL if gates is None else gates, out)
+            _or_null(gates), out)
     kernel("combine_experts")((_blocks(total),), (THREADS,), args)
-
-
-def _or_null(array: Optional[cupy.ndarray]):
-    return NULL if array is None else array
 
 
 @functools.lru_cache(maxsize=None)
@@ -149,7 +149,7 @@ def rms_norm(x: cupy.ndarray, n: int, weight: cupy.ndarray, eps: float, out: cup
              rows: Optional[cupy.ndarray] = None, acts: Optional[Activations] = None) -> None:
     """out[i] = norm(x[rows[i]] or x[i]) for i < n, and into acts too when given; x: [*, d], d = weight's length."""
     d = weight.size
-    args = (x, NULL if rows is None else rows, weight, out, np.int32(d), np.float32(eps)) + _acts(acts)
+    args = (x, _or_null(rows), weight, out, np.int32(d), np.float32(eps)) + _acts(acts)
     threads = min(NORM_THREADS, max(32, math.ceil(d / 64) * 32))  # d alone sets the sum order, never n
     kernel("rms_norm")((n,), (threads,), args)
 
@@ -251,7 +251,7 @@ def conv_silu(x: cupy.ndarray, positions: cupy.ndarray, n: int, kept: cupy.ndarr
                                                                np.int32(channels), kept))
     kernel("conv_silu")((_blocks(n * channels),), (THREADS,), (positions, total, np.int32(channels), kept, weights,
                                                                np.int32(weights.size // channels),
-                                                               NULL if bias is None else bias, out))
+                                                               _or_null(bias), out))
 
 
 def ssm_scan(v: cupy.ndarray, dt: cupy.ndarray, n: int, block, vectors: tuple, state_in: cupy.ndarray,

@@ -80,17 +80,17 @@ def workspace_bytes(shape: Shape, rows: int, context: int) -> int:
                      + 2 * shape.mix_width + 3 * shape.input_width)
     floats += (rows + shape.window[0]) * shape.window[1] + rows
     n_expert, n_used, width = shape.experts
-    floats += rows * (n_expert + 1) + rows * n_used * (2 * width + shape.n_embd + 4) + 4 * max_tiles(rows, shape)
+    pairs = rows * n_used  # a mixture's (row, rank) pairs
+    floats += rows * (n_expert + 1) + pairs * (2 * width + shape.n_embd + 4) + 4 * most_tiles(pairs, n_expert)
     # Activations (ws.acts, expert_acts): a byte a value and 8 bytes a block of 32
-    int8_blocks = (rows * shape.widest + rows * n_used * width) * 5 // 4
+    int8_blocks = (rows * shape.widest + pairs * width) * 5 // 4
     return 4 * floats + int8_blocks + 4 * rows * shape.n_head * context
 
 
-def max_tiles(rows: int, shape: Shape) -> int:
-    """The most tiles of a pass's (row, rank) pairs grouped by expert (ExpertGroups): each expert's last may be
+def most_tiles(pairs: int, n_expert: int) -> int:
+    """The most tiles of `pairs` (row, rank) pairs grouped by expert (ExpertGroups): each expert's last may be
     partial."""
-    n_expert, n_used, _ = shape.experts
-    return -(-rows * n_used // TILE_PAIRS) + min(n_expert, rows * n_used)
+    return -(-pairs // TILE_PAIRS) + min(n_expert, pairs)
 
 
 class ExpertGroups:
@@ -101,11 +101,11 @@ class ExpertGroups:
         pairs = rows * shape.experts[1]
         self.n_expert = shape.experts[0]
         self.order, self.token_of = cupy.zeros(pairs, cupy.int32), cupy.zeros(pairs, cupy.int32)
-        self.tiles = cupy.zeros((max_tiles(rows, shape), 4), cupy.int32)
+        self.tiles = cupy.zeros((most_tiles(pairs, self.n_expert), 4), cupy.int32)
 
     def bound(self, pairs: int) -> int:
-        """The most tiles of `pairs` pairs (max_tiles)."""
-        return -(-pairs // TILE_PAIRS) + min(self.n_expert, pairs)
+        """The most tiles of `pairs` of this pass's pairs."""
+        return most_tiles(pairs, self.n_expert)
 
 
 class Activations:
