@@ -17,7 +17,7 @@ near-ties, while the Q8_0 and Q4_K_M files part at gaps of 0.1 to 1.9 nats, as l
 with flash attention on and off (first-step log-probabilities of its top 5 differ by 0.06 to 0.49 nats on
 average between Kinetic and llama.cpp, by 0.08 to 0.31 between llama.cpp's two attention kernels).
 With --device cuda, llama-server puts every layer on the GPU (LLAMA_ARG_N_GPU_LAYERS), and the cuBLAS folder
-that scripts/build_llamacpp_cuda.sh recorded goes on LD_LIBRARY_PATH.
+that scripts/build_llamacpp_gpu.sh cuda recorded goes on LD_LIBRARY_PATH.
 -ctk and -ctv give both engines those KV cache types (llama-server then runs with -fa on, which its quantized
 caches need); a q8_0 cache rounds differently in the two (llama.cpp also rounds the queries to q8_0), so
 expect them to part sooner.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a CUDA pass goes, kernel by kernel: run a 512-token prompt and 4 decode steps of a scripts/bench_cuda.py
+"""Where a CUDA pass goes, kernel by kernel: run a 512-token prompt and 4 decode steps of a scripts/bench_gpu.py
 shape (cut to a few layers) under Nsight Compute, then sum its kernel times per kernel.
 
     ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \\
@@ -8,7 +8,7 @@ shape (cut to a few layers) under Nsight Compute, then sum its kernel times per 
 
 The profiled region is marked with cudaProfilerStart/Stop (--profile-from-start off), after a warm-up prompt
 and 64 timed decode steps whose speed is printed. ncu runs kernels one at a time, so the sums are each
-kernel's own time, without launch gaps: compare kernels with each other, and speeds with bench_cuda.py.
+kernel's own time, without launch gaps: compare kernels with each other, and speeds with bench_gpu.py.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_cuda import SHAPES, write_model
+from bench_gpu import SHAPES, write_model
 from kinetic.contracts.device import Row, UploadOptions
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins

@@ -6,7 +6,6 @@ with the probe's reason; they run on an NVIDIA machine."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 import types
 from functools import lru_cache
@@ -18,7 +17,7 @@ import numpy as np
 import pytest
 
 from kinetic.contracts.blocks import Attention, Experts
-from kinetic.contracts.device import Row, UploadOptions
+from kinetic.contracts.device import UploadOptions
 import kinetic.engine.devices as devices_module
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
@@ -26,9 +25,13 @@ from kinetic.errors import KineticError
 from kinetic.hookspecs import hookimpl
 from kinetic.model.load import load_stack
 from kinetic.plugins import load_plugins, plugins
-from kinetic.reference.executor import ReferenceRunner
 from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_random_model
 from kinetic.testing.random_weights import random_blocks
+
+from device_checks import (assert_a_saved_sequence_resumes, assert_batches_equal_one_at_a_time,
+                           assert_greedy_tokens_near_the_references, assert_rad1_and_warm_start_change_no_token,
+                           assert_sequences_share_a_pass_and_truncate, in_batches, mixed_model, reference_logits,
+                           tokens_for)
 
 kinetic_cuda = pytest.importorskip("kinetic_cuda.device", reason="the kinetic-cuda plugin is not installed")
 import kinetic_cuda.gpu as cuda_gpu  # noqa: E402
@@ -43,28 +46,6 @@ FAMILIES = ARCHITECTURES
 # Measured on the H200: mean 0.006 to 0.02 for Q8_0 files; 0.02 to 0.03 for the Q4_K_M mix, whose random
 # K-quant blocks have heavier tails than trained weights.
 TOLERANCE = {"Q8_0": 0.02, "Q4_K_M": 0.04, "MXFP4": 0.04}
-# a greedy token may part from the reference's only where the reference's top two are closer than the
-# largest logit differences allow (in fractions of the logits' spread; measured up to 0.036)
-NEAR_TIE = 0.1
-# the mix of a Q4_K_M file: Q4_K, with Q6_K for values, down projections (the experts' too) and the embedding,
-# F16 output
-MIXED = {"attn_q": "Q4_K", "attn_k": "Q4_K", "attn_v": "Q6_K", "attn_output": "Q4_K", "ffn_gate": "Q4_K",
-         "ffn_up": "Q4_K", "ffn_down": "Q6_K", "ffn_gate_exps": "Q4_K", "ffn_up_exps": "Q4_K",
-         "ffn_down_exps": "Q6_K", "in_proj": "Q4_K", "out_proj": "Q4_K", "token_embd": "Q6_K", "output": "F16"}
-
-
-def mixed_model(path: Path, arch: str, dims: Dims) -> Path:
-    """A random model whose matrices are MIXED's types (random blocks: gguf-py cannot quantize K-quants)."""
-    write_random_model(path, arch, dims, weight_type="F32", seed=5)
-    rng = np.random.default_rng(11)
-    extra = {}
-    for tensor in gguf.GGUFReader(path).tensors:
-        kind = tensor.name.split(".")[-2] if tensor.name.startswith("blk.") else tensor.name.split(".")[0]
-        if tensor.name.endswith(".weight") and kind in MIXED:
-            *stacked, rows, k = (int(n) for n in tensor.shape[::-1])  # a stack of experts' matrices: [n, rows, k]
-            blocks = random_blocks(MIXED[kind], math.prod(stacked) * rows, k, rng).reshape(*stacked, rows, -1)
-            extra[tensor.name] = (blocks, gguf.GGMLQuantizationType[MIXED[kind]])
-    return write_random_model(path, arch, dims, weight_type="F32", seed=5, extra_tensors=extra)
 
 
 def mxfp4_experts_model(path: Path, arch: str) -> Path:
@@ -106,20 +87,6 @@ CACHES = [F16, Q8_0, ("q8_0", "f16")]  # (-ctk, -ctv)
 @lru_cache(maxsize=None)
 def runner_for(path: Path, caches: tuple[str, str] = F16):
     return plugins().devices["cuda"].upload(load_stack(path), UploadOptions(context_length=1024, cache_types=caches))
-
-
-def tokens_for(path: Path, n: int) -> list[int]:
-    return np.random.default_rng(3).integers(0, load_stack(path).n_vocab, n).tolist()
-
-
-def in_batches(runner, tokens: list[int], size: int, seq=None) -> np.ndarray:
-    seq = seq or runner.new_sequence()
-    out = []
-    for start in range(0, len(tokens), size):
-        chunk = tokens[start : start + size]
-        out.append(runner.forward([Row(seq, t, seq.n_tokens + i, parent=i - 1, logits=True)
-                                   for i, t in enumerate(chunk)]))
-    return np.concatenate(out)
 
 
 def test_probe_is_one_line_or_usable():
@@ -226,11 +193,7 @@ def test_upload_refuses_a_block_without_kernel(tmp_path):
 @gpu
 @pytest.mark.parametrize("caches", CACHES, ids="-".join)
 def test_batches_equal_one_at_a_time(random_model, caches):
-    runner = runner_for(random_model, caches)
-    tokens = tokens_for(random_model, 70)
-    single = in_batches(runner, tokens, 1)
-    for size in (2, 7, 64, 70):
-        assert np.array_equal(in_batches(runner, tokens, size), single), f"batches of {size} differ from one at a time"
+    assert_batches_equal_one_at_a_time(runner_for(random_model, caches), random_model)
 
 
 @gpu
@@ -244,37 +207,14 @@ def test_a_512_token_batch_equals_one_at_a_time(random_model, caches):
 @gpu
 @pytest.mark.parametrize("caches", [F16, Q8_0], ids="-".join)
 def test_sequences_sharing_a_pass_and_truncation(random_model, caches):
-    """Two sequences' rows in one pass give what each gives alone; a truncated sequence replays exactly."""
-    runner = runner_for(random_model, caches)
-    a_tokens, b_tokens = tokens_for(random_model, 9), tokens_for(random_model, 14)[5:]
-    alone = in_batches(runner, a_tokens, 9), in_batches(runner, b_tokens, 9)
-    a, b = runner.new_sequence(), runner.new_sequence()
-    rows = [Row(a, t, i, parent=i - 1, logits=True) for i, t in enumerate(a_tokens)]
-    rows += [Row(b, t, i, parent=len(a_tokens) + i - 1 if i else -1, logits=True) for i, t in enumerate(b_tokens)]
-    shared = runner.forward(rows)
-    assert np.array_equal(shared, np.concatenate(alone))
-    a.truncate(4)
-    assert np.array_equal(in_batches(runner, a_tokens[4:], 1, seq=a), alone[0][4:])
+    assert_sequences_share_a_pass_and_truncate(runner_for(random_model, caches), random_model)
 
 
 @gpu
 @pytest.mark.parametrize("caches", CACHES, ids="-".join)
 def test_a_saved_sequence_resumes_exactly(random_model, caches):
-    """seq.save() and runner.load(blob, into) give back the cache bit for bit: decoding goes on as before; a
-    state of other cache types does not load."""
-    runner = runner_for(random_model, caches)
-    tokens = tokens_for(random_model, 20)
-    seq = runner.new_sequence()
-    in_batches(runner, tokens[:12], 12, seq=seq)
-    blob = seq.save()
-    expected = in_batches(runner, tokens[12:], 1, seq=seq)
-    assert np.array_equal(in_batches(runner, tokens[12:], 1, seq=runner.load(blob)), expected)
-    other = runner.new_sequence()
-    in_batches(runner, tokens[5:9], 4, seq=other)
-    assert runner.load(blob, into=other) is other and other.n_tokens == 12
-    assert np.array_equal(in_batches(runner, tokens[12:], 8, seq=other), expected)
-    with pytest.raises(KineticError, match="does not fit"):
-        runner.load(blob[:-2])
+    """A saved state resumes exactly (device_checks); a state of other cache types does not load."""
+    blob = assert_a_saved_sequence_resumes(runner_for(random_model, caches), random_model)
     other_types = runner_for(random_model, next(c for c in CACHES if c != caches))
     with pytest.raises(KineticError, match="not a saved CUDA sequence state"):
         other_types.load(blob)
@@ -362,26 +302,8 @@ def test_gpu_memory_caps_what_the_device_takes():
 @pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "top_k": 40, "seed": 7}], ids=["greedy", "seeded"])
 @pytest.mark.parametrize("caches", [F16, Q8_0], ids="-".join)
 def test_rad1_and_warm_start_change_no_token(tmp_path, settings, caches):
-    """On the GPU, RAD-1's verified drafts and Warm Start's restored states (from memory, then from disk
-    after a restart) give the plain answer token for token."""
-    path = write_random_model(tmp_path / "m.gguf", "qwen2", Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512), "Q8_0",
-                              seed=5)
-    prompt = [1, *range(260, 270), *range(260, 266)]
-
-    def answer(session: Session, last: int) -> tuple[list[int], int]:
-        generation = session.generate(session.new_sequence(), prompt + [last], session.settings(settings), 40)
-        return list(generation), len(generation.context)
-
-    def session(off: tuple[str, ...]) -> Session:
-        options = SessionOptions(device="cuda", ctx_size=512, off=off, state_dir=tmp_path / "warm", cache_types=caches)
-        return Session(path, options, announce=lambda line: None)
-
-    plain, _ = answer(session(("rad1", "warm-start")), 298)
-    fast = session(())
-    assert answer(fast, 297)[1] == 0
-    assert answer(fast, 298) == (plain, len(prompt))
-    fast.prompt_states.flush()
-    assert answer(session(()), 298) == (plain, len(prompt))
+    assert_rad1_and_warm_start_change_no_token(
+        tmp_path, settings, lambda **given: SessionOptions(device="cuda", ctx_size=512, cache_types=caches, **given))
 
 
 @gpu
@@ -394,11 +316,6 @@ def test_the_servers_warm_up_leaves_no_trace(tmp_path):
     assert seq.n_tokens == 0
     assert list(session.generate(seq, prompt, greedy, 20)) == list(session.generate(session.new_sequence(), prompt,
                                                                                     greedy, 20))
-
-
-def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
-    seq = ReferenceRunner(load_stack(path)).new_sequence()
-    return seq.forward(tokens)
 
 
 # files whose router picks other experts than the float reference's at a near-tie once activations are int8, on
@@ -419,19 +336,7 @@ def test_matches_reference(random_model):
 
 @gpu
 def test_greedy_tokens_are_the_references(random_model):
-    """16 greedy tokens after a prompt; each is the reference's argmax on the same prefix, or within NEAR_TIE."""
-    runner = runner_for(random_model)
-    seq = runner.new_sequence()
-    prompt = tokens_for(random_model, 6)
-    logits = in_batches(runner, prompt, 6, seq=seq)[-1]
-    answer = []
-    for _ in range(16):
-        answer.append(int(np.argmax(logits)))
-        logits = runner.forward([Row(seq, answer[-1], seq.n_tokens, logits=True)])[0]
-    reference = reference_logits(random_model, prompt + answer)[len(prompt) - 1 : -1]
-    spread = reference.std(axis=1)
-    gaps = reference.max(axis=1) - reference[np.arange(16), answer]
-    assert np.all(gaps <= NEAR_TIE * spread), f"greedy tokens part from the reference's: gaps {gaps / spread}"
+    assert_greedy_tokens_near_the_references(runner_for(random_model), random_model)
 
 
 K_QUANTS = ("Q4_K", "Q5_K", "Q6_K")

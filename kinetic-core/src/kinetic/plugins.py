@@ -22,7 +22,8 @@ from kinetic.errors import PluginError
 from kinetic.registry import Registry
 
 ENTRY_POINT_GROUP = "kinetic"
-BUILTIN_DISTRIBUTIONS = ("kinetic-formats", "kinetic-families", "kinetic-cpu", "kinetic-cuda", "kinetic-speed")
+BUILTIN_DISTRIBUTIONS = ("kinetic-formats", "kinetic-families", "kinetic-cpu", "kinetic-cuda", "kinetic-vulkan",
+                         "kinetic-speed")
 
 
 @dataclass(frozen=True)

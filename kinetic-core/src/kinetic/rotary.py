@@ -9,6 +9,7 @@ linear ramp joins them, as ggml's rope applies it (ggml-cpu/ops.cpp, rope_yarn).
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 
@@ -32,6 +33,17 @@ def magnitude(rope: Rope) -> float:
     if rope.yarn is None or stretch <= 1.0:
         return rope.attn_factor
     return rope.attn_factor * (1.0 + 0.1 * math.log(stretch))
+
+
+def angle_table(rope: Rope, freq_factors: Optional[np.ndarray], context: int) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin [context, n_dims / 2] float64 of each position's pair angles, times magnitude(rope), for a
+    device that looks them up; freq_factors: the rope's [n_dims / 2] divisors, or None."""
+    half = rope.n_dims // 2
+    factors = freq_factors.astype(np.float64) if freq_factors is not None else np.ones(half)
+    inverse = rope.base ** (-2.0 * np.arange(half) / rope.n_dims)
+    positions = np.arange(context, dtype=np.float64)[:, None]
+    angles = positions * pair_scales(rope)[None, :] * inverse[None, :] / factors[None, :]
+    return np.cos(angles) * magnitude(rope), np.sin(angles) * magnitude(rope)
 
 
 def _ramp_ends(yarn: Yarn, n_dims: int, base: float) -> tuple[float, float]:

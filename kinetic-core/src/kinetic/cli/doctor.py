@@ -75,11 +75,13 @@ def gpu_lines(loaded: Plugins) -> list[str]:
 
 
 def usable_line(device: Device) -> str:
-    """usable, with the free memory and nominal bandwidth where the device says them."""
+    """usable, with the free memory and nominal bandwidth where the device says them, and why --device auto passes
+    over it where it does."""
     free, bandwidth = device.free_memory(), device.bandwidth()
     said = ([f"{free / GIB:.1f} GiB free"] if free is not None else []) + (
         [f"{bandwidth / 1e9:.0f} GB/s nominal"] if bandwidth is not None else [])
-    return ", ".join(["usable", *said])
+    passed_over = device.passed_over()
+    return ", ".join(["usable", *said]) + (f" ({passed_over}; --device auto passes over it)" if passed_over else "")
 
 
 def plugin_lines(loaded: Plugins, fixes: list[str]) -> list[str]:

@@ -49,6 +49,11 @@ class Weight:
         raw = self.model.raw(self.name).reshape(rows, -1)
         return raw if self.rows is None else raw[self.rows[0] : self.rows[1]]
 
+    def rows_float32(self, indices: np.ndarray) -> np.ndarray:
+        """[len(indices), row length] float32: those rows of the matrix, dequantized (an embedding's lookup)."""
+        kind = self.type
+        return kind.dequantize(self.raw()[indices].reshape(-1, kind.type_size)).reshape(len(indices), -1)
+
     def to_float32(self) -> np.ndarray:
         values = self.model.to_float32(self.name)
         return values if self.rows is None else values[self.rows[0] : self.rows[1]]

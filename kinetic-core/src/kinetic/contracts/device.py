@@ -186,3 +186,5 @@ class Device:
     free_memory: Callable[[], Optional[int]] = not_known
     # its memory's nominal bandwidth in bytes per second (kinetic fit, doctor); None where it cannot say
     bandwidth: Callable[[], Optional[float]] = not_known
+    # why --device auto passes over the device although it is usable (only a software adapter); None: auto tries it
+    passed_over: Callable[[], Optional[str]] = not_known

@@ -83,8 +83,8 @@ def _first_that_runs(stack: Stack, options: UploadOptions, announce: Callable[[s
 
 
 def _runner_or_reason(device: Device, stack: Stack, options: UploadOptions) -> Union[Runner, str]:
-    """The stack uploaded to device, or the one-line reason the device cannot run it."""
-    reason = device.probe()
+    """The stack uploaded to device, or the one-line reason --device auto cannot run it there."""
+    reason = device.probe() or device.passed_over()
     if reason:
         return reason
     try:

@@ -150,10 +150,7 @@ class CpuRunner:
 
     def _embed(self, tokens: np.ndarray, batch: list[Row]) -> np.ndarray:
         """The rows' inputs: their tokens' embeddings, or with Stack.input those and their vectors through it."""
-        embedding = self.stack.embedding
-        kind = embedding.type
-        raw = embedding.raw()
-        rows = kind.dequantize(raw[tokens].reshape(-1, kind.type_size)).reshape(len(tokens), -1)
+        rows = self.stack.embedding.rows_float32(tokens)
         x = (rows * np.float32(self.stack.embedding_scale)).astype(np.float32)
         if self.stack.token_types is not None:
             x = x + self._vector(self.stack.token_types)[: self.stack.n_embd]  # row 0: sentence A's

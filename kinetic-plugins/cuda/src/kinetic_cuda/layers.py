@@ -95,15 +95,9 @@ class GpuInput:
 
 
 def rope_table(rope: Rope, context: int) -> tuple[cupy.ndarray, cupy.ndarray]:
-    """cos and sin [context, n_dims / 2] float64 of position * scale_k * base^(-2k / n_dims) / factor_k, times
-    the magnitude (kinetic.rotary), as kinetic_cpu computes each angle."""
-    half = rope.n_dims // 2
-    factors = rope.freq_factors.to_float32().astype(np.float64) if rope.freq_factors is not None else np.ones(half)
-    inverse = rope.base ** (-2.0 * np.arange(half) / rope.n_dims)
-    positions = np.arange(context, dtype=np.float64)[:, None]
-    angles = positions * rotary.pair_scales(rope)[None, :] * inverse[None, :] / factors[None, :]
-    magnitude = rotary.magnitude(rope)
-    return cupy.asarray(np.cos(angles) * magnitude), cupy.asarray(np.sin(angles) * magnitude)
+    """cos and sin [context, n_dims / 2] float64 of each position's angles (kinetic.rotary.angle_table)."""
+    factors = rope.freq_factors.to_float32() if rope.freq_factors is not None else None
+    return tuple(cupy.asarray(table) for table in rotary.angle_table(rope, factors, context))
 
 
 def _norm_input(ws: Workspace, norm: Optional[GpuNorm], n: int, int8: bool) -> tuple[cupy.ndarray, bool]:

@@ -1,13 +1,13 @@
-"""pp512 and tg128 of the CUDA device on random-weight files shaped like Llama 3.2 1B and 3B and Qwen3-30B-A3B,
+"""pp512 and tg128 of a GPU device (CUDA, or Vulkan with --device vulkan) on random-weight files shaped like Llama 3.2 1B and 3B and Qwen3-30B-A3B,
 as llama-bench measures them: a 512-token prompt in one pass, and 128 one-token decode steps from an empty context.
 
 The files are written here (gguf-py cannot quantize K-quants, so the blocks are random bytes with sane
 scales) in the mix of a Q4_K_M file: Q4_K, with Q6_K for attn_v, ffn_down (the experts' too) and the embedding.
 
-    python scripts/bench_cuda.py [--models 1b,3b,30b-a3b] [--dir DIR] [-r 3] [--json] [--llama-bench PATH]
-                                 [--gpu-memory GIB]
+    python scripts/bench_gpu.py [--device cuda|vulkan] [--models 1b,3b,30b-a3b] [--dir DIR] [-r 3] [--json]
+                                [--llama-bench PATH] [--gpu-memory GIB]
 
-With --llama-bench (built with CUDA: scripts/build_llamacpp_cuda.sh), llama.cpp runs beside it on the same
+With --llama-bench (built for the same device: scripts/build_llamacpp_gpu.sh), llama.cpp runs beside it on the same
 files, one engine at a time: `llama-bench -ngl 99 -fa 1 -p 512 -n 128`, best of -r, and a ratio table.
 --gpu-memory caps the GPU memory Kinetic takes, so a mixture's experts that do not fit run under Flywheel;
 llama.cpp then keeps every layer's experts on the CPU (-ncmoe, its --cpu-moe).
@@ -113,9 +113,9 @@ def best(reps: int, run) -> float:
     return min(times)
 
 
-def measure(path: Path, shape: Shape, reps: int, gpu_memory: Optional[int]) -> dict:
+def measure(device: str, path: Path, shape: Shape, reps: int, gpu_memory: Optional[int]) -> dict:
     options = UploadOptions(context_length=4096, gpu_memory=gpu_memory)
-    runner = plugins().devices["cuda"].upload(load_stack(path), options)
+    runner = plugins().devices[device].upload(load_stack(path), options)
     seq = runner.new_sequence()
     prompt = np.random.default_rng(1).integers(0, shape.n_vocab, 512).tolist()
 
@@ -134,7 +134,7 @@ def measure(path: Path, shape: Shape, reps: int, gpu_memory: Optional[int]) -> d
 
 def llama_bench(binary: Path, path: Path, reps: int, extra: tuple[str, ...]) -> dict:
     """llama-bench's best pp512 and tg128 with every layer on the GPU (but for extra's -ncmoe); the cuBLAS
-    folder that build_llamacpp_cuda.sh recorded goes on LD_LIBRARY_PATH."""
+    folder that build_llamacpp_gpu.sh recorded goes on LD_LIBRARY_PATH."""
     recorded = binary.resolve().parent.parent.parent / "ld_library_path"
     if recorded.exists():
         os.environ["LD_LIBRARY_PATH"] = recorded.read_text().strip() + ":" + os.environ.get("LD_LIBRARY_PATH", "")
@@ -143,11 +143,12 @@ def llama_bench(binary: Path, path: Path, reps: int, extra: tuple[str, ...]) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", choices=("cuda", "vulkan"))
     parser.add_argument("--models", default="1b,3b")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kinetic-bench"))
     parser.add_argument("-r", "--reps", type=int, default=3)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--llama-bench", type=Path, help="llama-bench built with CUDA, to run beside Kinetic")
+    parser.add_argument("--llama-bench", type=Path, help="llama-bench built for the device, to run beside Kinetic")
     parser.add_argument("--gpu-memory", type=float, help="GiB of GPU memory Kinetic may take (Flywheel)")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -157,7 +158,7 @@ def main() -> None:
         path = args.dir / f"{shape.label}-shape-q4_k_m.gguf"
         if not path.exists():
             write_model(path, shape)
-        r = measure(path, shape, args.reps, cap)
+        r = measure(args.device, path, shape, args.reps, cap)
         if args.llama_bench:
             extra = ("-ncmoe", str(shape.n_layer)) if cap and shape.experts else ()
             r["llama.cpp"] = llama_bench(args.llama_bench, path, args.reps, extra)

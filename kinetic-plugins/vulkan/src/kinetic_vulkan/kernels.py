@@ -1,0 +1,44 @@
+"""The WGSL shaders (shaders/*.wgsl) compiled into compute pipelines, once per set of override constants, timed.
+
+A matrix product's shader is matmul.wgsl with its weight type's `dequantize` (shaders/quants/<type>.wgsl).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Optional
+
+_compiled_in = [0.0]  # seconds spent creating pipelines in this process
+
+
+@lru_cache(maxsize=None)
+def source(name: str, weight_type: Optional[str] = None) -> str:
+    folder = resources.files("kinetic_vulkan") / "shaders"
+    text = (folder / f"{name}.wgsl").read_text()
+    return text + (folder / "quants" / f"{weight_type}.wgsl").read_text() if weight_type else text
+
+
+@lru_cache(maxsize=None)
+def _module(device: Any, name: str, weight_type: Optional[str]):
+    return device.create_shader_module(label=f"{name} {weight_type or ''}", code=source(name, weight_type))
+
+
+@lru_cache(maxsize=None)
+def _pipeline(device: Any, name: str, weight_type: Optional[str], constants: tuple[tuple[str, float], ...]):
+    started = time.perf_counter()
+    stage = {"module": _module(device, name, weight_type), "entry_point": "main", "constants": dict(constants)}
+    compiled = device.create_compute_pipeline(layout="auto", compute=stage)
+    _compiled_in[0] += time.perf_counter() - started
+    return compiled
+
+
+def pipeline(device: Any, name: str, weight_type: Optional[str] = None, **constants: float):
+    """The pipeline of shader `name` with these override constants (booleans as 0 or 1)."""
+    return _pipeline(device, name, weight_type, tuple(sorted((k, float(v)) for k, v in constants.items())))
+
+
+def compile_seconds() -> float:
+    """Time spent compiling pipelines in this process (the driver may keep its own cache across processes)."""
+    return _compiled_in[0]

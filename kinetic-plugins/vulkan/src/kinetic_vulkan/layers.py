@@ -1,0 +1,170 @@
+"""The blocks on the GPU: the steps (plan.Step) a pass runs for each, their weights uploaded once (Uploads).
+
+Every step reads the pass's row count from the workspace's run buffer, so a block's steps are made once; those
+that read a sequence's KV cache are made once per sequence (VkAttention.steps).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from kinetic import rotary
+from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
+from kinetic_vulkan import kernels
+from kinetic_vulkan.plan import TILE, Step, Workspace, bind, grid
+from kinetic_vulkan.weights import VkMatrix, storage, vector
+
+
+class Uploads:
+    """The weights and rotary tables on the GPU, each uploaded once (tied weights share a matrix)."""
+
+    def __init__(self, device: Any, binding_limit: int, context: int):
+        self.device, self.binding_limit, self.context = device, binding_limit, context
+        self._matrices: dict[str, VkMatrix] = {}
+        self._vectors: dict[str, Any] = {}
+        self._tables: dict[tuple, tuple] = {}
+
+    def matrix(self, weight: Weight) -> VkMatrix:
+        if weight.key not in self._matrices:
+            self._matrices[weight.key] = VkMatrix.of(self.device, weight, self.binding_limit)
+        return self._matrices[weight.key]
+
+    def vector(self, weight: Optional[Weight]):
+        if weight is not None and weight.key not in self._vectors:
+            self._vectors[weight.key] = vector(self.device, weight)
+        return self._vectors[weight.key] if weight is not None else None
+
+    def table(self, rope: Rope) -> tuple:
+        """cos and sin [context, n_dims / 2] float32 (kinetic.rotary.angle_table)."""
+        key = (rope.n_dims, rope.base, rope.scale, rope.freq_factors.key if rope.freq_factors else None, rope.yarn,
+               rope.attn_factor)
+        if key not in self._tables:
+            factors = rope.freq_factors.to_float32() if rope.freq_factors is not None else None
+            tables = rotary.angle_table(rope, factors, self.context)
+            self._tables[key] = tuple(storage(self.device, t.astype(np.float32), "rope") for t in tables)
+        return self._tables[key]
+
+
+def norm_step(up: Uploads, ws: Workspace, norm: RmsNorm, src: Any, dst: Any, width: int,
+              gather: bool = False) -> Step:
+    """dst = norm(src) over pieces of the norm's width, width / that a row; of the asking rows with gather."""
+    piece = norm.weight.shape[0]
+    pieces = width // piece
+    pipeline = kernels.pipeline(up.device, "norm", WIDTH=piece, EPS=norm.eps, PIECES=pieces, GATHER=gather)
+    group = bind(up.device, pipeline, src, dst, up.vector(norm.weight), ws.logit_rows, ws.run)
+    return Step(pipeline, group, lambda n, n_logits: grid((n_logits if gather else n) * pieces))
+
+
+def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_width: int, bias: Any = None,
+             scale: float = 1.0, accumulate: bool = False, logits: bool = False) -> list[Step]:
+    """out[:n] (+)= (x[:n] . m^T + bias) * scale, a step for each of m's parts."""
+    steps = []
+    for buffer, first, rows in m.parts:
+        pipeline = kernels.pipeline(up.device, "matmul", m.type, K=m.k, ROWS=rows, ROW_WORDS=m.row_words, X_STRIDE=m.k,
+                                    OUT_STRIDE=out_width, OFFSET=first, SCALE=scale, ACCUMULATE=accumulate,
+                                    BIAS=bias is not None, LOGITS=logits)
+        group = bind(up.device, pipeline, buffer, x, out, bias if bias is not None else ws.none, ws.run)
+        steps.append(Step(pipeline, group, lambda n, n_logits, rows=rows: grid(rows, -(-(n_logits if logits else n)
+                                                                                        // TILE))))
+    return steps
+
+
+def elementwise(up: Uploads, ws: Workspace, name: str, buffers: tuple, width: int, **constants: float) -> Step:
+    pipeline = kernels.pipeline(up.device, name, WIDTH=width, **constants)
+    return Step(pipeline, bind(up.device, pipeline, *buffers, ws.run), lambda n, n_logits: grid(-(-n * width // 256)))
+
+
+def residual(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, bias: Any, post_norm: Optional[RmsNorm],
+             scale: float, d: int) -> list[Step]:
+    """ws.x += post_norm(x . m^T + bias) * scale: straight into ws.x without a post-norm."""
+    if post_norm is None:
+        return products(up, ws, x, m, ws.x, d, bias, scale, accumulate=True)
+    return [*products(up, ws, x, m, ws.y, d, bias), norm_step(up, ws, post_norm, ws.y, ws.h, d),
+            elementwise(up, ws, "add", (ws.x, ws.h), d, SCALE=scale)]
+
+
+def _input(up: Uploads, ws: Workspace, norm: Optional[RmsNorm], d: int) -> tuple[Any, list[Step]]:
+    """The block's input: ws.h = norm(ws.x), or ws.x itself for a block without a norm."""
+    return (ws.x, []) if norm is None else (ws.h, [norm_step(up, ws, norm, ws.x, ws.h, d)])
+
+
+class VkAttention:
+    def __init__(self, a: Attention, up: Uploads, ws: Workspace, d: int, residual_scale: float):
+        self.block, self.up, self.ws, self.d, self.residual_scale = a, up, ws, d, residual_scale
+        self.q_width, self.kv_width = a.n_head * a.head_dim, a.n_head_kv * a.head_dim
+        self.q, self.k, self.v, self.o = (up.matrix(w) for w in (a.q, a.k, a.v, a.o))
+        self.before = self._before()  # the steps up to the cache's
+        self.after = residual(up, ws, ws.att, self.o, up.vector(a.o_bias), a.post_norm, residual_scale, d)
+
+    def _before(self) -> list[Step]:
+        a, up, ws = self.block, self.up, self.ws
+        h, steps = _input(up, ws, a.norm, self.d)
+        for m, bias, out, width in ((self.q, a.q_bias, ws.qa, self.q_width), (self.k, a.k_bias, ws.ka, self.kv_width),
+                                    (self.v, a.v_bias, ws.v, self.kv_width)):
+            steps += products(up, ws, h, m, out, width, up.vector(bias))
+        if a.norms_after_rope:
+            steps += self._rope(ws.qa, ws.ka) + self._head_norms()
+        else:
+            steps += self._head_norms() + self._rope(*self.qk)
+        return steps
+
+    @property
+    def qk(self) -> tuple[Any, Any]:
+        """The buffers holding the rotated (and normed) queries and keys."""
+        return (self.ws.qb, self.ws.kb) if self.block.q_norm is not None else (self.ws.qa, self.ws.ka)
+
+    def _head_norms(self) -> list[Step]:
+        a, ws = self.block, self.ws
+        if a.q_norm is None:
+            return []
+        return [norm_step(self.up, ws, a.q_norm, ws.qa, ws.qb, self.q_width),
+                norm_step(self.up, ws, a.k_norm, ws.ka, ws.kb, self.kv_width)]
+
+    def _rope(self, q: Any, k: Any) -> list[Step]:
+        a, up, ws = self.block, self.up, self.ws
+        if a.rope.n_dims == 0:
+            return []
+        cos, sin = up.table(a.rope)
+        steps = []
+        for x, heads in ((q, a.n_head), (k, a.n_head_kv)):
+            pipeline = kernels.pipeline(up.device, "rope", HEADS=heads, HEAD_DIM=a.head_dim, HALF=a.rope.n_dims // 2,
+                                        NEOX=a.rope.neox)
+            steps.append(Step(pipeline, bind(up.device, pipeline, x, cos, sin, ws.positions, ws.run),
+                              lambda n, n_logits: (n, 1, 1)))
+        return steps
+
+    def steps(self, keys: Any, values: Any) -> list[Step]:
+        """The block's steps on a sequence's cache: keys, values [context, kv_width / 2] words of float16 pairs."""
+        a, up, ws = self.block, self.up, self.ws
+        q, k = self.qk
+        store = kernels.pipeline(up.device, "store", WIDTH=self.kv_width)
+        attend = kernels.pipeline(up.device, "attention", HEAD_DIM=a.head_dim, N_HEAD=a.n_head,
+                                  GROUP=a.n_head // a.n_head_kv, KV_WIDTH=self.kv_width, SCALE=a.scale,
+                                  WINDOW=a.sliding_window or 0)
+        return [*self.before,
+                Step(store, bind(up.device, store, k, ws.v, keys, values, ws.positions, ws.run),
+                     lambda n, n_logits: (n, 1, 1)),
+                Step(attend, bind(up.device, attend, q, keys, values, ws.att, ws.positions, ws.run),
+                     lambda n, n_logits: (a.n_head, n, 1)),
+                *self.after]
+
+
+class VkFeedForward:
+    def __init__(self, f: GatedFeedForward, up: Uploads, ws: Workspace, d: int, residual_scale: float):
+        gate, up_matrix, down = (up.matrix(w) for w in (f.gate, f.up, f.down))
+        width = gate.rows
+        h, steps = _input(up, ws, f.norm, d)
+        steps += products(up, ws, h, gate, ws.gate, width)
+        steps += products(up, ws, h, up_matrix, ws.up, width, up.vector(f.up_bias))
+        steps.append(elementwise(up, ws, "gate", (ws.gate, ws.up), width, GELU=f.activation == "gelu_tanh"))
+        self._steps = steps + residual(up, ws, ws.gate, down, up.vector(f.down_bias), f.post_norm, residual_scale, d)
+
+    def steps(self) -> list[Step]:
+        return self._steps
+
+
+def ff_width(blocks: list) -> int:
+    return max([b.gate.shape[0] for b in blocks if isinstance(b, GatedFeedForward)], default=1)
+

@@ -1,0 +1,83 @@
+"""A pass as a list of steps (a pipeline, its bind group made once, and its workgroup count for a pass of n rows,
+n_logits of them asking for logits), recorded into one command buffer per pass; and the workspace buffers the
+steps read and write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+Groups = Callable[[int, int], tuple[int, int, int]]  # (n, n_logits) -> workgroups x, y, z
+MOST_GROUPS = 65535  # workgroups along one dimension (WebGPU's default limit)
+TILE = 8  # tokens a matmul.wgsl workgroup takes
+
+
+@dataclass(frozen=True)
+class Step:
+    pipeline: Any
+    bind_group: Any
+    groups: Groups
+
+
+def grid(count: int, z: int = 1) -> tuple[int, int, int]:
+    """count workgroups laid out along x, then y (shaders read the index as x + y * groups.x)."""
+    return (min(count, MOST_GROUPS), -(-count // MOST_GROUPS), z) if count else (0, 0, 0)
+
+
+def bind(device: Any, pipeline: Any, *buffers: Any):
+    """A bind group of buffers at bindings 0, 1, ... of the pipeline's group 0."""
+    entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}} for i, b in enumerate(buffers)]
+    return device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
+
+
+def record(device: Any, steps: list[Step], n: int, n_logits: int):
+    """The command buffer running steps for a pass of n rows."""
+    encoder = device.create_command_encoder()
+    compute = encoder.begin_compute_pass()
+    for step in steps:
+        x, y, z = step.groups(n, n_logits)
+        if x and y and z:
+            compute.set_pipeline(step.pipeline)
+            compute.set_bind_group(0, step.bind_group)
+            compute.dispatch_workgroups(x, y, z)
+    compute.end()
+    return encoder.finish()
+
+
+class Workspace:
+    """The buffers of a pass of up to `rows` rows: its inputs (the run's counts, the rows' positions, which rows ask
+    for logits), the residual stream x, scratch rows, and the logits."""
+
+    def __init__(self, device: Any, rows: int, d: int, q_width: int, kv_width: int, ff_width: int, n_vocab: int):
+        import wgpu
+
+        self.device, self.rows = device, rows
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
+
+        def floats(width: int, label: str):
+            return device.create_buffer(label=label, size=4 * rows * max(width, 1), usage=usage)
+
+        self.run = device.create_buffer(label="run", size=16, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
+        self.positions, self.logit_rows = floats(1, "positions"), floats(1, "logit rows")
+        self.x, self.y, self.h, self.hidden = (floats(d, name) for name in ("x", "y", "h", "hidden"))
+        self.qa, self.qb, self.att = (floats(q_width, name) for name in ("qa", "qb", "att"))
+        self.ka, self.kb, self.v = (floats(kv_width, name) for name in ("ka", "kb", "v"))
+        self.gate, self.up = floats(ff_width, "gate"), floats(ff_width, "up")
+        self.logits = floats(n_vocab, "logits")
+        self.none = floats(1, "none")  # bound where a shader's optional input (a bias) is off
+
+    def set_inputs(self, x: np.ndarray, positions: np.ndarray, logit_rows: np.ndarray) -> None:
+        """A pass's inputs: x [n, d] float32 (the embeddings), positions [n], logit_rows [n_logits] (indices)."""
+        queue = self.device.queue
+        queue.write_buffer(self.run, 0, np.array([len(x), len(logit_rows), 0, 0], np.uint32))
+        queue.write_buffer(self.x, 0, np.ascontiguousarray(x, np.float32))
+        queue.write_buffer(self.positions, 0, positions.astype(np.uint32))
+        if len(logit_rows):
+            queue.write_buffer(self.logit_rows, 0, logit_rows.astype(np.uint32))
+
+    def read(self, buffer: Any, count: int, width: int) -> np.ndarray:
+        """[count, width] float32: the first rows of buffer, once the queue's work is done."""
+        data = self.device.queue.read_buffer(buffer, 0, 4 * count * width)
+        return np.frombuffer(data, np.float32).reshape(count, width)

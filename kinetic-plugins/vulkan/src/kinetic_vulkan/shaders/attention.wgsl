@@ -1,0 +1,110 @@
+// Causal attention of each (row, head) over its sequence's cache, the positions the row sees (up to its own, the
+// last WINDOW with a sliding window: kinetic.visibility), in tiles of 64 positions src_at the first it sees, with
+// the softmax's running peak and sum carried across tiles (Milakov and Gimelshein, 2018). The order of every sum
+// depends on the row's own position alone, so a row's bits never depend on the others in the pass.
+override HEAD_DIM: u32;
+override N_HEAD: u32;
+override GROUP: u32;              // query heads per key/value head
+override KV_WIDTH: u32;           // n_head_kv * HEAD_DIM
+override SCALE: f32;
+override WINDOW: u32 = 0u;        // 0: none
+
+const THREADS = 64u;
+const MOST_DIMS = 4u;             // head dims a thread keeps: heads of up to 256 (support.MAX_HEAD_DIM)
+
+struct Run { n: u32, n_logits: u32 }
+
+@group(0) @binding(0) var<storage, read> q: array<f32>;
+@group(0) @binding(1) var<storage, read> keys: array<u32>;
+@group(0) @binding(2) var<storage, read> values: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read> positions: array<u32>;
+@group(0) @binding(5) var<uniform> run: Run;
+
+var<workgroup> query: array<f32, 256>;
+var<workgroup> weights: array<f32, THREADS>;
+var<workgroup> partial: array<f32, THREADS>;
+var<workgroup> last: u32;
+
+fn reduce(t: u32, is_max: bool) -> f32 {  // partial's THREADS values folded in a fixed tree
+    workgroupBarrier();
+    for (var stride = THREADS / 2u; stride > 0u; stride >>= 1u) {
+        if (t < stride) {
+            partial[t] = select(partial[t] + partial[t + stride], max(partial[t], partial[t + stride]), is_max);
+        }
+        workgroupBarrier();
+    }
+    let folded = partial[0];
+    workgroupBarrier();
+    return folded;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let head = group.x;
+    let row = group.y;
+    if (row >= run.n) {
+        return;
+    }
+    if (t == 0u) {
+        last = positions[row];
+    }
+    let position = workgroupUniformLoad(&last);
+    var first = 0u;
+    if (WINDOW > 0u && position + 1u > WINDOW) {
+        first = position + 1u - WINDOW;
+    }
+    let src_at = row * N_HEAD * HEAD_DIM + head * HEAD_DIM;
+    for (var d = t; d < HEAD_DIM; d += THREADS) {
+        query[d] = q[src_at + d];
+    }
+    let kv = (head / GROUP) * HEAD_DIM;
+    var peak = bitcast<f32>(0xff800000u);  // -inf
+    var total = 0.0;
+    var acc: array<f32, MOST_DIMS>;
+    for (var start = first; start <= position; start += THREADS) {
+        let p = start + t;
+        var score = bitcast<f32>(0xff800000u);
+        workgroupBarrier();
+        if (p <= position) {
+            let at = (p * KV_WIDTH + kv) / 2u;
+            var s = 0.0;
+            for (var d = 0u; d < HEAD_DIM / 2u; d++) {
+                let key = unpack2x16float(keys[at + d]);
+                s += query[2u * d] * key.x;
+                s += query[2u * d + 1u] * key.y;
+            }
+            score = s * SCALE;
+        }
+        partial[t] = score;
+        let new_peak = max(peak, reduce(t, true));
+        let factor = exp(peak - new_peak);
+        var e = 0.0;
+        if (p <= position) {
+            e = exp(score - new_peak);
+        }
+        weights[t] = e;
+        partial[t] = e;
+        total = total * factor + reduce(t, false);
+        let seen = min(THREADS, position + 1u - start);
+        for (var i = 0u; i < MOST_DIMS; i++) {
+            let d = t + i * THREADS;
+            if (d < HEAD_DIM) {
+                var a = acc[i] * factor;
+                for (var j = 0u; j < seen; j++) {
+                    let at = (start + j) * KV_WIDTH + kv + d;
+                    let pair = unpack2x16float(values[at / 2u]);
+                    a += weights[j] * select(pair.x, pair.y, (at & 1u) == 1u);
+                }
+                acc[i] = a;
+            }
+        }
+        peak = new_peak;
+    }
+    for (var i = 0u; i < MOST_DIMS; i++) {
+        let d = t + i * THREADS;
+        if (d < HEAD_DIM) {
+            out[src_at + d] = acc[i] / total;
+        }
+    }
+}

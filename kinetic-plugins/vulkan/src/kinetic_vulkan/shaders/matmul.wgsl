@@ -1,0 +1,100 @@
+// out[t, OFFSET + r] = (x[t] . w[r] + bias[OFFSET + r]) * SCALE (+ out[t, OFFSET + r]) for the pass's tokens t and
+// this part's rows r of a weight matrix, its blocks read src_at raw GGUF bytes (quants/*.wgsl: dequantize).
+// A workgroup takes one row and up to TILE tokens. Each thread sums whole chunks of 32 weights, a chunk's products
+// in order, and the threads' sums meet in a fixed tree: a token's bits never depend on the other tokens.
+override K: u32;                  // the row length
+override ROWS: u32;               // rows of this part
+override ROW_WORDS: u32;          // words a row takes
+override X_STRIDE: u32;
+override OUT_STRIDE: u32;
+override OFFSET: u32 = 0u;        // the part's first row in the whole matrix
+override SCALE: f32 = 1.0;
+override ACCUMULATE: bool = false;
+override BIAS: bool = false;
+override LOGITS: bool = false;    // the rows are the pass's n_logits rows, not its n
+
+const THREADS = 64u;
+const TILE = 8u;
+
+struct Run { n: u32, n_logits: u32 }
+
+@group(0) @binding(0) var<storage, read> w: array<u32>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<uniform> run: Run;
+
+var<workgroup> partial: array<f32, 512>;  // THREADS * TILE
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+    let row = group.x + group.y * groups.x;
+    let first = group.z * TILE;
+    let n = select(run.n, run.n_logits, LOGITS);
+    if (row >= ROWS || first >= n) {
+        return;
+    }
+    let count = min(TILE, n - first);
+    var acc: array<f32, TILE>;
+    var weights: array<f32, 32>;
+    let base = row * ROW_WORDS;
+    for (var c = t; c < K / 32u; c += THREADS) {
+        dequantize(base, c, &weights);
+        for (var j = 0u; j < count; j++) {
+            let at = (first + j) * X_STRIDE + c * 32u;
+            var s = 0.0;
+            for (var i = 0u; i < 32u; i++) {
+                s += weights[i] * x[at + i];
+            }
+            acc[j] += s;
+        }
+    }
+    for (var j = 0u; j < TILE; j++) {
+        partial[j * THREADS + t] = acc[j];
+    }
+    workgroupBarrier();
+    for (var stride = THREADS / 2u; stride > 0u; stride >>= 1u) {
+        if (t < stride) {
+            for (var j = 0u; j < count; j++) {
+                partial[j * THREADS + t] += partial[j * THREADS + t + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (t < count) {
+        let at = (first + t) * OUT_STRIDE + OFFSET + row;
+        var y = partial[t * THREADS];
+        if (BIAS) {
+            y += bias[OFFSET + row];
+        }
+        y *= SCALE;
+        if (ACCUMULATE) {
+            y += out[at];
+        }
+        out[at] = y;
+    }
+}
+
+// the raw bytes of the weights, little-endian in words
+fn byte_at(base: u32, offset: u32) -> u32 {
+    return (w[base + (offset >> 2u)] >> ((offset & 3u) * 8u)) & 0xffu;
+}
+
+fn half_at(base: u32, offset: u32) -> f32 {  // an f16 at an even offset
+    return unpack2x16float(w[base + (offset >> 2u)] >> ((offset & 2u) * 8u)).x;
+}
+
+fn as_int8(b: u32) -> i32 {  // a byte as int8
+    return bitcast<i32>(b << 24u) >> 24u;
+}
+
+// the 6-bit scale and min of chunk j of a K-quant super-block (Q4_K, Q5_K), src_at its 12 bytes at offset 4
+fn scale_min_k4(b: u32, j: u32) -> vec2<u32> {
+    if (j < 4u) {
+        return vec2<u32>(byte_at(b, 4u + j) & 63u, byte_at(b, 8u + j) & 63u);
+    }
+    let scale = (byte_at(b, 8u + j) & 15u) | ((byte_at(b, j) >> 6u) << 4u);
+    let minimum = (byte_at(b, 8u + j) >> 4u) | ((byte_at(b, 4u + j) >> 6u) << 4u);
+    return vec2<u32>(scale, minimum);
+}

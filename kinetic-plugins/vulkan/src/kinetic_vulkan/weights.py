@@ -1,0 +1,62 @@
+"""Weights on the GPU: each matrix's raw GGUF bytes uploaded once, its blocks padded to whole words (the shaders read
+words), split into parts no larger than a binding; matrices of the types without a shader as float16; norms and
+biases as float32."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from kinetic.contracts.blocks import Weight
+
+NATIVE = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # shaders/quants
+PADDED = {"Q8_0": (34, 36), "Q4_0": (18, 20), "Q5_0": (22, 24), "Q6_K": (210, 212)}  # block bytes, padded
+
+
+def storage(device: Any, data: np.ndarray, label: str = ""):
+    """A storage buffer holding data's bytes (at least 4)."""
+    import wgpu
+
+    raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+    if raw.size < 4:
+        raw = np.pad(raw, (0, 4 - raw.size))
+    return device.create_buffer_with_data(label=label, data=raw, usage=wgpu.BufferUsage.STORAGE)
+
+
+def vector(device: Any, weight: Optional[Weight]):
+    """A norm's weights or a bias as float32 on the GPU; None for None."""
+    if weight is None:
+        return None
+    return storage(device, weight.to_float32().reshape(-1).astype(np.float32), weight.key)
+
+
+class VkMatrix:
+    """A weight matrix [rows, k] on the GPU in parts of whole rows: (buffer, first row, rows) each."""
+
+    def __init__(self, device: Any, words: np.ndarray, type_name: str, k: int, binding_limit: int, label: str = ""):
+        """words: [rows, row words] uint32, as words_of gives them."""
+        self.rows, self.k, self.type, self.row_words = words.shape[0], k, type_name, words.shape[1]
+        per_part = max(1, binding_limit // (4 * self.row_words))
+        self.parts = [(storage(device, words[first : first + per_part], f"{label}[{first}:]"), first,
+                       min(per_part, self.rows - first)) for first in range(0, self.rows, per_part)]
+
+    @staticmethod
+    def of(device: Any, weight: Weight, binding_limit: int) -> "VkMatrix":
+        type_name = weight.type.name if weight.type.name in NATIVE else "F16"  # other types as float16
+        if type_name != weight.type.name:
+            words = weight.to_float32().astype(np.float16).view(np.uint32).reshape(weight.shape[0], -1)
+        else:
+            words = padded_words(weight.raw(), type_name)
+        return VkMatrix(device, words, type_name, weight.shape[-1], binding_limit, weight.key)
+
+
+def padded_words(raw: np.ndarray, type_name: str) -> np.ndarray:
+    """[rows, row words] uint32: raw GGUF bytes [rows, row bytes] of a NATIVE type, each block padded as PADDED
+    says."""
+    if type_name in PADDED:
+        size, padded = PADDED[type_name]
+        blocks = raw.reshape(raw.shape[0], -1, size)
+        raw = np.pad(blocks, ((0, 0), (0, 0), (0, padded - size))).reshape(raw.shape[0], -1)
+    return np.ascontiguousarray(raw).view(np.uint32)
+

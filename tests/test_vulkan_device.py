@@ -1,0 +1,174 @@
+"""The Vulkan device: a batch gives each token's logits bit for bit as one-at-a-time decoding does, and it agrees
+with the numpy reference executor, for every family it runs; every weight type's product is exact across batches and
+close to the float product; RAD-1 and Warm Start change no token. The GPU tests run on any Vulkan adapter, Mesa's
+lavapipe in CI (`make test` installs it where it can), and skip with the probe's reason where there is none."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kinetic.contracts.device import UploadOptions
+from kinetic.engine.devices import open_runner
+from kinetic.engine.options import SessionOptions
+from kinetic.errors import KineticError
+from kinetic.model.load import load_stack
+from kinetic.plugins import plugins
+from kinetic.testing.gguf_factory import Dims, write_random_model
+from kinetic.testing.random_weights import random_blocks
+
+from device_checks import (assert_a_saved_sequence_resumes, assert_batches_equal_one_at_a_time,
+                           assert_greedy_tokens_near_the_references, assert_rad1_and_warm_start_change_no_token,
+                           assert_sequences_share_a_pass_and_truncate, in_batches, mixed_model, reference_logits,
+                           tokens_for)
+
+kinetic_vulkan = pytest.importorskip("kinetic_vulkan.device", reason="the kinetic-vulkan plugin is not installed")
+import kinetic_vulkan.adapter as vulkan_adapter  # noqa: E402
+from kinetic_vulkan.weights import NATIVE  # noqa: E402
+
+REASON = kinetic_vulkan.probe()
+gpu = pytest.mark.skipif(REASON is not None, reason=f"Vulkan is not usable here: {REASON}")
+
+FAMILIES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense")
+# float32 activations against the float reference: measured on lavapipe, mean differences of 3e-6 to 2e-4 of the
+# logits' spread for Q8_0 files
+TOLERANCE = {"Q8_0": 0.002, "Q4_K_M": 0.002}
+WEIGHTS = {
+    "Q8_0": lambda path, arch: write_random_model(path, arch, Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256),
+                                                  weight_type="Q8_0", seed=7),
+    "Q4_K_M": lambda path, arch: mixed_model(path, arch, Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512)),
+}
+MODELS = [(f, "Q8_0") for f in FAMILIES] + [(f, "Q4_K_M") for f in ("llama", "gemma3")]
+
+
+@pytest.fixture(scope="module", params=MODELS, ids=lambda p: f"{p[0]}-{p[1]}")
+def random_model(request, tmp_path_factory) -> Path:
+    family, weights = request.param
+    return WEIGHTS[weights](tmp_path_factory.mktemp("vulkan") / f"{family}-{weights}.gguf", family)
+
+
+@lru_cache(maxsize=None)
+def runner_for(path: Path):
+    return kinetic_vulkan.upload(load_stack(path), UploadOptions(context_length=1024))
+
+
+def test_probe_is_one_line_or_usable():
+    reason = kinetic_vulkan.probe()
+    assert reason is None or (reason == reason.strip() != "" and "\n" not in reason)
+
+
+def test_probe_without_wgpu_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "wgpu", None)
+    assert kinetic_vulkan.probe() == "wgpu is not installed (import of wgpu halted; None in sys.modules); " \
+                                     "pip install 'kinetic[vulkan]'"
+
+
+@gpu
+def test_auto_never_takes_a_software_adapter(tmp_path):
+    """--device auto runs on the CPU beside lavapipe and says nothing of it; --device vulkan takes it."""
+    if vulkan_adapter.software_adapter() is None:
+        pytest.skip("the Vulkan adapter here is a GPU")
+    stack = load_stack(write_random_model(tmp_path / "m.gguf", "qwen2", Dims(), "Q8_0"))
+    said = []
+    assert open_runner(stack, "auto", UploadOptions(context_length=64), said.append)[0].name == "cpu"
+    assert said == []
+    assert open_runner(stack, "vulkan0", UploadOptions(context_length=64), said.append)[0].name == "vulkan"
+
+
+@pytest.mark.parametrize("family, reason", [
+    ("lfm2", "Vulkan has no kernel for ShortConv blocks yet"),
+    ("qwen3moe", "Vulkan has no kernel for Experts blocks yet"),
+    ("bert", "Vulkan has no kernels for encoders (bidirectional attention, LayerNorm) yet")])
+def test_upload_refuses_what_it_has_no_kernel_for_in_one_line(tmp_path, family, reason):
+    stack = load_stack(write_random_model(tmp_path / "m.gguf", family, Dims(), "Q8_0"))
+    with pytest.raises(KineticError, match=rf"^Vulkan cannot run this model: {reason}$".replace("(", r"\(")
+                       .replace(")", r"\)")):
+        kinetic_vulkan.upload(stack, UploadOptions(context_length=64))
+
+
+@gpu
+def test_batches_equal_one_at_a_time(random_model):
+    assert_batches_equal_one_at_a_time(runner_for(random_model), random_model)
+
+
+@gpu
+def test_sequences_sharing_a_pass_and_truncation(random_model):
+    assert_sequences_share_a_pass_and_truncate(runner_for(random_model), random_model)
+
+
+@gpu
+def test_a_saved_sequence_resumes_exactly(random_model):
+    blob = assert_a_saved_sequence_resumes(runner_for(random_model), random_model)
+    with pytest.raises(KineticError, match="not a saved Vulkan sequence state"):
+        runner_for(random_model).load(b"KCUDAKV2" + blob[8:])
+
+
+@gpu
+def test_matches_reference(random_model):
+    tokens = tokens_for(random_model, 12)
+    ours, reference = in_batches(runner_for(random_model), tokens, 12), reference_logits(random_model, tokens)
+    difference = np.abs(ours - reference) / reference.std(axis=1, keepdims=True)
+    tolerance = TOLERANCE[random_model.stem.rsplit("-", 1)[1]]
+    assert difference.mean() < tolerance and difference.max() < 10 * tolerance
+
+
+@gpu
+def test_greedy_tokens_are_the_references(random_model):
+    assert_greedy_tokens_near_the_references(runner_for(random_model), random_model)
+
+
+@gpu
+@pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "top_k": 40, "seed": 7}], ids=["greedy", "seeded"])
+def test_rad1_and_warm_start_change_no_token(tmp_path, settings):
+    assert_rad1_and_warm_start_change_no_token(
+        tmp_path, settings, lambda **given: SessionOptions(device="vulkan", ctx_size=512, **given))
+
+
+@gpu
+@pytest.mark.parametrize("name", NATIVE + ("Q2_K", "Q3_K"))
+def test_matmul_exact_across_batches_and_close_to_float(name):
+    """Batches of 64, 20, 5 and 1 give each token the same bits, the matrix whole or in parts of 40 rows (a
+    binding's limit); types without a shader run as float16."""
+    from kinetic_vulkan.testing import matmul
+
+    rng = np.random.default_rng(sum(map(ord, name)))
+    kind = plugins().tensor_types[name]
+    k = 256 * 9 if kind.block_size == 256 else 32 * 73
+    weight = random_blocks(name, 96, k, rng)
+    floats = kind.dequantize(weight.reshape(-1, kind.type_size)).reshape(96, k)
+    x = rng.standard_normal((64, k)).astype(np.float32)
+    if name not in NATIVE:
+        weight, name = floats.astype(np.float16).view(np.uint8), "F16"
+    batch = matmul(weight, name, k, x)
+    single = np.concatenate([matmul(weight, name, k, x[t : t + 1]) for t in range(0, 64, 9)])
+    assert np.array_equal(batch[::9], single)
+    assert np.array_equal(matmul(weight, name, k, x[7:27]), batch[7:27])
+    assert np.array_equal(matmul(weight, name, k, x[40:45], binding_limit=40 * weight.shape[1] + 4), batch[40:45])
+    exact = x.astype(np.float64) @ floats.astype(np.float64).T
+    error = np.linalg.norm(batch - exact, axis=1) / np.linalg.norm(exact, axis=1)
+    assert error.max() < (1e-3 if kind.name in NATIVE else 2e-3)
+
+
+@gpu
+def test_kinetic_run_on_vulkan(tmp_path):
+    """`kinetic run --device vulkan` answers a chat, the same with RAD-1 off, names the GPU in its speed line and
+    says nothing of Mesa's windows."""
+    template = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}<|assistant|>"
+    path = write_random_model(tmp_path / "m.gguf", "llama", Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256), "Q8_0",
+                              seed=3, metadata={"tokenizer.chat_template": template})
+
+    def run(*off: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kinetic", "run", str(path), "--device", "vulkan", "--temp", "0",
+                               "-n", "24", "-c", "256", "--off", ",".join(["warm-start", *off]), "hello hello"],
+                              capture_output=True, text=True, timeout=300)
+
+    answer = run()
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stderr.strip().endswith(f" on {vulkan_adapter.gpu().name}]") and "XDG" not in answer.stderr
+    assert answer.stdout.strip() != "" and run("rad1").stdout == answer.stdout
