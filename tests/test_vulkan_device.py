@@ -5,7 +5,6 @@ lavapipe in CI (`make test` installs it where it can), and skip with the probe's
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 from functools import lru_cache

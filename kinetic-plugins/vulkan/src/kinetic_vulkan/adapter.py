@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import importlib
 import os
 import sys
 from contextlib import contextmanager
@@ -43,7 +44,7 @@ class Gpu:
 def _adapter() -> tuple[Any, Optional[str]]:
     """(the best Vulkan adapter, None) or (None, why there is none)."""
     try:
-        import wgpu  # noqa: F401
+        importlib.import_module("wgpu")
     except ImportError as error:
         return None, f"wgpu is not installed ({error}); pip install 'kinetic[vulkan]'"
     if not loader_present():
