@@ -13,7 +13,7 @@ import numpy as np
 from kinetic import rotary
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic_vulkan import kernels
-from kinetic_vulkan.plan import TILE, Step, Workspace, bind, grid
+from kinetic_vulkan.plan import MATMUL_ROWS, TILE, Step, Workspace, bind, grid
 from kinetic_vulkan.weights import VkMatrix, storage, vector
 
 
@@ -66,8 +66,9 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
                                     OUT_STRIDE=out_width, OFFSET=first, SCALE=scale, ACCUMULATE=accumulate,
                                     BIAS=bias is not None, LOGITS=logits)
         group = bind(up.device, pipeline, buffer, x, out, bias if bias is not None else ws.none, ws.run)
-        steps.append(Step(pipeline, group, lambda n, n_logits, rows=rows: grid(rows, -(-(n_logits if logits else n)
-                                                                                        // TILE))))
+        groups = -(-rows // MATMUL_ROWS)
+        steps.append(Step(pipeline, group, lambda n, n_logits, groups=groups: grid(groups, -(-(n_logits if logits
+                                                                                               else n) // TILE))))
     return steps
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 Groups = Callable[[int, int], tuple[int, int, int]]  # (n, n_logits) -> workgroups x, y, z
 MOST_GROUPS = 65535  # workgroups along one dimension (WebGPU's default limit)
-TILE = 8  # tokens a matmul.wgsl workgroup takes
+TILE, MATMUL_ROWS = 8, 8  # tokens and rows a matmul.wgsl workgroup takes
 
 
 @dataclass(frozen=True)

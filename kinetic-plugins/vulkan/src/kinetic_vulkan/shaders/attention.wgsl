@@ -1,5 +1,5 @@
 // Causal attention of each (row, head) over its sequence's cache, the positions the row sees (up to its own, the
-// last WINDOW with a sliding window: kinetic.visibility), in tiles of 64 positions src_at the first it sees, with
+// last WINDOW with a sliding window: kinetic.visibility), in tiles of 64 positions from the first it sees, with
 // the softmax's running peak and sum carried across tiles (Milakov and Gimelshein, 2018). The order of every sum
 // depends on the row's own position alone, so a row's bits never depend on the others in the pass.
 override HEAD_DIM: u32;

@@ -1,7 +1,8 @@
 // out[t, OFFSET + r] = (x[t] . w[r] + bias[OFFSET + r]) * SCALE (+ out[t, OFFSET + r]) for the pass's tokens t and
-// this part's rows r of a weight matrix, its blocks read src_at raw GGUF bytes (quants/*.wgsl: dequantize).
-// A workgroup takes one row and up to TILE tokens. Each thread sums whole chunks of 32 weights, a chunk's products
-// in order, and the threads' sums meet in a fixed tree: a token's bits never depend on the other tokens.
+// this part's rows r of a weight matrix, its blocks read from raw GGUF bytes (quants/*.wgsl: dequantize).
+// A workgroup takes ROWS_A_GROUP rows and up to TILE tokens, LANES threads a row. Each thread sums whole chunks of
+// 32 weights, a chunk's products in order, and a row's LANES sums meet in a fixed tree: a token's bits never depend
+// on the other tokens.
 override K: u32;                  // the row length
 override ROWS: u32;               // rows of this part
 override ROW_WORDS: u32;          // words a row takes
@@ -13,7 +14,8 @@ override ACCUMULATE: bool = false;
 override BIAS: bool = false;
 override LOGITS: bool = false;    // the rows are the pass's n_logits rows, not its n
 
-const THREADS = 64u;
+const LANES = 8u;
+const ROWS_A_GROUP = 8u;          // 64 threads
 const TILE = 8u;
 
 struct Run { n: u32, n_logits: u32 }
@@ -24,47 +26,51 @@ struct Run { n: u32, n_logits: u32 }
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<uniform> run: Run;
 
-var<workgroup> partial: array<f32, 512>;  // THREADS * TILE
+var<workgroup> partial: array<f32, 512>;  // [ROWS_A_GROUP, TILE, LANES]
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-    let row = group.x + group.y * groups.x;
     let first = group.z * TILE;
     let n = select(run.n, run.n_logits, LOGITS);
-    if (row >= ROWS || first >= n) {
+    if (first >= n) {
         return;
     }
     let count = min(TILE, n - first);
+    let row = (group.x + group.y * groups.x) * ROWS_A_GROUP + t / LANES;
+    let lane = t % LANES;
     var acc: array<f32, TILE>;
-    var weights: array<f32, 32>;
-    let base = row * ROW_WORDS;
-    for (var c = t; c < K / 32u; c += THREADS) {
-        dequantize(base, c, &weights);
-        for (var j = 0u; j < count; j++) {
-            let at = (first + j) * X_STRIDE + c * 32u;
-            var s = 0.0;
-            for (var i = 0u; i < 32u; i++) {
-                s += weights[i] * x[at + i];
+    if (row < ROWS) {
+        var weights: array<f32, 32>;
+        let base = row * ROW_WORDS;
+        for (var c = lane; c < K / 32u; c += LANES) {
+            dequantize(base, c, &weights);
+            for (var j = 0u; j < count; j++) {
+                let at = (first + j) * X_STRIDE + c * 32u;
+                var s = 0.0;
+                for (var i = 0u; i < 32u; i++) {
+                    s += weights[i] * x[at + i];
+                }
+                acc[j] += s;
             }
-            acc[j] += s;
         }
     }
+    let mine = (t / LANES) * TILE * LANES;  // this row's [TILE, LANES] of partial
     for (var j = 0u; j < TILE; j++) {
-        partial[j * THREADS + t] = acc[j];
+        partial[mine + j * LANES + lane] = acc[j];
     }
     workgroupBarrier();
-    for (var stride = THREADS / 2u; stride > 0u; stride >>= 1u) {
-        if (t < stride) {
+    for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
+        if (lane < stride) {
             for (var j = 0u; j < count; j++) {
-                partial[j * THREADS + t] += partial[j * THREADS + t + stride];
+                partial[mine + j * LANES + lane] += partial[mine + j * LANES + lane + stride];
             }
         }
         workgroupBarrier();
     }
-    if (t < count) {
-        let at = (first + t) * OUT_STRIDE + OFFSET + row;
-        var y = partial[t * THREADS];
+    if (row < ROWS && lane < count) {
+        let at = (first + lane) * OUT_STRIDE + OFFSET + row;
+        var y = partial[mine + lane * LANES];
         if (BIAS) {
             y += bias[OFFSET + row];
         }
@@ -89,7 +95,7 @@ fn as_int8(b: u32) -> i32 {  // a byte as int8
     return bitcast<i32>(b << 24u) >> 24u;
 }
 
-// the 6-bit scale and min of chunk j of a K-quant super-block (Q4_K, Q5_K), src_at its 12 bytes at offset 4
+// the 6-bit scale and min of chunk j of a K-quant super-block (Q4_K, Q5_K), from its 12 bytes at offset 4
 fn scale_min_k4(b: u32, j: u32) -> vec2<u32> {
     if (j < 4u) {
         return vec2<u32>(byte_at(b, 4u + j) & 63u, byte_at(b, 8u + j) & 63u);
