@@ -5,8 +5,11 @@ lavapipe in CI (`make test` installs it where it can), and skip with the probe's
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
+import urllib.request
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,6 +46,7 @@ WEIGHTS = {
                                                   weight_type="Q8_0", seed=7),
     "Q4_K_M": lambda path, arch: mixed_model(path, arch, Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512)),
 }
+PROMPT = "hello hello"
 MODELS = [(f, "Q8_0") for f in FAMILIES] + [(f, "Q4_K_M") for f in ("llama", "gemma3")]
 
 
@@ -155,19 +159,31 @@ def test_matmul_exact_across_batches_and_close_to_float(name):
 
 
 @gpu
-def test_kinetic_run_on_vulkan(tmp_path):
-    """`kinetic run --device vulkan` answers a chat, the same with RAD-1 off, names the GPU in its speed line and
-    says nothing of Mesa's windows."""
+def test_run_chat_and_serve_on_vulkan(tmp_path):
+    """`kinetic run --device vulkan` answers a chat (the same with RAD-1 off), names the GPU in its speed line and
+    says nothing of Mesa's windows; `kinetic chat` and `kinetic serve` give the same answer."""
     template = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}<|assistant|>"
     path = write_random_model(tmp_path / "m.gguf", "llama", Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256), "Q8_0",
                               seed=3, metadata={"tokenizer.chat_template": template})
+    flags = ["--device", "vulkan", "--temp", "0", "-n", "24", "-c", "256"]
 
-    def run(*off: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "kinetic", "run", str(path), "--device", "vulkan", "--temp", "0",
-                               "-n", "24", "-c", "256", "--off", ",".join(["warm-start", *off]), "hello hello"],
+    def kinetic(command: str, *more: str, stdin: str = "") -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kinetic", command, str(path), *flags, *more], input=stdin,
                               capture_output=True, text=True, timeout=300)
 
-    answer = run()
+    answer = kinetic("run", "--off", "warm-start", PROMPT)
     assert answer.returncode == 0, answer.stderr
     assert answer.stderr.strip().endswith(f" on {vulkan_adapter.gpu().name}]") and "XDG" not in answer.stderr
-    assert answer.stdout.strip() != "" and run("rad1").stdout == answer.stdout
+    assert answer.stdout.strip() != "" and kinetic("run", "--off", "warm-start,rad1", PROMPT).stdout == answer.stdout
+    assert kinetic("chat", "--off", "warm-start", stdin=f"{PROMPT}\n/exit\n").stdout == answer.stdout
+    server = subprocess.Popen([sys.executable, "-m", "kinetic", "serve", str(path), *flags, "--port", "0", "-a", "m",
+                               "--cache-dir", str(tmp_path / "warm")], stdout=subprocess.PIPE, text=True)
+    try:
+        url = re.fullmatch(r"Serving m on .+ at (http://127\.0\.0\.1:\d+/v1)", server.stdout.readline().strip())[1]
+        body = {"model": "m", "messages": [{"role": "user", "content": PROMPT}], "temperature": 0, "max_tokens": 24}
+        request = urllib.request.Request(f"{url}/chat/completions", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+        reply = json.load(urllib.request.urlopen(request, timeout=120))
+        assert reply["choices"][0]["message"]["content"] + "\n" == answer.stdout
+    finally:
+        server.kill()
