@@ -62,6 +62,23 @@ def linear_batches(rows: Sequence[Row], device: str) -> list[tuple[Any, list[int
     return list(groups.values())
 
 
+def forward_by_sequence(rows: Sequence[Row], device: str, most: int, n_vocab: int,
+                        run_pass: Callable[[Any, list[Row], list[int]], Optional[np.ndarray]]) -> np.ndarray:
+    """Runner.forward for a device that runs one sequence's linear batch at a time, in passes of at most `most`
+    rows: run_pass(sequence, its rows, the indices among them that ask for logits) -> their logits [asks, n_vocab]
+    (None without any); every asking row's logits in row order."""
+    slot = {i: j for j, i in enumerate(i for i, row in enumerate(rows) if row.logits)}
+    out = np.empty((len(slot), n_vocab), np.float32)
+    for seq, indices in linear_batches(rows, device):
+        for start in range(0, len(indices), most):
+            part = indices[start : start + most]
+            asks = [j for j, i in enumerate(part) if rows[i].logits]
+            logits = run_pass(seq, [rows[i] for i in part], asks)
+            if asks:
+                out[[slot[part[j]] for j in asks]] = logits
+    return out
+
+
 def state_blob(magic: bytes, n_tokens: int, payload: Sequence[bytes]) -> bytes:
     """A sequence state as seq.save() gives it: the device's 8-byte magic, n_tokens as int64, the payload."""
     return b"".join([magic, np.int64(n_tokens).tobytes(), *payload])

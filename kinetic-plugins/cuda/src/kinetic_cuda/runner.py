@@ -12,8 +12,8 @@ import cupy
 import numpy as np
 
 from kinetic.contracts.blocks import Attention, Experts, GatedDeltaNet, Mamba2, Parallel, Rope, ShortConv, Stack, Weight
-from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_cache_types, linear_batches, state_blob,
-                                      state_magic, state_tokens)
+from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_cache_types, forward_by_sequence,
+                                      state_blob, state_magic, state_tokens)
 from kinetic.errors import KineticError
 from kinetic.recurrent import RecurrentStates, cut, has_recurrent
 from kinetic.system import memory
@@ -213,16 +213,7 @@ class CudaRunner:
 
     def forward(self, rows: Sequence[Row]) -> np.ndarray:
         """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
-        slot = {i: j for j, i in enumerate(i for i, row in enumerate(rows) if row.logits)}
-        out = np.empty((len(slot), self.stack.n_vocab), np.float32)
-        for seq, indices in linear_batches(rows, "the CUDA device"):
-            for start in range(0, len(indices), self.ws.rows):
-                part = indices[start : start + self.ws.rows]
-                asks = [j for j, i in enumerate(part) if rows[i].logits]
-                logits = self._pass(seq, [rows[i] for i in part], asks)
-                if asks:
-                    out[[slot[part[j]] for j in asks]] = logits
-        return out
+        return forward_by_sequence(rows, "the CUDA device", self.ws.rows, self.stack.n_vocab, self._pass)
 
     def _pass(self, seq: CudaSequence, batch: list[Row], asks: list[int]) -> Optional[np.ndarray]:
         """Append batch to seq; the logits [len(asks), n_vocab] of batch[asks]."""

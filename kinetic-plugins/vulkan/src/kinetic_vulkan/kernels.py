@@ -1,6 +1,7 @@
 """The WGSL shaders (shaders/*.wgsl) compiled into compute pipelines, once per set of override constants, timed.
 
-A matrix product's shader is matmul.wgsl with its weight type's `dequantize` (shaders/quants/<type>.wgsl).
+Each shader is preceded by run.wgsl; a matrix product's is matmul.wgsl with its weight type's `dequantize`
+(shaders/quants/<type>.wgsl).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ _compiled_in = [0.0]  # seconds spent creating pipelines in this process
 
 @lru_cache(maxsize=None)
 def source(name: str, weight_type: Optional[str] = None) -> str:
+    """run.wgsl (the pass's counts), the shader, and a matrix product's weight type's dequantize."""
     folder = resources.files("kinetic_vulkan") / "shaders"
-    text = (folder / f"{name}.wgsl").read_text()
-    return text + (folder / "quants" / f"{weight_type}.wgsl").read_text() if weight_type else text
+    parts = [folder / "run.wgsl", folder / f"{name}.wgsl"] + ([folder / "quants" / f"{weight_type}.wgsl"]
+                                                              if weight_type else [])
+    return "".join(part.read_text() for part in parts)
 
 
 @lru_cache(maxsize=None)

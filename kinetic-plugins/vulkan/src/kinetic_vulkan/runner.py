@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from kinetic.contracts.blocks import Attention, Stack
-from kinetic.contracts.device import Row, UploadOptions, linear_batches, state_blob, state_magic, state_tokens
+from kinetic.contracts.device import Row, UploadOptions, forward_by_sequence, state_blob, state_magic, state_tokens
 from kinetic.errors import KineticError
 from kinetic_vulkan import kernels
 from kinetic_vulkan.adapter import Gpu
@@ -118,17 +118,9 @@ class VulkanRunner:
 
     def forward(self, rows: Sequence[Row]) -> np.ndarray:
         """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
-        slot = {i: j for j, i in enumerate(i for i, row in enumerate(rows) if row.logits)}
-        out = np.empty((len(slot), self.stack.n_vocab), np.float32)
-        for seq, indices in linear_batches(rows, "the Vulkan device"):
-            for start in range(0, len(indices), self.ws.rows):
-                part = indices[start : start + self.ws.rows]
-                asks = [j for j, i in enumerate(part) if rows[i].logits]
-                logits = self._pass(seq, [rows[i] for i in part], asks)
-                out[[slot[part[j]] for j in asks]] = logits
-        return out
+        return forward_by_sequence(rows, "the Vulkan device", self.ws.rows, self.stack.n_vocab, self._pass)
 
-    def _pass(self, seq: VulkanSequence, batch: list[Row], asks: list[int]) -> np.ndarray:
+    def _pass(self, seq: VulkanSequence, batch: list[Row], asks: list[int]) -> Optional[np.ndarray]:
         """Append batch to seq; the logits [len(asks), n_vocab] of batch[asks]."""
         tokens = np.array([row.token for row in batch])
         x = self._embedding.rows_float32(tokens) * np.float32(self.stack.embedding_scale)
@@ -143,7 +135,7 @@ class VulkanRunner:
         if any(row.hidden for row in batch):
             normed = self.ws.read(self.ws.hidden, len(batch), self.stack.n_embd)
             seq.hidden.update((row.position, normed[i].copy()) for i, row in enumerate(batch) if row.hidden)
-        logits = self.ws.read(self.ws.logits, len(asks), self.stack.n_vocab) if asks else np.empty((0, 0))
+        logits = self.ws.read(self.ws.logits, len(asks), self.stack.n_vocab) if asks else None
         seq.n_tokens = batch[-1].position + 1
         return logits
 

@@ -2,8 +2,6 @@
 override WIDTH: u32;
 override SCALE: f32 = 1.0;
 
-struct Run { n: u32, n_logits: u32 }
-
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read> y: array<f32>;
 @group(0) @binding(2) var<uniform> run: Run;

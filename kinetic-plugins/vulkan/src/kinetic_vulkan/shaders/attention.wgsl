@@ -12,8 +12,6 @@ override WINDOW: u32 = 0u;        // 0: none
 const THREADS = 64u;
 const MOST_DIMS = 4u;             // head dims a thread keeps: heads of up to 256 (support.MAX_HEAD_DIM)
 
-struct Run { n: u32, n_logits: u32 }
-
 @group(0) @binding(0) var<storage, read> q: array<f32>;
 @group(0) @binding(1) var<storage, read> keys: array<u32>;
 @group(0) @binding(2) var<storage, read> values: array<u32>;

@@ -18,8 +18,6 @@ const LANES = 8u;
 const ROWS_A_GROUP = 8u;          // 64 threads
 const TILE = 8u;
 
-struct Run { n: u32, n_logits: u32 }
-
 @group(0) @binding(0) var<storage, read> w: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;

@@ -8,8 +8,6 @@ override GATHER: bool = false;
 
 const THREADS = 64u;
 
-struct Run { n: u32, n_logits: u32 }
-
 @group(0) @binding(0) var<storage, read> src: array<f32>;
 @group(0) @binding(1) var<storage, read_write> dst: array<f32>;
 @group(0) @binding(2) var<storage, read> weight: array<f32>;

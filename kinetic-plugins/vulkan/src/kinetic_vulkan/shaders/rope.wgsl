@@ -6,8 +6,6 @@ override HEAD_DIM: u32;
 override HALF: u32;
 override NEOX: bool;
 
-struct Run { n: u32, n_logits: u32 }
-
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read> cosines: array<f32>;
 @group(0) @binding(2) var<storage, read> sines: array<f32>;

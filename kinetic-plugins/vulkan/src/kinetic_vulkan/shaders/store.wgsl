@@ -2,8 +2,6 @@
 // WIDTH / 2] words.
 override WIDTH: u32;
 
-struct Run { n: u32, n_logits: u32 }
-
 @group(0) @binding(0) var<storage, read> k: array<f32>;
 @group(0) @binding(1) var<storage, read> v: array<f32>;
 @group(0) @binding(2) var<storage, read_write> keys: array<u32>;
