@@ -11,7 +11,9 @@ import numpy as np
 from kinetic.contracts.blocks import Weight
 
 NATIVE = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # shaders/quants
-PADDED = {"Q8_0": (34, 36), "Q4_0": (18, 20), "Q5_0": (22, 24), "Q6_K": (210, 212)}  # block bytes, padded
+# blocks whose words the shaders read padded with 2 bytes: (block bytes, where the padding goes), so that every
+# block and its quants start on a word
+PADDED = {"Q8_0": (34, 2), "Q4_0": (18, 2), "Q5_0": (22, 2), "Q6_K": (210, 210)}
 
 
 def storage(device: Any, data: np.ndarray, label: str = ""):
@@ -55,8 +57,9 @@ def padded_words(raw: np.ndarray, type_name: str) -> np.ndarray:
     """[rows, row words] uint32: raw GGUF bytes [rows, row bytes] of a NATIVE type, each block padded as PADDED
     says."""
     if type_name in PADDED:
-        size, padded = PADDED[type_name]
+        size, at = PADDED[type_name]
         blocks = raw.reshape(raw.shape[0], -1, size)
-        raw = np.pad(blocks, ((0, 0), (0, 0), (0, padded - size))).reshape(raw.shape[0], -1)
+        padding = np.zeros((*blocks.shape[:2], 2), np.uint8)
+        raw = np.concatenate([blocks[..., :at], padding, blocks[..., at:]], axis=2).reshape(raw.shape[0], -1)
     return np.ascontiguousarray(raw).view(np.uint32)
 

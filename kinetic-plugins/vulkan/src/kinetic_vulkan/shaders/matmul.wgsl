@@ -85,10 +85,6 @@ fn byte_at(base: u32, offset: u32) -> u32 {
     return (w[base + (offset >> 2u)] >> ((offset & 3u) * 8u)) & 0xffu;
 }
 
-fn half_at(base: u32, offset: u32) -> f32 {  // an f16 at an even offset
-    return unpack2x16float(w[base + (offset >> 2u)] >> ((offset & 2u) * 8u)).x;
-}
-
 fn as_int8(b: u32) -> i32 {  // a byte as int8
     return bitcast<i32>(b << 24u) >> 24u;
 }
