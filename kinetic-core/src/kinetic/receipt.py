@@ -25,8 +25,9 @@ from kinetic.sampling.settings import SamplingSettings
 
 VERSION = 1
 LIMITS = ("max_tokens", "stop")  # what a receipt's sampling record holds beside the SamplingSettings
-PACKAGES = ("kinetic", "kinetic_cpu", "kinetic_cuda", "kinetic_families", "kinetic_formats", "kinetic_speed")
-SOURCES = ("*.py", "*.cu", "*.cuh")
+PACKAGES = ("kinetic", "kinetic_cpu", "kinetic_cuda", "kinetic_vulkan", "kinetic_families", "kinetic_formats",
+            "kinetic_speed")
+SOURCES = ("*.py", "*.cu", "*.cuh", "*.wgsl")
 
 
 def tokens_blake3(ids: Sequence[int]) -> str:
