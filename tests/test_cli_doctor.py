@@ -19,7 +19,7 @@ def test_doctor_reports_this_computer():
     assert re.search(r"^  cpu      .+, \d+ threads, AVX2 (yes|no|unknown), FMA (yes|no|unknown), F16C (yes|no|unknown)$",
                      result.stdout, re.M)
     assert re.search(r"^  memory   [\d.]+ GiB, [\d.]+ GiB available, reads at \d+ GB/s \(measured\)$", result.stdout, re.M)
-    assert re.search(r"^  [ a-z]{9}formats \(kinetic-formats 0\.1\.0\): 1 model formats, \d+ tensor types$",
+    assert re.search(r"^  [ a-z]{9}formats \(kinetic-formats 0\.1\.0\): 2 model formats, \d+ tensor types$",
                      result.stdout, re.M)
     assert re.search(rf"^  [ a-z]{{9}}families \(kinetic-families 0\.1\.0\): {len(FAMILIES)} families$", result.stdout,
                      re.M)

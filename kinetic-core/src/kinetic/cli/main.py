@@ -172,6 +172,29 @@ def perplexity(
                        base_in)
 
 
+@app.command()
+def verify(model: Path = typer.Argument(..., help="the .ktc file")) -> None:
+    """Recompute the BLAKE3 hash of every section of a .ktc file and check its signature; exit 1 when anything
+    does not match."""
+    from kinetic.cli.ktc import verify_command
+
+    raise typer.Exit(verify_command(model))
+
+
+@app.command()
+def convert(
+    model: Path = typer.Argument(..., help=MODEL_HELP),
+    out: Path = typer.Argument(..., help="the .ktc file to write"),
+    sign_key: Optional[Path] = typer.Option(None, "--sign-key", help="sign it with this Ed25519 secret key (32 bytes, "
+                                                                     "or 64 hex digits)"),
+) -> None:
+    """Write a .ktc file (docs/FORMAT.md): the model's weights, tokenizer, chat template and profile, every
+    section hashed, optionally signed."""
+    from kinetic.cli.ktc import convert_command
+
+    convert_command(resolve_model(model), out, sign_key)
+
+
 @app.command("verify-receipt")
 def verify_receipt(
     receipt: Path = typer.Argument(..., help="the receipt (kinetic run --receipt)"),

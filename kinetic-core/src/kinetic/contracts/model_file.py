@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
@@ -60,10 +60,27 @@ class ModelFile:
 
 
 @dataclass(frozen=True)
+class Verification:
+    """What checking a whole model file found (kinetic verify)."""
+
+    sections: list[tuple[str, bool]]  # each hashed section's name and whether its hash matches
+    signer: Optional[str]  # the public key of the signature (hex); None for an unsigned file
+    signature_holds: bool  # whether that signature is the manifest's
+
+    @property
+    def intact(self) -> bool:
+        return all(ok for _, ok in self.sections) and (self.signer is None or self.signature_holds)
+
+
+@dataclass(frozen=True)
 class ModelFormat:
-    """A reader for one kind of model file."""
+    """A reader for one kind of model file, and for a format that hashes its contents, its writer and checker."""
 
     name: str
     suffixes: tuple[str, ...]  # (".gguf",)
     sniff: Callable[[bytes], bool]  # the file's first 8 bytes -> is it ours
     open: Callable[[Path], ModelFile]
+    # the whole file checked (kinetic verify); None for a format without hashes
+    verify: Optional[Callable[[Path], Verification]] = None
+    # (source, out, Ed25519 secret key or None, profile) -> writes out in this format (kinetic convert); None: none
+    convert: Optional[Callable[[Path, Path, Optional[bytes], dict], None]] = None

@@ -10,7 +10,7 @@ import math
 import mmap
 import struct
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -77,17 +77,21 @@ def read_preamble(cur: Cursor) -> tuple[int, int, int]:
     return version, n_tensors, n_kv
 
 
-def read_metadata(cur: Cursor, n_kv: int) -> dict[str, Any]:
+def read_metadata(cur: Cursor, n_kv: int, spans: Optional[dict[str, tuple[int, int]]] = None) -> dict[str, Any]:
+    """The n_kv key/values at cur; spans, if given, gets each record's [start, end) in cur.buf by key."""
     cur.section = "the metadata"
     if n_kv * _MIN_KV_SIZE > cur.remaining:
         raise cur.fail(f"metadata count {n_kv} does not fit in the file (corrupt or truncated)")
     metadata: dict[str, Any] = {}
     for _ in range(n_kv):
+        start = cur.pos
         key = cur.string()
         cur.section = f"metadata value {key!r}"
         if key in metadata:
             raise cur.fail(f"metadata key {key!r} appears twice")
         metadata[key] = read_value(cur, cur.u32())
+        if spans is not None:
+            spans[key] = (start, cur.pos)
         cur.section = "the metadata"
     return metadata
 
