@@ -16,8 +16,7 @@ import blake3
 from kinetic.contracts import TensorInfo
 from kinetic.errors import ModelFileError
 from kinetic_formats.gguf.cursor import Cursor
-from kinetic_formats.gguf.reader import map_file, read_metadata, read_preamble
-from kinetic_formats.gguf.reader import open_gguf
+from kinetic_formats.gguf.reader import map_file, open_gguf, read_metadata, read_preamble
 from kinetic_formats.ktc.layout import HEADER_SIZE, SECTIONS, SIGNATURE_SIZE, Section, aligned, header, manifest
 
 CHUNK = 64 << 20  # bytes of a tensor copied at a time
