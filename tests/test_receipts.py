@@ -112,6 +112,30 @@ def test_a_servers_streamed_receipt_verifies(tmp_path):
     assert done.returncode == 0 and "rerun:     identical" in done.stdout and "signature: valid" in done.stdout
 
 
+def test_a_constrained_answers_receipt_verifies_with_its_grammar(tmp_path):
+    """A sampled answer held to a JSON schema on the server: its receipt records the grammar and reruns identical;
+    rerun without it, the answer parts from the receipt's."""
+    from falcon import testing
+
+    from kinetic.engine.options import SessionOptions
+    from kinetic.engine.session import Session
+    from kinetic.server import ServedModel, make_app
+
+    session = Session(real_models.fetch("qwen"), SessionOptions(device="cpu", ctx_size=512))
+    client = testing.TestClient(make_app(ServedModel(session, "coder", 1)), headers={"Host": "localhost"})
+    schema = {"type": "object", "properties": {"river": {"type": "string"}}, "required": ["river"]}
+    body = {"messages": [{"role": "user", "content": "Name a river."}], "max_tokens": 16, "temperature": 0.8,
+            "seed": 3, "receipt": True, "response_format": {"type": "json_schema",
+                                                            "json_schema": {"name": "r", "schema": schema}}}
+    receipt = client.simulate_post("/v1/chat/completions", json=body).json["receipt"]
+    assert receipt["output"]["text"].startswith("{") and receipt["sampling"]["grammar"]["kind"] == "JSON schema"
+    done = kinetic("verify-receipt", changed(tmp_path, receipt))
+    assert done.returncode == 0 and "rerun:     identical" in done.stdout, done.stdout + done.stderr
+    del receipt["sampling"]["grammar"]
+    done = kinetic("verify-receipt", changed(tmp_path, receipt))
+    assert done.returncode == 1 and "rerun:     differs at output token" in done.stdout
+
+
 def test_chats_receipt_command_saves_the_last_answer(tmp_path):
     receipt = tmp_path / "turn.json"
     done = subprocess.run([sys.executable, "-m", "kinetic", "chat", str(real_models.fetch("qwen")), "-n", "8",

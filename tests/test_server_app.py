@@ -53,16 +53,17 @@ def test_chat_refusals_are_400_naming_the_field(client, change, param):
 
 def test_receipts_come_from_the_openai_routes(client):
     """"receipt": true adds one to /v1/chat/completions' and /v1/completions' answers (tests/test_receipts.py
-    verifies them); llama-server's /completion and a constrained answer refuse it, naming what to do."""
+    verifies them), a constrained answer's with its grammar; llama-server's /completion refuses it, naming what to
+    do."""
     error = error_of(client.simulate_post("/completion", json={"prompt": "x", "receipt": True}), 400)
     assert error["param"] == "receipt" and "/v1/chat/completions and /v1/completions" in error["message"]
     for path, body in (("/v1/chat/completions", HI), ("/v1/completions", {"prompt": "x", "max_tokens": 3})):
         receipt = client.simulate_post(path, json={**body, "receipt": True}).json["receipt"]
         output = receipt["output"]["tokens"]
         assert output["count"] == len(output["ids"]) <= 3 and receipt["sampling"]["max_tokens"] == 3
-    error = error_of(client.simulate_post("/v1/chat/completions", json={
-        **HI, "receipt": True, "response_format": {"type": "json_object"}}), 400)
-    assert error["param"] == "receipt" and "does not record a grammar" in error["message"]
+    constrained = client.simulate_post("/v1/chat/completions", json={
+        **HI, "receipt": True, "response_format": {"type": "json_object"}}).json["receipt"]
+    assert constrained["sampling"]["grammar"]["kind"] == "JSON" and constrained["sampling"]["grammar"]["definition"]
     assert "receipt" not in client.simulate_post("/v1/chat/completions", json={**HI, "receipt": False}).json
 
 

@@ -19,12 +19,14 @@ import blake3
 import numpy as np
 
 from kinetic import __version__
+from kinetic.constraints.grammar import Grammar
 from kinetic.errors import KineticError
 from kinetic.paths import cache_dir
 from kinetic.sampling.settings import SamplingSettings
 
 VERSION = 1
-LIMITS = ("max_tokens", "stop")  # what a receipt's sampling record holds beside the SamplingSettings
+# what a receipt's sampling record holds beside the SamplingSettings
+LIMITS = ("max_tokens", "stop", "grammar")
 PACKAGES = ("kinetic", "kinetic_cpu", "kinetic_cuda", "kinetic_vulkan", "kinetic_families", "kinetic_formats",
             "kinetic_speed")
 SOURCES = ("*.py", "*.cu", "*.cuh", "*.wgsl")
@@ -91,6 +93,21 @@ def settings_from(record: dict[str, Any]) -> SamplingSettings:
         return SamplingSettings(**{**kept, "logit_bias": bias})
     except (TypeError, ValueError, KeyError) as error:
         raise KineticError(f"the receipt's sampling settings cannot be read ({error})") from None
+
+
+def grammar_record(grammar: Optional[Grammar]) -> dict[str, Any]:
+    """What a receipt's sampling record holds of an answer's grammar (a JSON schema's or tools' too, as llguidance
+    grammar text): nothing without one."""
+    return {} if grammar is None else {"grammar": {"kind": grammar.kind, "definition": grammar.definition}}
+
+
+def grammar_from(record: dict[str, Any]) -> Optional[Grammar]:
+    """The grammar a receipt's sampling record holds, or None."""
+    given = record.get("grammar")
+    try:
+        return None if given is None else Grammar(definition=str(given["definition"]), kind=str(given["kind"]))
+    except (TypeError, KeyError):
+        raise KineticError("the receipt's grammar cannot be read") from None
 
 
 def device_record(session) -> dict[str, Any]:

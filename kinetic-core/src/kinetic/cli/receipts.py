@@ -9,12 +9,13 @@ import operator
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from kinetic.cli.constraints import answer_grammar
 from kinetic.cli.generating import Answered
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic.errors import KineticError
-from kinetic.receipt import (build_id, checked_signature, device_record, file_blake3, make_receipt, read_key,
-                             settings_from, sign, tokens_blake3)
+from kinetic.receipt import (build_id, checked_signature, device_record, file_blake3, grammar_from, grammar_record,
+                             make_receipt, read_key, settings_from, sign, tokens_blake3)
 
 REQUIRED = (("receipt",), ("kinetic", "version"), ("kinetic", "build"), ("model", "file"), ("model", "path"),
             ("model", "blake3"), ("device", "class"), ("device", "settings", "ctx-size"),
@@ -26,9 +27,9 @@ REQUIRED = (("receipt",), ("kinetic", "version"), ("kinetic", "build"), ("model"
 def write_receipt(session: Session, given: Any, prompt: list[int], answered: Answered,
                   options: Mapping[str, Any]) -> None:
     limit = options["n_predict"]
-    receipt = make_receipt(session.path, device_record(session), given, prompt, answered.settings,
-                           {"max_tokens": limit if limit > 0 else None, "stop": []}, answered.finish, answered.text,
-                           answered.tokens)
+    limits = {"max_tokens": limit if limit > 0 else None, "stop": [], **grammar_record(answer_grammar(options))}
+    receipt = make_receipt(session.path, device_record(session), given, prompt, answered.settings, limits,
+                           answered.finish, answered.text, answered.tokens)
     if options.get("sign_key") is not None:
         receipt = sign(receipt, read_key(Path(options["sign_key"])))
     try:
@@ -83,7 +84,8 @@ def _rerun(receipt: dict[str, Any], model: Path, device: str, settings) -> int:
     session = Session(model, SessionOptions(device=device, ctx_size=recorded["ctx-size"], off=off,
                                             cache_types=tuple(recorded["cache-types"])))
     theirs = receipt["output"]["tokens"]["ids"]
-    ours = list(session.generate(session.new_sequence(), receipt["prompt"]["ids"], settings, _limit(receipt)))
+    ours = list(session.generate(session.new_sequence(), receipt["prompt"]["ids"], settings, _limit(receipt),
+                                 grammar=grammar_from(receipt["sampling"])))
     here = session.runner.device_class
     if ours == theirs:
         print(f"rerun:     identical, {len(ours)} of {len(theirs)} output tokens on {here} "

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from kinetic.cli.constraints import answer_grammar
 from kinetic.cli.generating import answer, open_session, template_kwargs
 from kinetic.cli.receipts import write_receipt
 from kinetic.cli.usage import UsageError
@@ -26,8 +25,6 @@ def run_command(model_option: Optional[Path], words: list[str], prompt_option: O
     messages = ([{"role": "system", "content": options["system"]}] if options["system"] else [])
     messages.append({"role": "user", "content": prompt})
     tokens = session.chat_prompt(messages, **template_kwargs(options))
-    if options.get("receipt") is not None and answer_grammar(options) is not None:
-        raise KineticError("a receipt does not record a grammar or JSON schema yet; leave out --receipt or them")
     answered = answer(session, session.new_sequence(), tokens, (), options)
     if options.get("receipt") is not None:
         write_receipt(session, messages, tokens, answered, options)

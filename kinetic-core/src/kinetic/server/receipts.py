@@ -1,11 +1,11 @@
 """`"receipt": true` on /v1/chat/completions and /v1/completions: the answer's receipt (kinetic.receipt), signed
-with serve's --sign-key where it was given; a request with a grammar or JSON schema cannot have one yet."""
+with serve's --sign-key where it was given; a grammar, JSON schema or tools' grammar is recorded with the sampling."""
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from kinetic.receipt import device_record, make_receipt, sign
+from kinetic.receipt import device_record, grammar_record, make_receipt, sign
 from kinetic.server.errors import bad_request
 from kinetic.server.fields import Fields
 from kinetic.server.served import Run
@@ -22,9 +22,6 @@ def check_receipt(run: Run) -> None:
     if run.job.n_indent or run.job.t_max_predict_ms:
         raise bad_request("a receipt does not record n_indent or t_max_predict_ms; leave out receipt or them",
                           "receipt")
-    if run.job.grammar is not None:
-        raise bad_request("a receipt does not record a grammar, JSON schema or tools yet; leave out receipt or them",
-                          "receipt")
 
 
 def receipt_for(run: Run, given: Any, text: str) -> Optional[dict[str, Any]]:
@@ -32,7 +29,8 @@ def receipt_for(run: Run, given: Any, text: str) -> Optional[dict[str, Any]]:
     if run.finish_reason is None:
         return None
     session, job = run.served.session, run.job
-    limits = {"max_tokens": job.max_tokens if job.max_tokens > 0 else None, "stop": list(job.stops)}
+    limits = {"max_tokens": job.max_tokens if job.max_tokens > 0 else None, "stop": list(job.stops),
+              **grammar_record(job.grammar)}
     receipt = make_receipt(session.path, device_record(session), given, job.prompt, run.settings, limits,
                            run.finish_reason, text, run.tokens)
     key = run.served.defaults.sign_key
