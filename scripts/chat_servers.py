@@ -40,6 +40,7 @@ class Answer:
     sent: float
     first: Optional[float]  # when the first piece of text came
     last: Optional[float]  # when the last one came
+    receipt: Optional[dict] = None  # Kinetic's receipt, where the request asked for one
 
     @property
     def first_token_seconds(self) -> float:
@@ -79,7 +80,7 @@ def timed_chat(base_url: str, body: dict) -> Answer:
     """One streamed chat request, read to its end."""
     sent = time.perf_counter()
     first = last = None
-    text, tokens = [], 0
+    text, tokens, receipt = [], 0, None
     for chunk in stream(base_url, body):
         content = "".join((choice.get("delta") or {}).get("content") or "" for choice in chunk["choices"])
         if content:
@@ -88,7 +89,8 @@ def timed_chat(base_url: str, body: dict) -> Answer:
             text.append(content)
         if chunk.get("usage"):
             tokens = chunk["usage"]["completion_tokens"]
-    return Answer("".join(text), tokens, sent, first, last)
+        receipt = chunk.get("receipt", receipt)
+    return Answer("".join(text), tokens, sent, first, last, receipt)
 
 
 def kinetic_command(given: Optional[str]) -> list[str]:

@@ -3,27 +3,30 @@
 
     python scripts/same_answer_demo.py --model MODEL [--runs 10] [-t 2] [-n 160] [--seed 42]
         [--kinetic CMD] [--kinetic-args ARGS] [--llama-server PATH|auto] [--llama-args ARGS]
-        [--chat-template-file FILE]
+        [--chat-template-file FILE] [--receipt FILE]
 
 As the reference docs' "Same input, same output" describes: kinetic serve --parallel 4, then llama-server
 --parallel 4 on the same file (never both at once). While three other clients keep the server busy with
 different long requests (each starts its next one when one ends), one chat request at temperature 0.8 with
 a fixed seed is sent --runs times, one after the other. Prints, per server, each run's first 40 characters
 and the start of the sha256 of its whole answer, then how many distinct answers the runs gave. Kinetic's
-answer does not depend on what runs beside it, so it gives one.
+answer does not depend on what runs beside it, so it gives one. With --receipt, Kinetic's runs ask for a receipt;
+the last one's is saved to FILE and checked with kinetic verify-receipt, which reruns it alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import subprocess
 import sys
 import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import closing
 from pathlib import Path
 
-from chat_servers import add_server_arguments, servers, stream, timed_chat
+from chat_servers import Answer, add_server_arguments, kinetic_command, servers, stream, timed_chat
 
 SLOTS = 4
 QUESTION = "Invent a café on the Moon: give it a name in bold, then describe it in one paragraph."
@@ -55,7 +58,7 @@ def until_running(running: list[threading.Event], clients: list[Future]) -> None
             client.result()
 
 
-def answers_while_busy(base_url: str, body: dict, runs: int) -> list[str]:
+def answers_while_busy(base_url: str, body: dict, runs: int) -> list[Answer]:
     """The answers to body, asked runs times while len(BUSY) other clients keep the server busy."""
     stop = threading.Event()
     running = [threading.Event() for _ in BUSY]
@@ -63,7 +66,7 @@ def answers_while_busy(base_url: str, body: dict, runs: int) -> list[str]:
         clients = [pool.submit(keep_busy, base_url, prompt, event, stop) for prompt, event in zip(BUSY, running)]
         try:
             until_running(running, clients)
-            return [timed_chat(base_url, body).text for _ in range(runs)]
+            return [timed_chat(base_url, body) for _ in range(runs)]
         finally:
             stop.set()
 
@@ -87,15 +90,22 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("-n", "--tokens", type=int, default=160, help="most tokens of the repeated answer")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--receipt", type=Path, help="save the receipt of Kinetic's last answer here, and verify it")
     add_server_arguments(parser)
     args = parser.parse_args(argv)
     body = {"messages": [{"role": "user", "content": QUESTION}], "temperature": 0.8, "seed": args.seed,
             "max_tokens": args.tokens}
     context = max(args.tokens, BUSY_TOKENS) + 512  # the chat prompt and the answer, per slot
     for server in servers(args, args.model, SLOTS, context):
+        receipts = args.receipt is not None and server.name == "Kinetic"
         with server.start() as url:
-            answers = answers_while_busy(url, body, args.runs)
-        print(answer_table(server.title, answers) + "\n", flush=True)
+            answers = answers_while_busy(url, {**body, "receipt": True} if receipts else body, args.runs)
+        print(answer_table(server.title, [answer.text for answer in answers]) + "\n", flush=True)
+        if receipts:
+            args.receipt.write_text(json.dumps(answers[-1].receipt, indent=2, ensure_ascii=False) + "\n")
+            checked = subprocess.run([*kinetic_command(args.kinetic), "verify-receipt", str(args.receipt)],
+                                     capture_output=True, text=True)
+            print(f"the last answer's receipt, {args.receipt}:\n{checked.stdout}{checked.stderr}", flush=True)
     return 0
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -59,7 +60,7 @@ def _score(session: Session, chunks: list[list[int]], stream) -> None:
     """The running estimate after every chunk, then the final one with its uncertainty, as llama-perplexity
     prints them; each chunk's log-probabilities into stream, when given."""
     sums = Sums()
-    for i, chunk in enumerate(chunks):
+    for i, chunk in enumerate(_shown(chunks)):
         logits = scored_logits(session, chunk)
         first = len(chunk) // 2
         sums.add(token_nll(logits, chunk[first + 1 :]))
@@ -74,7 +75,7 @@ def _score(session: Session, chunks: list[list[int]], stream) -> None:
 def _compare(session: Session, base) -> None:
     divergence = Divergence()
     print("chunk             PPL      ln(PPL(Q)/PPL(base))   KL Divergence   Same top p")
-    for i, chunk in enumerate(base.tokens):
+    for i, chunk in enumerate(_shown(base.tokens)):
         logits = scored_logits(session, chunk)
         first = len(chunk) // 2
         divergence.add(logits, base.next_chunk(), chunk[first + 1 :], base.n_vocab)
@@ -84,3 +85,10 @@ def _compare(session: Session, base) -> None:
               f"{100 * divergence.same_top / divergence.kld.count:6.3f} %", flush=True)
     print()
     print("\n".join(divergence.report()))
+
+
+def _shown(chunks: list[list[int]]):
+    """The chunks, with a progress bar of them on standard error where it is a terminal (tqdm)."""
+    from tqdm import tqdm
+
+    return tqdm(chunks, unit="chunk", disable=not sys.stderr.isatty(), leave=False)
