@@ -195,6 +195,20 @@ def convert(
     convert_command(resolve_model(model), out, sign_key)
 
 
+@app.command()
+def quantize(
+    model: Path = typer.Argument(..., help="the GGUF model (F32, F16, BF16 or Q8_0 weights)"),
+    out: Path = typer.Argument(..., help="the GGUF file to write"),
+    file_type: str = typer.Argument(..., metavar="TYPE", help="Q8_0, Q6_K, Q5_K_M, Q4_K_M or Q4_0"),
+    threads: Optional[int] = typer.Option(None, "-t", "--threads", min=1, help="threads [default: all]"),
+) -> None:
+    """Write a GGUF model in another type, as llama-quantize does: byte for byte its file without an importance
+    matrix."""
+    from kinetic.cli.quantize import quantize_command
+
+    quantize_command(resolve_model(model), out, file_type, threads)
+
+
 @app.command("verify-receipt")
 def verify_receipt(
     receipt: Path = typer.Argument(..., help="the receipt (kinetic run --receipt)"),

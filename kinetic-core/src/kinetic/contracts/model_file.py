@@ -84,3 +84,6 @@ class ModelFormat:
     verify: Optional[Callable[[Path], Verification]] = None
     # (source, out, Ed25519 secret key or None, profile) -> writes out in this format (kinetic convert); None: none
     convert: Optional[Callable[[Path, Path, Optional[bytes], dict], None]] = None
+    # (source, out, target file type, told(i, n, tensor, type)) -> out quantized (kinetic quantize); None: none
+    quantize: Optional[Callable[[Path, Path, str, Callable[[int, int, str, str], None]], None]] = None
+    quantize_targets: tuple[str, ...] = ()  # the file types quantize writes: "Q4_K_M", ...

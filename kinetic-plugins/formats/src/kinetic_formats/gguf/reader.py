@@ -96,6 +96,15 @@ def read_metadata(cur: Cursor, n_kv: int, spans: Optional[dict[str, tuple[int, i
     return metadata
 
 
+def key_value_records(path: Path, data: np.ndarray) -> dict[str, bytes]:
+    """Each key/value record of a GGUF file (data: its bytes) as it is stored, by key, in file order."""
+    cur = Cursor(memoryview(data), path.name)
+    _, _, n_kv = read_preamble(cur)
+    spans: dict[str, tuple[int, int]] = {}
+    read_metadata(cur, n_kv, spans)
+    return {key: bytes(data[start:end]) for key, (start, end) in spans.items()}
+
+
 def read_alignment(cur: Cursor, metadata: Mapping[str, Any]) -> int:
     alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
     if not isinstance(alignment, int) or isinstance(alignment, bool) or alignment <= 0 or alignment & (alignment - 1):

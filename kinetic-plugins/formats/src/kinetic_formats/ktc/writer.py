@@ -6,18 +6,16 @@ failure leaves nothing half-written."""
 from __future__ import annotations
 
 import json
-import os
 import struct
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional
 
 import blake3
 
 from kinetic.contracts import TensorInfo
-from kinetic.errors import ModelFileError
-from kinetic_formats.gguf.cursor import Cursor
-from kinetic_formats.gguf.reader import map_file, open_gguf, read_metadata, read_preamble
+from kinetic_formats.gguf.reader import key_value_records, map_file, open_gguf
 from kinetic_formats.ktc.layout import HEADER_SIZE, SECTIONS, SIGNATURE_SIZE, Section, aligned, header, manifest
+from kinetic_formats.output import replacing
 
 CHUNK = 64 << 20  # bytes of a tensor copied at a time
 Parts = Callable[[], Iterator[bytes]]  # a section's bytes, in pieces
@@ -29,7 +27,7 @@ def convert_to_ktc(source: Path, out: Path, secret: Optional[bytes], profile: di
     source, out = Path(source), Path(out)
     data = map_file(source)
     model = open_gguf(source)
-    records = _records(source, data)
+    records = list(key_value_records(source, data).items())
     tensors = sorted(model.tensors.values(), key=lambda t: t.offset)
     places, weights_length = _places(tensors)
     parts: dict[str, tuple[int, Parts]] = {
@@ -40,29 +38,12 @@ def convert_to_ktc(source: Path, out: Path, secret: Optional[bytes], profile: di
         "weights": (weights_length, lambda: _weights(data, tensors, places)),
         "profile": _joined([json.dumps(profile, sort_keys=True, separators=(",", ":")).encode()]),
     }
-    temporary = out.with_name(out.name + ".partial")
-    try:
-        _write(temporary, [(name, *parts[name]) for name in SECTIONS], secret)
-        os.replace(temporary, out)
-    except OSError as error:
-        temporary.unlink(missing_ok=True)
-        raise ModelFileError(f"cannot write {out}: {error.strerror}") from None
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    with replacing(out) as f:
+        _write(f, [(name, *parts[name]) for name in SECTIONS], secret)
 
 
 def _template(key: str) -> bool:
     return key == "tokenizer.chat_template" or key.startswith("tokenizer.chat_template.")
-
-
-def _records(source: Path, data) -> list[tuple[str, bytes]]:
-    """Each key/value record of the GGUF file, as its bytes, in file order."""
-    cur = Cursor(memoryview(data), source.name)
-    _, _, n_kv = read_preamble(cur)
-    spans: dict[str, tuple[int, int]] = {}
-    read_metadata(cur, n_kv, spans)
-    return [(key, bytes(data[start:end])) for key, (start, end) in spans.items()]
 
 
 def _joined(pieces: list[bytes]) -> tuple[int, Parts]:
@@ -96,24 +77,23 @@ def _weights(data, tensors: list[TensorInfo], places: list[int]) -> Iterator[byt
         at = place + t.nbytes
 
 
-def _write(path: Path, parts: list[tuple[str, int, Parts]], secret: Optional[bytes]) -> None:
+def _write(f: BinaryIO, parts: list[tuple[str, int, Parts]], secret: Optional[bytes]) -> None:
     """The sections at their offsets, hashed as written; then the header, manifest and signature before them."""
     offsets = _offsets([length for _, length, _ in parts], secret is not None)
-    with open(path, "wb") as f:
-        sections = []
-        for (name, length, pieces), offset in zip(parts, offsets):
-            f.seek(offset)
-            digest = blake3.blake3()
-            for piece in pieces():
-                f.write(piece)
-                digest.update(piece)
-            sections.append(Section(name, offset, length, digest.hexdigest()))
-        listed = manifest(sections)
-        f.seek(0)
-        f.write(header(len(listed), secret is not None, offsets[-1] + parts[-1][1]))
-        f.write(listed)
-        if secret is not None:
-            f.write(_signature(listed, secret))
+    sections = []
+    for (name, length, pieces), offset in zip(parts, offsets):
+        f.seek(offset)
+        digest = blake3.blake3()
+        for piece in pieces():
+            f.write(piece)
+            digest.update(piece)
+        sections.append(Section(name, offset, length, digest.hexdigest()))
+    listed = manifest(sections)
+    f.seek(0)
+    f.write(header(len(listed), secret is not None, offsets[-1] + parts[-1][1]))
+    f.write(listed)
+    if secret is not None:
+        f.write(_signature(listed, secret))
 
 
 def _offsets(lengths: Iterable[int], signed: bool) -> list[int]:

@@ -12,4 +12,10 @@ def _decode(blocks: np.ndarray) -> np.ndarray:  # blocks: [n, 18] uint8 -> [n, 3
     return f16_at(blocks, 0) * (q.view(np.int8) - np.int8(8))
 
 
-TENSOR_TYPE = TensorType(2, "Q4_0", 32, 18, chunked(_decode, 32))
+def _quantize(values: np.ndarray) -> np.ndarray:  # values: [n, 32] float32 -> [n, 18] uint8
+    from kinetic_formats.types.quantizers import quantize_q4_0  # numba: imported on the first quantize
+
+    return quantize_q4_0(values)
+
+
+TENSOR_TYPE = TensorType(2, "Q4_0", 32, 18, chunked(_decode, 32), _quantize)

@@ -14,4 +14,10 @@ def _decode(blocks: np.ndarray) -> np.ndarray:  # blocks: [n, 144] uint8 -> [n, 
     return dl * q - ml
 
 
-TENSOR_TYPE = TensorType(12, "Q4_K", 256, 144, chunked(_decode, 256))
+def _quantize(values: np.ndarray) -> np.ndarray:  # values: [n, 256] float32 -> [n, 144] uint8
+    from kinetic_formats.types.quantizers import quantize_q4_k  # numba: imported on the first quantize
+
+    return quantize_q4_k(values)
+
+
+TENSOR_TYPE = TensorType(12, "Q4_K", 256, 144, chunked(_decode, 256), _quantize)

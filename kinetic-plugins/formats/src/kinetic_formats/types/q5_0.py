@@ -13,4 +13,10 @@ def _decode(blocks: np.ndarray) -> np.ndarray:  # blocks: [n, 22] uint8 -> [n, 3
     return f16_at(blocks, 0) * (q.view(np.int8) - np.int8(16))
 
 
-TENSOR_TYPE = TensorType(6, "Q5_0", 32, 22, chunked(_decode, 32))
+def _quantize(values: np.ndarray) -> np.ndarray:  # values: [n, 32] float32 -> [n, 22] uint8
+    from kinetic_formats.types.quantizers import quantize_q5_0  # numba: imported on the first quantize
+
+    return quantize_q5_0(values)
+
+
+TENSOR_TYPE = TensorType(6, "Q5_0", 32, 22, chunked(_decode, 32), _quantize)

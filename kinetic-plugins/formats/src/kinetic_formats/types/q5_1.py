@@ -14,4 +14,10 @@ def _decode(blocks: np.ndarray) -> np.ndarray:  # blocks: [n, 24] uint8 -> [n, 3
     return f16_at(blocks, 0) * q + f16_at(blocks, 2)
 
 
-TENSOR_TYPE = TensorType(7, "Q5_1", 32, 24, chunked(_decode, 32))
+def _quantize(values: np.ndarray) -> np.ndarray:  # values: [n, 32] float32 -> [n, 24] uint8
+    from kinetic_formats.types.quantizers import quantize_q5_1  # numba: imported on the first quantize
+
+    return quantize_q5_1(values)
+
+
+TENSOR_TYPE = TensorType(7, "Q5_1", 32, 24, chunked(_decode, 32), _quantize)

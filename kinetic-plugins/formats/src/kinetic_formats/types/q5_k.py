@@ -13,4 +13,10 @@ def _decode(blocks: np.ndarray) -> np.ndarray:  # blocks: [n, 176] uint8 -> [n, 
     return dl * q.reshape(len(blocks), 8, 32) - ml
 
 
-TENSOR_TYPE = TensorType(13, "Q5_K", 256, 176, chunked(_decode, 256))
+def _quantize(values: np.ndarray) -> np.ndarray:  # values: [n, 256] float32 -> [n, 176] uint8
+    from kinetic_formats.types.quantizers import quantize_q5_k  # numba: imported on the first quantize
+
+    return quantize_q5_k(values)
+
+
+TENSOR_TYPE = TensorType(13, "Q5_K", 256, 176, chunked(_decode, 256), _quantize)

@@ -15,4 +15,10 @@ def _decode(blocks: np.ndarray) -> np.ndarray:  # blocks: [n, 210] uint8 -> [n, 
     return dl.reshape(n, 16, 1) * (q.view(np.int8) - np.int8(32)).reshape(n, 16, 16)
 
 
-TENSOR_TYPE = TensorType(14, "Q6_K", 256, 210, chunked(_decode, 256))
+def _quantize(values: np.ndarray) -> np.ndarray:  # values: [n, 256] float32 -> [n, 210] uint8
+    from kinetic_formats.types.quantizers import quantize_q6_k  # numba: imported on the first quantize
+
+    return quantize_q6_k(values)
+
+
+TENSOR_TYPE = TensorType(14, "Q6_K", 256, 210, chunked(_decode, 256), _quantize)
