@@ -34,7 +34,7 @@ def random_gguf(tmp_path_factory) -> Path:
 
 
 def converted(source: Path, out: Path, *flags: str) -> Path:
-    done = kinetic("convert", str(source), str(out), *flags)
+    done = kinetic("convert", str(source), str(out), "--device", "cpu", *flags)
     assert done.returncode == 0 and done.stdout == f"wrote {out}{' (signed)' if flags else ''}\n", done.stderr
     return out
 
@@ -57,6 +57,26 @@ def test_a_converted_model_runs_bit_for_bit_as_its_gguf(real_gguf, tmp_path):
     logits = [in_batches(plugins().devices["cpu"].upload(load_stack(path), UploadOptions(context_length=64)), tokens,
                          8) for path in (real_gguf, ktc)]
     assert np.array_equal(*logits)
+
+
+def test_the_profile_prices_the_convoys_passes_on_its_device_class(random_gguf, tmp_path):
+    """The profile records the source, the build, the device class converted on and the seconds of a pass of each
+    size; a server on that device class prices its first passes with them."""
+    from kinetic.engine.options import SessionOptions
+    from kinetic.engine.profile import SIZES
+    from kinetic.engine.session import Session
+    from kinetic.server import ServedModel
+
+    path = converted(random_gguf, tmp_path / "m.ktc")
+    profile = open_model(path).profile
+    session = Session(path, SessionOptions(device="cpu", ctx_size=256), announce=lambda line: None)
+    assert profile["converted_from"]["file"] == "m.gguf" and profile["device_class"] == session.runner.device_class
+    assert sorted(map(int, profile["pass_seconds"])) == list(SIZES) and min(profile["pass_seconds"].values()) > 0
+    costs = ServedModel(session, "m", 2).convoy.costs
+    assert [costs.of(size) for size in SIZES] == [profile["pass_seconds"][str(size)] for size in SIZES]
+    elsewhere = ServedModel(Session(random_gguf, SessionOptions(device="cpu", ctx_size=256), announce=lambda _: None),
+                            "m", 2)
+    assert elsewhere.convoy.costs.of(1) is None
 
 
 def test_verify_reports_each_section_and_the_signature(random_gguf, tmp_path):

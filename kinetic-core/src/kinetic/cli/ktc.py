@@ -1,5 +1,5 @@
 """kinetic verify and kinetic convert: a hashed model file (.ktc, docs/FORMAT.md) checked whole, or written from
-another model file."""
+another model file with the execution profile of the device it is converted on (kinetic.engine.profile)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from typing import Optional
 
 from kinetic import __version__
 from kinetic.contracts import ModelFormat
+from kinetic.engine.options import SessionOptions
+from kinetic.engine.profile import measured
+from kinetic.engine.session import Session
 from kinetic.errors import KineticError
 from kinetic.model.load import open_model
 from kinetic.plugins import plugins
@@ -34,7 +37,7 @@ def verify_command(path: Path) -> int:
     return 0 if found.intact else 1
 
 
-def convert_command(source: Path, out: Path, sign_key: Optional[Path]) -> None:
+def convert_command(source: Path, out: Path, sign_key: Optional[Path], device: str) -> None:
     writer = next((f for f in plugins().model_formats if out.suffix.lower() in f.suffixes and f.convert), None)
     if writer is None:
         raise KineticError(f"kinetic convert writes .ktc files; give the output a .ktc name, not {out.name}")
@@ -42,10 +45,15 @@ def convert_command(source: Path, out: Path, sign_key: Optional[Path]) -> None:
         raise KineticError("give the output another name than the model file")
     open_model(source)  # a damaged source is refused before anything is written
     secret = read_key(sign_key) if sign_key is not None else None
+    session = Session(Path(source), SessionOptions(device=device, ctx_size=PROFILE_CONTEXT), announce=lambda line: None)
     profile = {"converted_from": {"file": Path(source).name, "blake3": file_blake3(Path(source))},
-               "kinetic": {"version": __version__, "build": build_id()}}
+               "kinetic": {"version": __version__, "build": build_id()},
+               **(measured(session) if session.stack.causal else {"device_class": session.runner.device_class})}
     writer.convert(Path(source), out, secret, profile)
     print(f"wrote {out}" + (" (signed)" if secret is not None else ""))
+
+
+PROFILE_CONTEXT = 256  # tokens of the sequence the profile's passes run on
 
 
 def _format(name: str) -> ModelFormat:

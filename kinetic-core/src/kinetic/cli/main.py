@@ -187,12 +187,13 @@ def convert(
     out: Path = typer.Argument(..., help="the .ktc file to write"),
     sign_key: Optional[Path] = typer.Option(None, "--sign-key", help="sign it with this Ed25519 secret key (32 bytes, "
                                                                      "or 64 hex digits)"),
+    device: str = typer.Option("auto", "--device", help="the device whose execution profile it records"),
 ) -> None:
-    """Write a .ktc file (docs/FORMAT.md): the model's weights, tokenizer, chat template and profile, every
-    section hashed, optionally signed."""
+    """Write a .ktc file (docs/FORMAT.md): the model's weights, tokenizer, chat template and the execution profile
+    of the device it runs on here, every section hashed, optionally signed."""
     from kinetic.cli.ktc import convert_command
 
-    convert_command(resolve_model(model), out, sign_key)
+    convert_command(resolve_model(model), out, sign_key, device)
 
 
 @app.command()

@@ -39,6 +39,7 @@ class ModelFile:
     metadata: Mapping[str, Any]
     tensors: Mapping[str, TensorInfo]
     data: np.ndarray  # the whole file as a read-only uint8 memory map
+    profile: Optional[dict[str, Any]] = None  # a .ktc file's execution profile (kinetic.engine.profile)
 
     def raw(self, name: str) -> np.ndarray:
         """The stored bytes of one tensor, zero-copy."""

@@ -112,9 +112,10 @@ def joined(passes: list[Pass]) -> list[Row]:
 class Convoy:
     """The runner's one driver: riders join at any time, and every pass takes one step of each."""
 
-    def __init__(self, runner: Runner):
+    def __init__(self, runner: Runner, known_costs: dict[int, float] = {}):
+        """known_costs: seconds of a pass by its rows, measured before on this kind of device (engine/profile.py)."""
         self.runner = runner
-        self.costs = PassCosts()
+        self.costs = PassCosts(known_costs)
         self._cond = threading.Condition()
         self._joining: list[Ride] = []
         self._thread: Optional[threading.Thread] = None

@@ -19,9 +19,11 @@ EXPLORE = 16  # passes in a row that leave out every guess they were offered, be
 class PassCosts:
     """Seconds a pass takes by its number of rows on one runner: a running mean for each size seen."""
 
-    def __init__(self) -> None:
-        self._seconds: dict[int, float] = {}
-        self._sizes: list[int] = []  # the sizes seen, in order
+    def __init__(self, known: dict[int, float] = {}) -> None:
+        """known: seconds by size measured before (a .ktc file's execution profile), each where a first pass
+        of its size would put it."""
+        self._seconds: dict[int, float] = dict(known)
+        self._sizes: list[int] = sorted(known)  # the sizes seen, in order
         self._declined = 0  # passes in a row that left out every guess offered
 
     def record(self, rows: int, seconds: float) -> None:

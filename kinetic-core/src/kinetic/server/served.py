@@ -14,6 +14,7 @@ import numpy as np
 from kinetic.constraints import Grammar
 from kinetic.contracts.drafting import Drafter
 from kinetic.engine.convoy import Convoy
+from kinetic.engine.profile import pass_seconds
 from kinetic.engine.embedding import Embedder, pooling_of
 from kinetic.engine.generate import Generation, check_prompt
 from kinetic.engine.ranking import Ranker
@@ -88,7 +89,7 @@ class ServedModel:
         self.created = int(time.time())
         self.metrics = Metrics()
         self.pool = SlotPool([ServedSlot(i, session.new_sequence(), drafter_for(session, i)) for i in range(parallel)])
-        self.convoy = Convoy(session.runner)
+        self.convoy = Convoy(session.runner, pass_seconds(session.model.profile, session.runner.device_class))
         pooling = pooling_of(session)
         self.embedder = Embedder(session) if pooling not in (None, "rank") else None  # an embedding model's
         self.ranker = Ranker(session) if pooling == "rank" else None  # a reranking model's

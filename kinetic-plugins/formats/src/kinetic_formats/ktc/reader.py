@@ -3,6 +3,7 @@ read as GGUF's records, the tensors left in place. Hashes are not computed here:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,8 @@ def open_ktc(path: Path) -> ModelFile:
     weights = layout.sections["weights"]
     within = Cursor(memoryview(data)[: weights.offset + weights.length], path.name)
     tensors = place_tensors(within, infos, weights.offset, ALIGNMENT)
-    return ModelFile(path=path, format="ktc", version=VERSION, metadata=metadata, tensors=tensors, data=data)
+    return ModelFile(path=path, format="ktc", version=VERSION, metadata=metadata, tensors=tensors, data=data,
+                     profile=_profile(path, data, layout.sections["profile"]))
 
 
 def checked_layout(path: Path, data: np.ndarray) -> Layout:
@@ -50,6 +52,16 @@ def _section_cursor(path: Path, data: np.ndarray, section: Section) -> Cursor:
     cur = Cursor(memoryview(data)[section.offset : section.offset + section.length], path.name)
     cur.section = f"section {section.name!r}"
     return cur
+
+
+def _profile(path: Path, data: np.ndarray, section: Section) -> dict:
+    try:
+        profile = json.loads(bytes(data[section.offset : section.offset + section.length]))
+    except ValueError:
+        profile = None
+    if not isinstance(profile, dict):
+        raise ModelFileError(f"{path.name}: the profile section is not a JSON object")
+    return profile
 
 
 def _ends(cur: Cursor) -> None:
