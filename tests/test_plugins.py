@@ -48,6 +48,22 @@ def test_builtin_distributions_are_the_workspace_plugins():
     assert sorted(BUILTIN_DISTRIBUTIONS) == sorted(names)
 
 
+def test_every_distribution_has_kinetics_one_version():
+    """kinetic.__version__ is the version of every distribution and of every pin of one by another
+    (scripts/release.py --set-version moves them together)."""
+    import kinetic
+
+    root = Path(__file__).parents[1]
+    folders = [root, root / "kinetic-core", root / "llama-cpp-kinetic", root / "examples" / "kinetic-family-example",
+               *(root / "kinetic-plugins").iterdir()]
+    for folder in folders:
+        project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+        pins = [need for needs in [project["dependencies"], *project.get("optional-dependencies", {}).values()]
+                for need in needs if need.startswith(("kinetic", "llama-cpp-kinetic"))]
+        assert project["version"] == kinetic.__version__, folder
+        assert all(need.endswith(f"=={kinetic.__version__}") for need in pins), (folder, pins)
+
+
 def test_in_process_plugin_registers_a_family():
     toy = Family(name="toy", architectures=("toyarch", "toyarch2"), build=lambda loader: None)
     plugins = load_plugins(extra=[("toy", throwaway_plugin(register_families=[toy]))], use_entry_points=False)
