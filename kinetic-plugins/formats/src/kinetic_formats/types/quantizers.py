@@ -525,46 +525,26 @@ def _blocks(values: np.ndarray, block_size: int) -> np.ndarray:
     return x.reshape(-1, block_size)
 
 
-def _legacy(kind: int, type_size: int) -> Callable[[np.ndarray], np.ndarray]:
-    def quantize(values: np.ndarray) -> np.ndarray:  # values: [n, 32] float32 -> [n, type_size] uint8
-        x = _blocks(values, 32)
+def _quantizer(rows: Callable, block_size: int, type_size: int, *flags) -> Callable[[np.ndarray], np.ndarray]:
+    """The quantize of a type whose kernel rows(x, out, *flags) fills out's blocks from x's."""
+    def quantize(values: np.ndarray) -> np.ndarray:  # values: [n, block_size] float32 -> [n, type_size] uint8
+        x = _blocks(values, block_size)
         out = np.zeros((len(x), type_size), np.uint8)
         if len(x):
-            _legacy_rows(x, out, kind)
+            rows(x, out, *flags)
         return out
 
     return quantize
 
 
-quantize_q8_0 = _legacy(0, 34)
-quantize_q4_0 = _legacy(1, 18)
-quantize_q4_1 = _legacy(2, 20)
-quantize_q5_0 = _legacy(3, 22)
-quantize_q5_1 = _legacy(4, 24)
-
-
-def quantize_q4_k(values: np.ndarray) -> np.ndarray:  # values: [n, 256] float32 -> [n, 144] uint8
-    x = _blocks(values, 256)
-    out = np.zeros((len(x), 144), np.uint8)
-    if len(x):
-        _k_rows(x, out, False)
-    return out
-
-
-def quantize_q5_k(values: np.ndarray) -> np.ndarray:  # values: [n, 256] float32 -> [n, 176] uint8
-    x = _blocks(values, 256)
-    out = np.zeros((len(x), 176), np.uint8)
-    if len(x):
-        _k_rows(x, out, True)
-    return out
-
-
-def quantize_q6_k(values: np.ndarray) -> np.ndarray:  # values: [n, 256] float32 -> [n, 210] uint8
-    x = _blocks(values, 256)
-    out = np.zeros((len(x), 210), np.uint8)
-    if len(x):
-        _q6_k_rows(x, out)
-    return out
+quantize_q8_0 = _quantizer(_legacy_rows, 32, 34, 0)
+quantize_q4_0 = _quantizer(_legacy_rows, 32, 18, 1)
+quantize_q4_1 = _quantizer(_legacy_rows, 32, 20, 2)
+quantize_q5_0 = _quantizer(_legacy_rows, 32, 22, 3)
+quantize_q5_1 = _quantizer(_legacy_rows, 32, 24, 4)
+quantize_q4_k = _quantizer(_k_rows, 256, 144, False)
+quantize_q5_k = _quantizer(_k_rows, 256, 176, True)
+quantize_q6_k = _quantizer(_q6_k_rows, 256, 210)
 
 
 def quantize_f16(values: np.ndarray) -> np.ndarray:  # values: [n, 1] float32 -> [n, 2] uint8
