@@ -43,7 +43,6 @@ def convert_command(source: Path, out: Path, sign_key: Optional[Path], device: s
         raise KineticError(f"kinetic convert writes .ktc files; give the output a .ktc name, not {out.name}")
     if out.resolve() == Path(source).resolve():
         raise KineticError("give the output another name than the model file")
-    open_model(source)  # a damaged source is refused before anything is written
     secret = read_key(sign_key) if sign_key is not None else None
     session = Session(Path(source), SessionOptions(device=device, ctx_size=PROFILE_CONTEXT), announce=lambda line: None)
     profile = {"converted_from": {"file": Path(source).name, "blake3": file_blake3(Path(source))},

@@ -129,10 +129,10 @@ class VulkanRunner:
             caches = iter(seq.caches)
             seq.steps = [s for b in self.blocks for s in (b.steps(*next(caches)) if isinstance(b, VkAttention)
                                                             else b.steps())]
-        steps = seq.steps + ([self._hidden_step] if any(row.hidden for row in batch) else [])
-        steps += self._logit_steps if asks else []
+        hidden = any(row.hidden for row in batch)
+        steps = seq.steps + ([self._hidden_step] if hidden else []) + (self._logit_steps if asks else [])
         self.gpu.device.queue.submit([record(self.gpu.device, steps, len(batch), len(asks))])
-        if any(row.hidden for row in batch):
+        if hidden:
             normed = self.ws.read(self.ws.hidden, len(batch), self.stack.n_embd)
             seq.hidden.update((row.position, normed[i].copy()) for i, row in enumerate(batch) if row.hidden)
         logits = self.ws.read(self.ws.logits, len(asks), self.stack.n_vocab) if asks else None

@@ -13,7 +13,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional
 import blake3
 
 from kinetic.contracts import TensorInfo
-from kinetic_formats.gguf.reader import key_value_records, map_file, open_gguf
+from kinetic_formats.gguf.reader import key_value_records, open_gguf
 from kinetic_formats.ktc.layout import HEADER_SIZE, SECTIONS, SIGNATURE_SIZE, Section, aligned, header, manifest
 from kinetic_formats.output import replacing
 
@@ -25,8 +25,8 @@ def convert_to_ktc(source: Path, out: Path, secret: Optional[bytes], profile: di
     """Write out from the GGUF file source; secret: a 32-byte Ed25519 key to sign it with; profile: the profile
     section's object."""
     source, out = Path(source), Path(out)
-    data = map_file(source)
     model = open_gguf(source)
+    data = model.data
     records = list(key_value_records(source, data).items())
     tensors = sorted(model.tensors.values(), key=lambda t: t.offset)
     places, weights_length = _places(tensors)

@@ -16,7 +16,7 @@ import numpy as np
 from kinetic.contracts import TensorInfo
 from kinetic.errors import KineticError
 from kinetic.plugins import plugins
-from kinetic_formats.gguf.reader import key_value_records, map_file, open_gguf
+from kinetic_formats.gguf.reader import key_value_records, open_gguf
 from kinetic_formats.output import replacing
 from kinetic_formats.quantize.mixtures import FILE_TYPES, Mixture, n_attention_v
 
@@ -32,8 +32,8 @@ ROWS_AT_ONCE = 4096
 def quantize_gguf(source: Path, out: Path, target: str, told: Callable[[int, int, str, str], None]) -> None:
     """Write out, source quantized to target (one of TARGETS); told(i, n, name, type) before each tensor."""
     source, out = Path(source), Path(out)
-    data, model = map_file(source), open_gguf(source)
-    records = [record for key, record in key_value_records(source, data).items() if key not in DROPPED]
+    model = open_gguf(source)
+    records = [record for key, record in key_value_records(source, model.data).items() if key not in DROPPED]
     order = sorted(model.tensors.values(), key=lambda t: (_layer(t.name), t.name))
     names = [t.name for t in order]
     arch = str(model.metadata.get("general.architecture", ""))
