@@ -89,12 +89,18 @@ fn as_int8(b: u32) -> i32 {  // a byte as int8
     return bitcast<i32>(b << 24u) >> 24u;
 }
 
-// the 6-bit scale and min of chunk j of a K-quant super-block (Q4_K, Q5_K), from its 12 bytes at offset 4
-fn scale_min_k4(b: u32, j: u32) -> vec2<u32> {
+// d * scale and dmin * min of chunk j of a K-quant super-block at word b (Q4_K, Q5_K): d and dmin (f16) in word 0,
+// the 6-bit scales and mins in its 12 bytes at offset 4
+fn scale_min_k4(b: u32, j: u32) -> vec2<f32> {
+    var scale: u32;
+    var minimum: u32;
     if (j < 4u) {
-        return vec2<u32>(byte_at(b, 4u + j) & 63u, byte_at(b, 8u + j) & 63u);
+        scale = byte_at(b, 4u + j) & 63u;
+        minimum = byte_at(b, 8u + j) & 63u;
+    } else {
+        scale = (byte_at(b, 8u + j) & 15u) | ((byte_at(b, j) >> 6u) << 4u);
+        minimum = (byte_at(b, 8u + j) >> 4u) | ((byte_at(b, 4u + j) >> 6u) << 4u);
     }
-    let scale = (byte_at(b, 8u + j) & 15u) | ((byte_at(b, j) >> 6u) << 4u);
-    let minimum = (byte_at(b, 8u + j) >> 4u) | ((byte_at(b, 4u + j) >> 6u) << 4u);
-    return vec2<u32>(scale, minimum);
+    let dm = unpack2x16float(w[b]);
+    return vec2<f32>(dm.x * f32(scale), dm.y * f32(minimum));
 }

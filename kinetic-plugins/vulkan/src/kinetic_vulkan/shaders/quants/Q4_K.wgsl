@@ -3,10 +3,9 @@
 fn dequantize(base: u32, c: u32, out: ptr<function, array<f32, 32>>) {
     let b = base + (c / 8u) * 36u;
     let j = c % 8u;
-    let scale_min = scale_min_k4(b, j);
-    let dm = unpack2x16float(w[b]);
-    let d = dm.x * f32(scale_min.x);
-    let m = dm.y * f32(scale_min.y);
+    let dm = scale_min_k4(b, j);
+    let d = dm.x;
+    let m = dm.y;
     let shift = (j & 1u) * 4u;
     for (var i = 0u; i < 8u; i++) {
         let q = w[b + 4u + 8u * (j / 2u) + i] >> shift;
