@@ -9,6 +9,7 @@ from typing import Collection, Optional
 
 import typer
 
+from kinetic import progress
 from kinetic.cli.llama_bench import compare_card, run_llama_bench
 from kinetic.contracts.drafting import Drafter
 from kinetic.engine.bench import EDIT_TOKENS, edit_prompt, edit_run, peak_rss_bytes, run_bench
@@ -29,7 +30,10 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
     session = Session(model, options)
     load_seconds = time.perf_counter() - start
     n_threads = threads or _all_threads()
-    result = run_bench(session.runner, session.tokenizer.n_vocab, repetitions)
+    with progress.showing(f"running pp512 and tg128, best of {repetitions}"):
+        result = run_bench(session.runner, session.tokenizer.n_vocab, repetitions)
+    with progress.showing(f"running edit{EDIT_TOKENS}, plain once and drafted {repetitions} times"):
+        edited = edit_report(session, repetitions)
     report = {
         "model": model.name, "backend": session.device.name, "device": session.runner.device_name,
         "threads": n_threads, "repetitions": repetitions, "load_seconds": round(load_seconds, 4),
@@ -37,13 +41,16 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
         "parameters": sum(t.n_elements for t in session.model.tensors.values()),
         "prefill_tokens": 512, "prefill_tokens_per_second": round(result.prefill_tokens_per_second, 2),
         "decode_tokens": 128, "decode_tokens_per_second": round(result.decode_tokens_per_second, 2),
-        **edit_report(session, repetitions),
+        **edited,
         "technologies": "on: " + (", ".join(t.title for t in session.speed_on if t.name not in NEEDS_REQUESTS)
                                   or "none"),
         "peak_rss_bytes": peak_rss_bytes(),
     }
     gpu = session.device.name != "cpu"
-    llama = run_llama_bench(compare, model, n_threads, repetitions, gpu, cache_types) if compare is not None else None
+    llama = None
+    if compare is not None:
+        with progress.showing("running llama-bench"):
+            llama = run_llama_bench(compare, model, n_threads, repetitions, gpu, cache_types)
     if as_json:
         print(json.dumps({**report, "llama_cpp": llama} if llama else report, indent=2))
     else:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from kinetic.cli.constraints import answer_grammar
-from kinetic.cli.generating import Answered, answer, open_session
+from kinetic.cli.generating import Answered, answer, open_session, ready_sequence
 from kinetic.cli.options import sampling_overrides
 from kinetic.cli.receipts import write_receipt
 from kinetic.cli.run_ahead import RunAhead
@@ -41,7 +41,7 @@ class Conversation:
     last: Optional[tuple[list[dict[str, str]], list[int], Answered]] = None  # the last answer's messages, prompt
 
     def __post_init__(self) -> None:
-        self.seq = self.session.new_sequence()
+        self.seq = ready_sequence(self.session)
         self.clear()
 
     def clear(self) -> None:

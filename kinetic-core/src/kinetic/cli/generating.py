@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from kinetic import progress
 from kinetic.cli.constraints import answer_grammar
 from kinetic.cli.options import sampling_overrides, session_options
 from kinetic.contracts.device import DeviceSequence
@@ -31,6 +32,15 @@ def open_session(model, options: Mapping[str, Any]) -> Session:
     return session
 
 
+def ready_sequence(session: Session) -> DeviceSequence:
+    """A new sequence; on a terminal its kernels are run first (compiled, the first time, under a line saying so),
+    so that no compilation stalls an answer once its text has started."""
+    seq = session.new_sequence()
+    if progress.shown():
+        session.warm_up(seq)
+    return seq
+
+
 def template_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
     reasoning = options.get("reasoning")
     return {} if reasoning is None else {"enable_thinking": reasoning != "off"}
@@ -51,10 +61,13 @@ def answer(session: Session, seq: DeviceSequence, tokens: Sequence[int], cached:
     generation = session.generate(seq, tokens, settings, options["n_predict"], cached,
                                   grammar=answer_grammar(options))
     detokenizer = session.tokenizer.detokenizer(special=False)
-    live = not sys.stdout.isatty()
+    shown = progress.shown()
+    live = shown and not sys.stdout.isatty()  # the answer goes to a file or a pipe: its speed shows meanwhile
     last_update = time.perf_counter()
     tokens, text = [], []
     for token in generation:
+        if not tokens:
+            progress.show_on_terminal(False)  # the answer starts on a clean line, and nothing draws over it
         tokens.append(token)
         text.append(detokenizer.feed(token))
         sys.stdout.write(text[-1])
@@ -69,6 +82,7 @@ def answer(session: Session, seq: DeviceSequence, tokens: Sequence[int], cached:
     sys.stdout.flush()
     if live:
         sys.stderr.write("\r")
+    progress.show_on_terminal(shown)
     for line in (generation.timings.compile_line(), generation.timings.status_line(session.runner.device_name)):
         if line is not None:
             print(line, file=sys.stderr, flush=True)

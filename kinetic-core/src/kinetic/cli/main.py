@@ -41,6 +41,9 @@ def _root(
                                  callback=_print_version, is_eager=True),
 ) -> None:
     """Kinetic: run GGUF models locally."""
+    from kinetic import progress
+
+    progress.show_on_terminal()
 
 
 @app.command()

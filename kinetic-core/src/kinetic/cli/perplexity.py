@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 from typing import Optional
 
+from kinetic import progress
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.perplexity import (Divergence, Sums, chunks_of, open_base, quantized_log_probs, scored_logits,
                                        token_nll, write_base_header)
@@ -60,7 +60,7 @@ def _score(session: Session, chunks: list[list[int]], stream) -> None:
     """The running estimate after every chunk, then the final one with its uncertainty, as llama-perplexity
     prints them; each chunk's log-probabilities into stream, when given."""
     sums = Sums()
-    for i, chunk in enumerate(_shown(chunks)):
+    for i, chunk in enumerate(progress.bar(chunks, unit="chunk")):
         logits = scored_logits(session, chunk)
         first = len(chunk) // 2
         sums.add(token_nll(logits, chunk[first + 1 :]))
@@ -75,7 +75,7 @@ def _score(session: Session, chunks: list[list[int]], stream) -> None:
 def _compare(session: Session, base) -> None:
     divergence = Divergence()
     print("chunk             PPL      ln(PPL(Q)/PPL(base))   KL Divergence   Same top p")
-    for i, chunk in enumerate(_shown(base.tokens)):
+    for i, chunk in enumerate(progress.bar(base.tokens, unit="chunk")):
         logits = scored_logits(session, chunk)
         first = len(chunk) // 2
         divergence.add(logits, base.next_chunk(), chunk[first + 1 :], base.n_vocab)
@@ -85,10 +85,3 @@ def _compare(session: Session, base) -> None:
               f"{100 * divergence.same_top / divergence.kld.count:6.3f} %", flush=True)
     print()
     print("\n".join(divergence.report()))
-
-
-def _shown(chunks: list[list[int]]):
-    """The chunks, with a progress bar of them on standard error where it is a terminal (tqdm)."""
-    from tqdm import tqdm
-
-    return tqdm(chunks, unit="chunk", disable=not sys.stderr.isatty(), leave=False)

@@ -3,12 +3,12 @@ matrix (the model format's quantize; GGUF's is kinetic_formats.quantize)."""
 
 from __future__ import annotations
 
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+from kinetic import progress
 from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
 from kinetic.model.load import open_model
@@ -37,9 +37,7 @@ def quantize_command(source: Path, out: Path, target: str, threads: Optional[int
 @contextmanager
 def _progress() -> Iterator[Callable[[int, int, str, str], None]]:
     """A progress bar of the tensors on a terminal (tqdm), nothing otherwise."""
-    from tqdm import tqdm
-
-    with tqdm(unit="tensor", disable=not sys.stderr.isatty(), leave=False) as shown:
+    with progress.bar(None, unit="tensor") as shown:
         def told(i: int, n: int, name: str, type_name: str) -> None:
             shown.total = n
             shown.set_description(f"{name} -> {type_name}", refresh=False)

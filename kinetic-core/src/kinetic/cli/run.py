@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from kinetic.cli.generating import answer, open_session, template_kwargs
+from kinetic.cli.generating import answer, open_session, ready_sequence, template_kwargs
 from kinetic.cli.receipts import write_receipt
 from kinetic.cli.usage import UsageError
 from kinetic.errors import KineticError
@@ -25,7 +25,7 @@ def run_command(model_option: Optional[Path], words: list[str], prompt_option: O
     messages = ([{"role": "system", "content": options["system"]}] if options["system"] else [])
     messages.append({"role": "user", "content": prompt})
     tokens = session.chat_prompt(messages, **template_kwargs(options))
-    answered = answer(session, session.new_sequence(), tokens, (), options)
+    answered = answer(session, ready_sequence(session), tokens, (), options)
     if options.get("receipt") is not None:
         write_receipt(session, messages, tokens, answered, options)
 

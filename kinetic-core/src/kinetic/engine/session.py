@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 
@@ -21,6 +20,7 @@ from kinetic.engine.devices import open_runner
 from kinetic.engine.generate import Generation, check_prompt
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.prefill import Prefill, ahead_end
+from kinetic import progress
 from kinetic.errors import KineticError
 from kinetic.model import open_model
 from kinetic.model.load import load_stack
@@ -40,10 +40,6 @@ def context_for(requested: Optional[int], trained: int) -> int:
     if requested is None:
         return min(DEFAULT_CONTEXT, trained)
     return trained if requested <= 0 else requested
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def check_gpu_layers(requested: Optional[int], model: ModelFile) -> None:
@@ -75,24 +71,26 @@ class Session:
     """Everything one loaded model needs to answer prompts."""
 
     def __init__(self, path: Path, options: SessionOptions = SessionOptions(),
-                 announce: Callable[[str], None] = _stderr):
+                 announce: Callable[[str], None] = progress.say):
         self.path = Path(path)
         self.options = options
-        self.model = open_model(self.path)
         self.name = self.path.stem
-        self.tokenizer = Tokenizer.from_metadata(self.model.metadata)
         self._template_file = options.chat_template_file
         self._template: Optional[ChatTemplate] = None
         self._breakers: dict[tuple[str, ...], DryBreakers] = {}
-        self.stack = stack = load_stack(self.model)
-        check_gpu_layers(options.gpu_layers, self.model)
-        self.context_length = context_for(options.ctx_size, int(self.model.arch_value("context_length", DEFAULT_CONTEXT)))
-        upload = UploadOptions(threads=options.threads, context_length=self.context_length,
-                               context_given=options.ctx_size is not None, cache_types=options.cache_types,
-                               gpu_memory=options.gpu_memory)
-        device = "cpu" if options.gpu_layers == 0 else options.device  # -ngl 0: no layer on a GPU
-        wants_gpu = options.gpu_layers not in (None, 0)
-        self.device, self.runner = open_runner(stack, device, upload, announce, wants_gpu)
+        with progress.showing(f"loading {self.path.name}"):
+            self.model = open_model(self.path)
+            self.tokenizer = Tokenizer.from_metadata(self.model.metadata)
+            self.stack = stack = load_stack(self.model)
+            check_gpu_layers(options.gpu_layers, self.model)
+            trained = int(self.model.arch_value("context_length", DEFAULT_CONTEXT))
+            self.context_length = context_for(options.ctx_size, trained)
+            upload = UploadOptions(threads=options.threads, context_length=self.context_length,
+                                   context_given=options.ctx_size is not None, cache_types=options.cache_types,
+                                   gpu_memory=options.gpu_memory)
+            device = "cpu" if options.gpu_layers == 0 else options.device  # -ngl 0: no layer on a GPU
+            wants_gpu = options.gpu_layers not in (None, 0)
+            self.device, self.runner = open_runner(stack, device, upload, announce, wants_gpu)
         self.context_length = self.runner.context_length  # less where the device shrank it to fit
         self.speed_host = SpeedHost(self.path, self.runner, options.state_dir)
         self.speed_on, provided = attach_speed(self.speed_host, options.off)

@@ -1,31 +1,21 @@
 """The time this process has spent compiling kernels: numba announces a "numba:compile" event only for a
-kernel it does not find in its on-disk cache, so the clock runs only while kernels really compile. A kernel
-compiled inside another's compilation counts once, within the outer one."""
+kernel it does not find in its on-disk cache, so the clock runs only while kernels really compile."""
 
 from __future__ import annotations
 
-import threading
-import time
-
 from numba.core import event
 
+from kinetic.progress import CompileClock
 
-class CompileClock(event.Listener):
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self._depth = threading.local()
+CLOCK = CompileClock("compiling CPU kernels, once, about a minute")
 
+
+class _Listener(event.Listener):
     def on_start(self, ev: event.Event) -> None:
-        depth = getattr(self._depth, "n", 0)
-        if depth == 0:
-            self._depth.started = time.perf_counter()
-        self._depth.n = depth + 1
+        CLOCK.start()
 
     def on_end(self, ev: event.Event) -> None:
-        self._depth.n -= 1
-        if self._depth.n == 0:
-            self.seconds += time.perf_counter() - self._depth.started
+        CLOCK.stop()
 
 
-CLOCK = CompileClock()
-event.register("numba:compile", CLOCK)
+event.register("numba:compile", _Listener())

@@ -7,9 +7,10 @@ module on disk (~/.cupy/kernel_cache), so a machine compiles it once.
 
 from __future__ import annotations
 
-import time
 from functools import lru_cache
 from importlib import resources
+
+from kinetic.progress import CompileClock
 
 SOURCES = ("quants.cuh", "matmul.cu", "elementwise.cu", "norm_rope.cu", "attention.cu", "recurrent.cu", "experts.cu")
 OPTIONS = ("--std=c++17", "--fmad=false")
@@ -20,24 +21,17 @@ def source() -> str:
     return "\n".join((folder / name).read_text() for name in SOURCES)
 
 
-_built_in = 0.0  # seconds module() took
+CLOCK = CompileClock("compiling CUDA kernels, once, about 20 s")  # loading them from CuPy's cache takes a moment
 
 
 @lru_cache(maxsize=None)
 def module():
     import cupy
 
-    global _built_in
-    started = time.perf_counter()
-    compiled = cupy.RawModule(code=source(), options=OPTIONS)
-    compiled.compile()
-    _built_in = time.perf_counter() - started
+    with CLOCK.timing():
+        compiled = cupy.RawModule(code=source(), options=OPTIONS)
+        compiled.compile()
     return compiled
-
-
-def compile_seconds() -> float:
-    """How long building the module took in this process (loading it from CuPy's cache takes a moment)."""
-    return _built_in
 
 
 @lru_cache(maxsize=None)

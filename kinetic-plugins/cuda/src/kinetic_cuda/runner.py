@@ -23,7 +23,7 @@ from kinetic_cuda.expert_cache import ExpertCache
 from kinetic_cuda.gpu import free_memory, gpu_name
 from kinetic_cuda.layers import (GpuAttention, GpuDeltaNet, GpuExperts, GpuFeedForward, GpuInput, GpuMamba2, GpuNorm,
                                  GpuParallel, GpuShortConv, products, rope_table)
-from kinetic_cuda.module import compile_seconds, kernel
+from kinetic_cuda.module import CLOCK, kernel
 from kinetic_cuda.support import TITLE, matrices, refusal
 from kinetic_cuda.weights import GpuMatrix, aligned_bytes, upload_bytes
 from kinetic_cuda.workspace import Shape, Workspace, rows_per_pass, workspace_bytes
@@ -111,7 +111,7 @@ class CudaRunner:
 
     @property
     def compile_seconds(self) -> float:
-        return compile_seconds()
+        return CLOCK.seconds
 
     def __init__(self, stack: Stack, options: UploadOptions, shared: Optional[dict[str, GpuMatrix]] = None):
         """shared: the uploaded matrices of the runner whose prediction block this one runs, by name."""

@@ -6,12 +6,13 @@ Each shader is preceded by run.wgsl; a matrix product's is matmul.wgsl with its 
 
 from __future__ import annotations
 
-import time
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Optional
 
-_compiled_in = [0.0]  # seconds spent creating pipelines in this process
+from kinetic.progress import CompileClock
+
+CLOCK = CompileClock("compiling Vulkan shaders")  # the driver may keep its own cache across processes
 
 
 @lru_cache(maxsize=None)
@@ -30,18 +31,12 @@ def _module(device: Any, name: str, weight_type: Optional[str]):
 
 @lru_cache(maxsize=None)
 def _pipeline(device: Any, name: str, weight_type: Optional[str], constants: tuple[tuple[str, float], ...]):
-    started = time.perf_counter()
-    stage = {"module": _module(device, name, weight_type), "entry_point": "main", "constants": dict(constants)}
-    compiled = device.create_compute_pipeline(layout="auto", compute=stage)
-    _compiled_in[0] += time.perf_counter() - started
-    return compiled
+    with CLOCK.timing():
+        stage = {"module": _module(device, name, weight_type), "entry_point": "main", "constants": dict(constants)}
+        return device.create_compute_pipeline(layout="auto", compute=stage)
 
 
 def pipeline(device: Any, name: str, weight_type: Optional[str] = None, **constants: float):
     """The pipeline of shader `name` with these override constants (booleans as 0 or 1)."""
     return _pipeline(device, name, weight_type, tuple(sorted((k, float(v)) for k, v in constants.items())))
 
-
-def compile_seconds() -> float:
-    """Time spent compiling pipelines in this process (the driver may keep its own cache across processes)."""
-    return _compiled_in[0]

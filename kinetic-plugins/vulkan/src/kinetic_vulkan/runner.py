@@ -85,7 +85,7 @@ class VulkanRunner:
 
     @property
     def compile_seconds(self) -> float:
-        return kernels.compile_seconds()
+        return kernels.CLOCK.seconds
 
     def cache_buffers(self, caches: Caches) -> list[tuple[Any, int]]:
         """Each cache buffer with the bytes a token takes in it, in block order, keys before values."""
