@@ -9,6 +9,7 @@ from typing import Callable, Optional
 
 import falcon
 
+from kinetic import progress
 from kinetic.engine.embedding import pooling_of
 from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
@@ -46,6 +47,7 @@ def load_served_model(model: Path, options: SessionOptions, alias: Optional[str]
         print(f"kinetic: warning: --parallel {parallel}: {why}", file=sys.stderr, flush=True)
     served = ServedModel(session, alias, slots, defaults)
     served.warm_up()
+    progress.show_on_terminal(False)  # from here on the terminal is the server's log
     return served
 
 
