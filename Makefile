@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PLUGINS := formats families cpu speed cuda vulkan
 PACKAGES := -e kinetic-core $(PLUGINS:%=-e kinetic-plugins/%) -e ".[test]" -e llama-cpp-kinetic
 
-.PHONY: install demo test vulkan-driver
+.PHONY: install demo test docs vulkan-driver
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml kinetic-core/pyproject.toml $(PLUGINS:%=kinetic-plugins/%/pyproject.toml) \
@@ -21,6 +21,12 @@ demo: install
 
 test: install vulkan-driver
 	$(PY) -m pytest -q
+
+# The documentation site, into build/site: the generated parts of its pages (each command's --help, the llama.cpp
+# flag table) written again by cog, then built strictly, as the tests build it.
+docs: install
+	$(VENV)/bin/cog -r $$(grep -l '\[\[\[cog' docs/*.md)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The Vulkan tests run on any Vulkan driver, Mesa's lavapipe where there is no GPU: installed here as root with apt
 # where none is found; elsewhere they skip, saying why.
