@@ -140,3 +140,23 @@ def test_run_keeps_states_under_cache_dir_unless_told_not_to(model, tmp_path, fl
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert bool(list(folder.glob("*" + SUFFIX))) == kept
+
+
+def test_states_are_tied_to_the_builds_kernels_too(tmp_path, monkeypatch):
+    """A saved state is valid only for the build that computed it: a change to a kernel source (a .cu, .cuh or
+    .wgsl file, not only Python) makes another build id, and so another Warm Start identity."""
+    from kinetic import receipt
+    from kinetic_speed.warm_start import identity
+
+    package = tmp_path / "kinetic_kernels_under_test"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(receipt, "PACKAGES", ("kinetic_kernels_under_test",))
+    runner = type("Runner", (), {"device_name": "the CPU", "cache_types": ("f16", "f16")})()
+    monkeypatch.setattr(identity, "build_id", receipt.build_id.__wrapped__)  # computed afresh, not once a process
+    identities = []
+    for kernel in ("fn main() {}", "fn main() { let x = 1; }"):
+        (package / "matmul.wgsl").write_text(kernel)
+        identities.append(identity.build_identity(runner))
+    assert identities[0] != identities[1]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import importlib
 from pathlib import Path
+
+from kinetic.receipt import build_id
 
 HEAD_BYTES = 16 << 20
 
@@ -19,17 +19,7 @@ def model_identity(path: Path) -> str:
 
 
 def build_identity(runner) -> str:
-    """A digest of the device, its KV cache types (-ctk, -ctv), and the source of the device package that runs
-    the model and of the engine's core."""
-    return _build_identity(f"{runner.device_name} {','.join(runner.cache_types)}", type(runner).__module__.split(".")[0])
-
-
-@functools.lru_cache(maxsize=None)
-def _build_identity(device: str, device_package: str) -> str:
-    """Once per process: the code that runs is the code imported, whatever changes on disk later."""
-    digest = hashlib.sha256(device.encode())
-    for package in (device_package, "kinetic"):
-        root = Path(importlib.import_module(package).__file__).parent
-        for source in sorted(root.rglob("*.py")):
-            digest.update(source.relative_to(root).as_posix().encode() + b"\0" + source.read_bytes())
-    return digest.hexdigest()[:32]
+    """A digest of the device, its KV cache types (-ctk, -ctv) and the build: every installed Kinetic package's
+    source and kernels (kinetic.receipt.build_id, as receipts record it)."""
+    identity = f"{runner.device_name} {','.join(runner.cache_types)} {build_id()}"
+    return hashlib.sha256(identity.encode()).hexdigest()[:32]
