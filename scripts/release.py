@@ -58,6 +58,8 @@ def build(out: Path) -> list[Path]:
 
 def smoke(out: Path, model: Path) -> None:
     """kinetic-engine[vulkan] and the example plugin from out's wheels in a fresh environment, run there."""
+    from kinetic.testing.gguf_factory import write_random_model
+
     with tempfile.TemporaryDirectory(prefix="kinetic-smoke-") as folder:
         venv.create(folder, with_pip=True)
         python = Path(folder) / "bin" / "python"
@@ -65,14 +67,19 @@ def smoke(out: Path, model: Path) -> None:
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--find-links", str(out), "--no-cache-dir",
                         "kinetic-engine[vulkan]", *[w for w in wheels if "kinetic_family_example" in w]], check=True)
         kinetic = [str(Path(folder) / "bin" / "kinetic")]
+        example = write_random_model(Path(folder) / "example.gguf", "llama", named="example-llama")
+        template = Path(folder) / "plain.jinja"  # the random file has no chat template
+        template.write_text("{% for message in messages %}{{ message.content }}{% endfor %}")
         checks = [(["--version"], f"kinetic {version()}"), (["doctor"], "family_example (kinetic-family-example"),
-                  (["info", str(model)], "(supported)"),
-                  (["run", str(model), "Say hello.", "--temp", "0", "-n", "8", "-c", "512"], "")]
+                  (["info", str(model)], "(supported)"), (["info", str(example)], "example-llama (supported)"),
+                  (["run", str(model), "Say hello.", "--temp", "0", "-n", "8", "-c", "512"], ""),
+                  (["run", str(example), "Say hello.", "--temp", "0", "-n", "4", "--chat-template-file", str(template)],
+                   "")]
         for args, expected in checks:
             done = subprocess.run(kinetic + args, capture_output=True, text=True, cwd=folder)
             if done.returncode or expected not in done.stdout:
                 raise SystemExit(f"smoke test failed: kinetic {' '.join(args)}\n{done.stdout}{done.stderr}")
-            print(f"ok: kinetic {' '.join(args[:1])}", flush=True)
+            print(f"ok: kinetic {' '.join(args[:1])} {Path(args[1]).name if len(args) > 1 else ''}", flush=True)
 
 
 def main() -> None:

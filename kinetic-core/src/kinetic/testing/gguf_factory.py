@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Mapping
+from typing import Any, Collection, Mapping, Optional
 
 import gguf
 import numpy as np
@@ -157,10 +157,11 @@ def _value_type(value: Any) -> gguf.GGUFValueType:
 
 def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), weight_type: str = "F32",
                        seed: int = 0, metadata: Mapping[str, Any] = {}, extra_tensors: Mapping[str, Any] = {},
-                       without: Collection[str] = ()) -> Path:
+                       without: Collection[str] = (), named: Optional[str] = None) -> Path:
     """A random-weight model of `arch` with the tensors llama.cpp names for it, matrices in weight_type.
 
-    metadata adds or overrides keys, extra_tensors adds tensors, without leaves the named tensors out.
+    metadata adds or overrides keys, extra_tensors adds tensors, without leaves the named tensors out; named
+    writes the file under another architecture name (a plugin's family with arch's layout).
     """
     arch_enum = next(a for a, name in MODEL_ARCH_NAMES.items() if name == arch)
     metadata = {**_model_metadata(arch, dims), **metadata}
@@ -192,7 +193,9 @@ def write_random_model(path: Path, arch: str = "llama", dims: Dims = Dims(), wei
             values = rng.standard_normal(shapes[kind], dtype=np.float32) * 0.1
             tensors[TENSOR_NAMES[kind].format(bid=b) + ".weight"] = _stored(values, qtype)
     tensors = {name: t for name, t in {**tensors, **extra_tensors}.items() if name not in without}
-    return write_gguf(path, arch, metadata, tensors)
+    if named is not None:
+        metadata = {named + key[len(arch):] if key.startswith(f"{arch}.") else key: v for key, v in metadata.items()}
+    return write_gguf(path, named or arch, metadata, tensors)
 
 
 # What llama.cpp's converters write for an architecture beyond the common tensors and keys.
