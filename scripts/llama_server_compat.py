@@ -108,7 +108,7 @@ EXPLAINED = {
     "*/generation_prompt": "a completion applies no chat template, in either server",
     "*/speculative.types": "Kinetic drafts by itself (RAD-1), with no draft model to name",
     "*/backend_sampling": "llama.cpp's GPU sampling option; Kinetic samples on the host",
-    "slots/*/speculative": "Kinetic's slots draft with RAD-1 unless --off rad-1; llama-server's need a draft model",
+    "slots/*/speculative": "Kinetic's slots draft with RAD-1 unless --off rad1; llama-server's need a draft model",
     "slots/*/prompt": "Kinetic shows the slot's last prompt, as the reference docs say (llama-server: debug only)",
     "slots/*/n_prompt_tokens*": "Kinetic reports the slot's last request, as the reference docs say; "
                                 "llama-server resets these when a request ends",

@@ -84,3 +84,6 @@ def test_every_speed_technology_is_documented():
     technologies = plugins().speed_technologies
     assert technologies
     assert [t.name for t in technologies if f"`{t.name}`" not in documented or t.title not in documented] == []
+    run = typer.main.get_command(cli_app).commands["run"]
+    off = next(p for p in run.get_params(typer.Context(run)) if "--off" in p.opts)
+    assert [t.name for t in technologies if t.name not in off.help] == []  # its help, on cli.md

@@ -54,6 +54,10 @@ def outcome(command: str, flag: str, value: str | None = "1") -> tuple[str, list
 # stop with the table's line. run and chat go beyond one row: they take --grammar and the JSON Schema flags
 # (the docs' roadmap: "constrained output ... on the roadmap").
 CONSTRAINED = {"--grammar", "--grammar-file", "-j", "--json-schema"}
+# Where the table's line points to what this build refuses too (images through --mmproj, LoRA adapters), the
+# line says what holds here instead; and kinetic chat is itself the conversation -cnv and -i ask for.
+POINTS_ELSEWHERE = {"--image", "--control-vector", "--control-vector-scaled"}
+CONVERSATION = {"-cnv", "--conversation", "-i", "--interactive", "--interactive-first"}
 TABLE = [(flags, meaning, command) for flags, meaning in spec_rows() for command in ("run", "chat", "serve", "bench")]
 
 
@@ -70,6 +74,11 @@ def test_the_docs_table_row(flags, meaning, command):
             assert (kind, words) == ("kept", []) or flag in COMMANDS[command]
         elif flag in CONSTRAINED and command in ("run", "chat"):
             assert (kind, words[:1]) == ("kept", [flag])
+        elif flag in CONVERSATION and command == "chat":
+            assert outcome(command, flag, None) == ("kept", [])
+        elif flag in POINTS_ELSEWHERE:
+            assert kind == "refused" and "not supported yet" in words[0] or "not available yet" in words[0]
+            assert "--mmproj" not in words[0] and "--lora" not in words[0]
         else:
             assert kind == "refused" and words[0].startswith(f"{flag} is a llama.cpp flag")
             assert words[0].endswith(f": {meaning}.")

@@ -69,7 +69,7 @@ def test_probe_is_one_line_or_usable():
 def test_probe_without_wgpu_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "wgpu", None)
     assert kinetic_vulkan.probe() == "wgpu is not installed (import of wgpu halted; None in sys.modules); " \
-                                     "pip install 'kinetic[vulkan]'"
+                                     "pip install 'kinetic-engine[vulkan]'"
 
 
 @gpu

@@ -29,7 +29,7 @@ ACCEPTED = {
         "-to --timeout --threads-http"), _VALUE),
     **dict.fromkeys(_flags(
         "--jinja --mmap -cb --cont-batching -nocb --no-cont-batching --no-warmup --metrics --slots --no-webui",
-        "--embedding --embeddings -no-cnv --no-conversation -st --single-turn"), _NO_VALUE),
+        "--embedding --embeddings -no-cnv --no-conversation -st --single-turn --rerank --reranking"), _NO_VALUE),
     # threads, memory and cache placement: Kinetic chooses them for the device
     **dict.fromkeys(_flags(
         "--prio-batch --poll-batch -dt --defrag-thold -lzm --lazy-mode -fitt --fit-target -fitc --fit-ctx -fit --fit",
@@ -80,9 +80,9 @@ REFUSED = {
     **dict.fromkeys(_flags("-md --model-draft --draft --draft-max --draft-min -ngld"), _NO_DRAFT),
     **dict.fromkeys(_flags("-hf --hf-repo -mu --model-url"), _PULL),
     **dict.fromkeys(_flags("-f --file"), "pipe the prompt in: kinetic run <model> < prompt.txt"),
-    "--image": "send images to the server: kinetic serve <model> --mmproj <projector>",
+    "--image": _VISION,
     **dict.fromkeys(_flags("--control-vector --control-vector-scaled"),
-                    "control vectors are not supported yet; LoRA adapters are, with --lora"),
+                    "control vectors are not supported yet"),
     "--api-key-file": "pass the key itself with --api-key",
     **dict.fromkeys(_flags("--ssl-key-file --ssl-cert-file"), "the server speaks plain HTTP; put a TLS proxy in front"),
     # beyond the table
@@ -140,8 +140,8 @@ REFUSED = {
     **dict.fromkeys(_flags("-r --reverse-prompt"), "send stop strings with the request to kinetic serve"),
     **dict.fromkeys(_flags("-sp --special"), "Kinetic prints the answer's text; /tokenize on kinetic serve "
                                              "shows its tokens"),
-    **dict.fromkeys(_flags("--pooling --embd-normalize --rerank --reranking"),
-                    "embedding and reranking models are not available yet"),
+    "--pooling": "Kinetic pools as the model file says (<arch>.pooling_type)",
+    "--embd-normalize": "send embd_normalize with each /embedding request",
     **dict.fromkeys(_flags("-mm --mmproj -mmu --mmproj-url -mmdev --mmproj-device --media-path --audio --video"),
                     _VISION),
     "--reuse-port": "Kinetic binds its port alone; give each server its own --port",
@@ -169,6 +169,9 @@ REFUSED = {
     "--server-base": "kinetic chat runs the model itself; to use a server, point an OpenAI client at kinetic serve",
 }
 
+# Accepted by one command only, which does by itself what the flag asks for (REFUSED has the others' line).
+ACCEPTED_IN = {"chat": _flags("-cnv --conversation -i --interactive --interactive-first")}
+
 # Refused by one command only, where the flag means something that command does per request.
 REFUSED_IN = {
     "serve": {
@@ -178,5 +181,6 @@ REFUSED_IN = {
         "--chat-template-kwargs": "send chat_template_kwargs with each request",
         "--system": "send the system message with each request",
     },
-    "bench": {flag: _CONSTRAINED for flag in _flags("--grammar --grammar-file -j --json-schema -jf")},
+    "bench": {**dict.fromkeys(_flags("--grammar --grammar-file -j --json-schema -jf"), _CONSTRAINED),
+              **dict.fromkeys(_flags("-o --output"), "it prints a table, or JSON with --json")},
 }

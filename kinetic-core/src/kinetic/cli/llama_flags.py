@@ -9,7 +9,7 @@ import re
 from collections import deque
 from typing import Mapping
 
-from kinetic.cli.llama_flag_table import ACCEPTED, ACCEPTED_IF, REFUSED, REFUSED_IN, RENAMED
+from kinetic.cli.llama_flag_table import ACCEPTED, ACCEPTED_IF, ACCEPTED_IN, REFUSED, REFUSED_IN, RENAMED
 
 Options = Mapping[str, bool]  # a command's option spellings -> whether each takes a value
 A_FLAG = re.compile(r"--?[A-Za-z]")  # what no value of an accepted flag looks like (-1 is a value)
@@ -46,6 +46,8 @@ def _one(arg: str, args: deque[str], command: str, own: Options, commands: Mappi
     refusal = REFUSED_IN.get(command, {}).get(flag) or REFUSED_IN.get(command, {}).get(name)
     if refusal:
         raise RefusedFlag(f"{flag} is a llama.cpp flag kinetic {command} does not take: {refusal}.")
+    if flag in ACCEPTED_IN.get(command, ()):
+        return []
     if flag in ACCEPTED_IF:
         values, reason = ACCEPTED_IF[flag]
         given_value = value if equals else (args.popleft() if args else "")

@@ -203,7 +203,7 @@ def convert(
 def quantize(
     model: Path = typer.Argument(..., help="the GGUF model (F32, F16, BF16 or Q8_0 weights)"),
     out: Path = typer.Argument(..., help="the GGUF file to write"),
-    file_type: str = typer.Argument(..., metavar="TYPE", help="Q8_0, Q6_K, Q5_K_M, Q4_K_M or Q4_0"),
+    file_type: str = typer.Argument(..., metavar="TYPE", help="Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q4_0 or F16"),
     threads: Optional[int] = typer.Option(None, "-t", "--threads", min=1, help="threads [default: all]"),
 ) -> None:
     """Write a GGUF model in another type, as llama-quantize does: byte for byte its file without an importance

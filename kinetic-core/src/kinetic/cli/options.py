@@ -119,7 +119,8 @@ RUNTIME = [
     _option("chat_template_file", Optional[Path], "--chat-template-file",
             help="Jinja chat template to use instead of the model's own"),
     _option("off", Optional[str], "--off", callback=speed_names,
-            help="turn speed technologies off by name, comma-separated: rad1, warm-start (kinetic doctor lists them)"),
+            help="turn speed technologies off by name, comma-separated: rad1, warm-start, zero-wait, shortlist, "
+                 "convoy"),
     _option("no_prompt_cache", bool, "--no-prompt-cache", default=False,
             help="run every prompt from its first token; same as --off warm-start"),
     _option("cache_dir", Optional[Path], "--cache-dir",

@@ -42,7 +42,9 @@ def load_served_model(model: Path, options: SessionOptions, alias: Optional[str]
     session = Session(Path(model), options)
     slots = slots_for(session, parallel)
     if parallel is not None and parallel > slots:
-        why = "an embedding model embeds one text at a time" if pooling_of(session) is not None else \
+        pooling = pooling_of(session)
+        why = "a reranking model scores one document at a time" if pooling == "rank" else \
+            "an embedding model embeds one text at a time" if pooling is not None else \
             "with Convoy off, requests take turns on one slot"
         print(f"kinetic: warning: --parallel {parallel}: {why}", file=sys.stderr, flush=True)
     served = ServedModel(session, alias, slots, defaults)

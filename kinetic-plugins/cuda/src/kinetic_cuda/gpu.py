@@ -23,7 +23,7 @@ def probe() -> Optional[str]:
     try:
         import cupy
     except ImportError as error:
-        return f"CuPy is not installed ({error}); pip install 'kinetic[cuda]' and cupy-cuda12x or cupy-cuda13x"
+        return f"CuPy is not installed ({error}); pip install 'kinetic-engine[cuda]' (CUDA 12) or 'kinetic-engine[cuda13]'"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except cupy.cuda.runtime.CUDARuntimeError as error:

@@ -46,7 +46,7 @@ def _adapter() -> tuple[Any, Optional[str]]:
     try:
         importlib.import_module("wgpu")
     except ImportError as error:
-        return None, f"wgpu is not installed ({error}); pip install 'kinetic[vulkan]'"
+        return None, f"wgpu is not installed ({error}); pip install 'kinetic-engine[vulkan]'"
     if not loader_present():
         return None, "no Vulkan loader (libvulkan) is installed; install your GPU's Vulkan driver"
     adapters = _vulkan_adapters()
