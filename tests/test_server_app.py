@@ -43,7 +43,7 @@ def error_of(result, status: int) -> dict:
     ({"max_completion_tokens": -1}, "max_completion_tokens"), ({"temperature": 101}, "temperature"),
     ({"top_p": 1.5}, "top_p"), ({"response_format": {"type": "yaml"}}, "response_format"),
     ({"logprobs": True, "top_logprobs": 21}, "top_logprobs"), ({"temperature": "hot"}, "temperature"),
-    ({"stream": "yes"}, "stream"), ({"logit_bias": {"x": 1}}, "logit_bias"), ({"stop": [1]}, "stop"),
+    ({"stream": "yes"}, "stream"), ({"logit_bias": {"5": "high"}}, "logit_bias"), ({"stop": [1]}, "stop"),
     ({"messages": "hello"}, "messages"), ({"messages": [{"role": "user", "content": 5}]}, "messages"),
 ])
 def test_chat_refusals_are_400_naming_the_field(client, change, param):
@@ -288,3 +288,16 @@ def test_stop_scanner_holds_back_what_may_start_a_stop():
     assert scanner.found == "END" and scanner.finish() == ""
     open_end = StopScanner(["END"])
     assert open_end.feed("xE") == "x" and open_end.finish() == "E"
+
+
+def test_logit_bias_takes_llama_servers_forms_too(client, served):
+    """OpenAI's {"id": bias}, and llama-server's [[id or text, bias]] pairs, text keys and false: each bans the
+    token greedy decoding would pick first, so another comes."""
+    body = {"prompt": "The capital of France is", "max_tokens": 1, "temperature": 0}
+    first = client.simulate_post("/v1/completions", json=body).json["choices"][0]["text"]
+    (token,) = served.session.tokenizer.encode(first, add_special=False)
+    for bias in ({str(token): -100}, [[token, False]], [[first, -100]], {first: False}):
+        answer = client.simulate_post("/v1/completions", json={**body, "logit_bias": bias})
+        assert answer.status_code == 200 and answer.json["choices"][0]["text"] != first, bias
+    for bad in ([[token]], {str(token): True}, "ban", [[[token], -1]]):
+        error_of(client.simulate_post("/v1/completions", json={**body, "logit_bias": bad}), 400)

@@ -55,7 +55,7 @@ def max_tokens(fields: Fields, *names: str) -> int:
 def job(served: ServedModel, fields: Fields, prompt: list[int], prompt_text: str, limit: int,
         top_logprobs: Optional[int], thinking: Optional[bool] = None, harmony: bool = False, **tool_use: Any) -> Job:
     """tool_use: a chat with tools offered gives its grammar and tool_format."""
-    return Job(prompt=prompt, overrides=sampling_overrides(fields, served.session.tokenizer.n_vocab),
+    return Job(prompt=prompt, overrides=sampling_overrides(fields, served.session.tokenizer),
                max_tokens=limit, stops=fields.strings("stop", MAX_STOPS), top_logprobs=top_logprobs,
                prompt_text=prompt_text, thinking=thinking, harmony=harmony, cache_prompt=fields.boolean("cache_prompt", True),
                stream=fields.boolean("stream"), n_indent=fields.integer("n_indent", 0, 0),
