@@ -46,7 +46,7 @@ def cached(rng, shape, cache_type) -> tuple[np.ndarray, np.ndarray]:
     """Random rows ([..., hd]) as a cache of this type keeps them, and the float64 values they stand for."""
     x = rng.standard_normal(shape).astype(np.float32)
     if cache_type == "f16":
-        return ops.to_half(x), ops.to_half(x).astype(np.float64)
+        return ops.half_bits_of(x), ops.to_half(x).astype(np.float64)
     stored = quantize_q8_0(x)
     blocks = stored.reshape(stored.shape[:-1] + (-1, 34))
     scales = np.ascontiguousarray(blocks[..., :2]).view(np.float16).astype(np.float64)
@@ -55,7 +55,7 @@ def cached(rng, shape, cache_type) -> tuple[np.ndarray, np.ndarray]:
 
 def blocked(keys) -> np.ndarray:  # keys: [width, positions] -> [blocks, width, KEY_BLOCK], as the key cache holds them
     hd, n = keys.shape
-    never_read = np.nan if keys.dtype == np.float32 else 127
+    never_read = np.float16(np.nan).view(np.uint16) if keys.dtype == np.uint16 else 127
     out = np.full((-(-n // attention.KEY_BLOCK), hd, attention.KEY_BLOCK), never_read, keys.dtype)
     for p in range(n):
         out[p // attention.KEY_BLOCK, :, p % attention.KEY_BLOCK] = keys[:, p]
@@ -154,7 +154,7 @@ def test_a_heads_output_is_the_same_in_any_group(group, window):
     rng = np.random.default_rng(group)
     n_kv, hd, n, ctx = 2, 24, 3, 2 * attention.KEY_BLOCK
     q = halves(rng, (n, n_kv * group, hd))
-    keys, values = halves(rng, (n_kv, ctx, hd)), halves(rng, (ctx, n_kv, hd))
+    keys, values = (ops.half_bits_of(halves(rng, shape)) for shape in ((n_kv, ctx, hd), (ctx, n_kv, hd)))
     positions = np.array([9, 10, 11])
 
     def attend(keys, values):  # keys: [kv heads, ctx, hd], values: [ctx, kv heads, hd]

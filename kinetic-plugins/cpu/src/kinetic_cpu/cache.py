@@ -19,18 +19,18 @@ STATE_MAGIC = b"KCPU-KV2"
 
 
 def width(cache_type: str, head_dim: int) -> int:
-    """Elements a position's row of one KV head takes: head_dim float32, or its q8_0 blocks' bytes."""
+    """Elements a position's row of one KV head takes: head_dim float16, or its q8_0 blocks' bytes."""
     return head_dim // Q8_VALUES * Q8_BYTES if cache_type == "q8_0" else head_dim
 
 
-def _dtypes(cache_type: str) -> tuple[type, type]:
-    """(kept in memory, kept in a saved state): float32 holding float16 values saved as float16; q8_0 bytes."""
-    return (np.int8, np.int8) if cache_type == "q8_0" else (np.float32, np.float16)
+def _dtype(cache_type: str) -> type:
+    """What the cache keeps, in memory and in a saved state: float16 bits (uint16), or q8_0 bytes (int8)."""
+    return np.int8 if cache_type == "q8_0" else np.uint16
 
 
 def stored(x: np.ndarray, cache_type: str) -> np.ndarray:
     """x ([n, n_kv, head_dim] float32) as the cache keeps it: rounded to float16, or as q8_0 blocks."""
-    return quantize_q8_0(x) if cache_type == "q8_0" else ops.to_half(x)
+    return quantize_q8_0(x) if cache_type == "q8_0" else ops.half_bits_of(x)
 
 
 def quantize_q8_0(x: np.ndarray) -> np.ndarray:
@@ -71,8 +71,7 @@ def conv_rows(stack: Stack, context_length: int) -> list[np.ndarray]:
 class CpuSequence:
     """One conversation's keys [n_head_kv, blocks, width, KEY_BLOCK] (position p in block p // KEY_BLOCK, column
     p % KEY_BLOCK: kernels/attention.py) and values [context, n_head_kv, width] per attention block. An f16
-    cache keeps float32 holding float16-rounded values, as llama.cpp's default float16 cache does (float32
-    storage spares a conversion per read); a q8_0 cache keeps each position's q8_0 blocks' bytes (int8), a
+    cache keeps float16 values (their bits, uint16), as llama.cpp's default float16 cache does; a q8_0 cache keeps each position's q8_0 blocks' bytes (int8), a
     position's key column or value row holding them as ggml's block_q8_0 does. Each short convolution keeps its
     input rows [context, n_embd] float32, position by position, so that the sequence truncates exactly; each
     Mamba-2 or Gated DeltaNet mixer its state, its convolution's last rows with it (kinetic.recurrent), which
@@ -83,9 +82,9 @@ class CpuSequence:
         attentions = [b for b in stack.mixers() if isinstance(b, Attention)]
         blocks = -(-context_length // KEY_BLOCK)
         self.cache_types = key_type, value_type = cache_types
-        self.keys = [np.zeros((a.n_head_kv, blocks, width(key_type, a.head_dim), KEY_BLOCK), _dtypes(key_type)[0])
+        self.keys = [np.zeros((a.n_head_kv, blocks, width(key_type, a.head_dim), KEY_BLOCK), _dtype(key_type))
                      for a in attentions]
-        self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtypes(value_type)[0])
+        self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtype(value_type))
                        for a in attentions]
         self.conv_rows = rows  # conv_rows(stack, context_length), or an earlier sequence's
         token_bytes = sum(k[:, 0, :, 0].nbytes + v[0].nbytes for k, v in zip(self.keys, self.values))
@@ -108,13 +107,12 @@ class CpuSequence:
 
     def save(self) -> bytes:
         """n_tokens, then each layer's keys [n_head_kv, width, n] and values [n, n_head_kv, width] as the
-        cache holds them (f16 as float16), then each short convolution's rows [n, n_embd]: exact."""
+        cache holds them, then each short convolution's rows [n, n_embd]: exact."""
         n = self.n_tokens
-        key_saved, value_saved = (_dtypes(t)[1] for t in self.cache_types)
         parts = []
         for keys, values in zip(self.keys, self.values):
             by_position = keys.transpose(0, 2, 1, 3).reshape(keys.shape[0], keys.shape[2], -1)[:, :, :n]
-            parts += [by_position.astype(key_saved).tobytes(), values[:n].astype(value_saved).tobytes()]
+            parts += [by_position.tobytes(), values[:n].tobytes()]
         parts += [rows[:n].tobytes() for rows in self.conv_rows]
         parts += self.recurrent.parts(n) if self.recurrent is not None else []
         return state_blob(state_magic(STATE_MAGIC, self.cache_types), n, parts)
@@ -122,7 +120,7 @@ class CpuSequence:
     def restore(self, blob: bytes) -> None:
         """The state save() gave; a KineticError if blob is not one of this model's with these cache types."""
         n, head = state_tokens(blob, state_magic(STATE_MAGIC, self.cache_types), "CPU")
-        key_saved, value_saved = (np.dtype(_dtypes(t)[1]) for t in self.cache_types)
+        key_saved, value_saved = (np.dtype(_dtype(t)) for t in self.cache_types)
         per_token = sum(keys[:, 0, :, 0].size * key_saved.itemsize + values[0].size * value_saved.itemsize
                         for keys, values in zip(self.keys, self.values)) + sum(r[0].nbytes for r in self.conv_rows)
         states = self.recurrent.saved_bytes(n) if self.recurrent is not None else 0

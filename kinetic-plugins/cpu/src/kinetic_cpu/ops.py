@@ -16,6 +16,7 @@ import numpy as np
 
 from kinetic_cpu.kernels import attention, gates
 from kinetic_cpu.kernels.activations import f16_round
+from kinetic_cpu.kernels.intrinsics import half_bits
 from kinetic_cpu.kernels.shares import run_jobs
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # a division by zero gives inf or NaN, unchecked: loops vectorize
@@ -29,6 +30,16 @@ def to_half(x):  # x: C-contiguous float32, any shape
     flat, rounded = x.reshape(-1), out.reshape(-1)
     for i in range(flat.size):
         rounded[i] = f16_round(flat[i])
+    return out
+
+
+@numba.njit(**_JIT)
+def half_bits_of(x):  # x: C-contiguous float32, any shape -> uint16, the same shape
+    """x rounded to float16 as to_half rounds it, as float16 bits: what an f16 KV cache keeps."""
+    out = np.empty(x.shape, np.uint16)
+    flat, bits = x.reshape(-1), out.reshape(-1)
+    for i in range(flat.size):
+        bits[i] = half_bits(f16_round(flat[i]))
     return out
 
 
@@ -135,7 +146,7 @@ def attend(q, k_cache, v_cache, firsts, lasts, scale, one_thread=False, sinks=No
 
     q: [n, n_head, hd] float32 holding float16 values, k_cache: [n_head_kv, blocks, width, KEY_BLOCK]
     (kernels/attention.py: a block's positions side by side, dimension by dimension), v_cache: [ctx, n_head_kv,
-    width], each float32 holding float16 values (width hd) or int8 holding q8_0 blocks (width hd / 32 * 34,
+    width], each float16 bits (uint16, width hd) or int8 holding q8_0 blocks (width hd / 32 * 34,
     cache.py);
     firsts, lasts: [n] int64; sinks: [n_head] float32 logits that join each head's softmax sum
     (gpt-oss), or None. -> [n, n_head * hd] float32. Each score sums over the head

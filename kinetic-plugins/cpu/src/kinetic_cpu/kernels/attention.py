@@ -4,8 +4,8 @@ scores(q, keys, first, n, out):   out[g, t] = sum over j in order of q[g, j] * k
 softmax(scores, n, scale, totals) scores[g, t] = e^(scale * score - peak), totals[g] their sum in order
 weighted(w, n, values, out):      out[g, j] = sum over t < n in order of w[g, t] * values[t, j]
 
-q: [heads, hd] float64 and the keys (float32, blocked: see scores) hold float16 values, so each product is exact
-in float64 and fma(q, k, s) rounds as s + q * k does: one fma a term. A weighted sum multiplies, then adds
+q: [heads, hd] float64 holding float16 values and the keys (float16 bits, uint16, blocked: see scores), so each
+product is exact in float64 and fma(q, k, s) rounds as s + q * k does: one fma a term. A weighted sum multiplies, then adds
 (two roundings), as numpy and numba's loops do. So both give, bit for bit, the plain loops' sums in order.
 
 A q8_0 cache (int8) holds each position's row as ggml's block_q8_0 bytes: per 32 dimensions a float16 scale d
@@ -29,14 +29,14 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from kinetic_cpu.kernels import exponential, ir
-from kinetic_cpu.kernels.ir import F32, F64, I8, I16, I64
+from kinetic_cpu.kernels.ir import F64, I8, I16, I64
 
 LANES = 8  # float64 lanes of a vector
 KEY_BLOCK = 16  # positions a block of the key cache holds together, dimension by dimension
 # heads a call takes at most, and the sums it keeps going at once: half the vector registers (32 of 512 bits
 # with AVX-512; 16 of 256 bits with AVX2, two to a vector of 8 doubles)
 IN_FLIGHT = 16 if ir.host_has("avx512f") else 4
-FLOATS, DOUBLES = ir.vector(F32, LANES), ir.vector(F64, LANES)
+DOUBLES = ir.vector(F64, LANES)
 Q8_VALUES, Q8_BYTES = 32, 34  # a q8_0 block: 32 values as a float16 scale and 32 int8 (ggml's block_q8_0)
 HALF = llvm.HalfType()
 
@@ -58,9 +58,9 @@ def _by_heads(builder, heads, emit) -> None:
     builder.position_at_end(done)
 
 
-def _load_doubles(builder, pointer, mask):
-    """8 float32 at an i8* pointer (masked) as float64."""
-    return builder.fpext(ir.masked_load(builder, pointer, FLOATS, mask), DOUBLES)
+def _load_halves(builder, pointer, mask):
+    """8 float16 (their bits) at an i8* pointer (masked) as float64: exact."""
+    return _half_doubles(builder, ir.masked_load(builder, pointer, ir.vector(I16, LANES), mask))
 
 
 def _int8_doubles(builder, pointer, mask):
@@ -130,10 +130,10 @@ def _key_offsets(builder, width, start, per_head: int, size: int):
 
 
 def _f16_keys(builder, keys_at, hd, offsets, masks, add) -> None:
-    """add(j, <8 x double> of dimension j per vector of positions), for j = 0 .. hd - 1, from float32 keys."""
+    """add(j, <8 x double> of dimension j per vector of positions), for j = 0 .. hd - 1, from float16 keys."""
     with cgutils.for_range(builder, hd) as dim:
-        row = builder.gep(keys_at, [builder.mul(dim.index, ir.const(I64, 4 * KEY_BLOCK))])
-        add(dim.index, [_load_doubles(builder, builder.gep(row, [offset]), mask) for offset, mask in zip(offsets, masks)])
+        row = builder.gep(keys_at, [builder.mul(dim.index, ir.const(I64, 2 * KEY_BLOCK))])
+        add(dim.index, [_load_halves(builder, builder.gep(row, [offset]), mask) for offset, mask in zip(offsets, masks)])
 
 
 def _q8_keys(builder, keys_at, width, offsets, masks, add) -> None:
@@ -174,7 +174,8 @@ def _position_masks(builder, start, first, end, per_head: int):
 @intrinsic
 def scores(typingctx, q, keys, first, n, out):
     """out[g, t < n] for g < q.shape[0] (in HEAD_COUNTS), t < n: see the module's docstring. keys: one KV
-    head's [blocks, width, KEY_BLOCK] (float32, width hd; or int8, width hd / 32 * 34 bytes of q8_0 blocks),
+    head's [blocks, width, KEY_BLOCK] (uint16 float16 bits, width hd; or int8, width hd / 32 * 34 bytes of q8_0
+    blocks),
     so the keys read together lie together; the vectors start at multiples of 8 and mask off what lies
     before first or from first + n on."""
     q8 = keys.dtype == types.int8
@@ -201,7 +202,7 @@ def scores(typingctx, q, keys, first, n, out):
                         for v, (slot, _) in enumerate(sums[g]):
                             builder.store(ir.fma(builder, q_g, k[v], builder.load(slot)), slot)
 
-                offsets = _key_offsets(builder, width, start, per_head, 1 if q8 else 4)
+                offsets = _key_offsets(builder, width, start, per_head, 1 if q8 else 2)
                 (_q8_keys if q8 else _f16_keys)(builder, keys_at, width, offsets, masks, add)
                 _store_sums(context, builder, sums, out_type, out_value, builder.sub(start, first_value))
 
@@ -214,7 +215,7 @@ def scores(typingctx, q, keys, first, n, out):
 @intrinsic
 def weighted(typingctx, w, n, values, out):
     """out[g, j] for g < w.shape[0] (in HEAD_COUNTS), j < out.shape[1]: see the module's docstring. values:
-    [n, hd] float32, or [n, hd / 32 * 34] int8 (q8_0 blocks)."""
+    [n, hd] uint16 (float16 bits), or [n, hd / 32 * 34] int8 (q8_0 blocks)."""
     q8 = values.dtype == types.int8
 
     def codegen(context, builder, signature, args):
@@ -235,7 +236,7 @@ def weighted(typingctx, w, n, values, out):
                                for v in range(per_head)]
                     else:
                         row = ir.row_pointer(context, builder, values_type, values_value, position.index, j0)
-                        v_t = [_load_doubles(builder, builder.gep(row, [ir.const(I64, 4 * LANES * v)]), sums[0][v][1])
+                        v_t = [_load_halves(builder, builder.gep(row, [ir.const(I64, 2 * LANES * v)]), sums[0][v][1])
                                for v in range(per_head)]
                     for g in range(heads):
                         w_g = _splat_element(context, builder, w_type, w_value, ir.const(I64, g), position.index)

@@ -7,7 +7,7 @@ from numba.extending import intrinsic
 
 from llvmlite import ir as llvm
 
-from kinetic_cpu.kernels.ir import F32, I32, I64, byte_pointer, const
+from kinetic_cpu.kernels.ir import F32, I16, I32, I64, byte_pointer, const
 
 
 @intrinsic
@@ -28,6 +28,16 @@ def bits_float(typingctx, bits):
         return builder.bitcast(builder.trunc(args[0], I32), F32)
 
     return types.float32(types.int64), codegen
+
+
+@intrinsic
+def half_bits(typingctx, value):
+    """half_bits(float32 holding a float16 value) -> uint16: that float16's IEEE bits (exact)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.fptrunc(args[0], llvm.HalfType()), I16)
+
+    return types.uint16(types.float32), codegen
 
 
 @intrinsic
