@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -489,7 +490,7 @@ def test_each_setting_reaches_its_field_by_all_three_names(setting):
     want = SamplingSettings(**{setting.field: value})
     assert setting.field in {f.name for f in dataclasses.fields(SamplingSettings)}
     for name in setting.request:
-        got = request_overrides(Fields({name: value}), n_vocab=10)
+        got = request_overrides(Fields({name: value}), SimpleNamespace(n_vocab=10))  # a tokenizer, for logit_bias
         assert list(got) == [setting.field] and SamplingSettings(**got) == want, name
     if setting.gguf:
         assert resolve_settings({f"general.sampling.{setting.gguf}": value}) == want
