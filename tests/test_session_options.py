@@ -40,6 +40,9 @@ def test_from_env_reads_the_documented_variables():
     assert SessionOptions.from_env({"KINETIC_DEVICE": "", "KINETIC_THREADS": " "}) == SessionOptions()
     with pytest.raises(KineticError, match="^KINETIC_CTX_SIZE must be a whole number, not 'big'$"):
         SessionOptions.from_env({"KINETIC_CTX_SIZE": "big"})
+    assert SessionOptions.from_env({"KINETIC_OFF": "rad1, convoy"}).off == {"rad1", "convoy"}
+    with pytest.raises(KineticError, match="^unknown speed technology 'warp'; use a comma-separated list of rad1"):
+        SessionOptions.from_env({"KINETIC_OFF": "warp"})
 
 
 def test_flags_make_the_same_options():

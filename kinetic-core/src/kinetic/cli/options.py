@@ -11,7 +11,8 @@ from typing import Any, Callable, Mapping, Optional
 import typer
 
 from kinetic.contracts.device import CACHE_TYPES
-from kinetic.engine.options import ALL_LAYERS, SessionOptions
+from kinetic.engine.options import ALL_LAYERS, SessionOptions, off_names
+from kinetic.errors import KineticError
 from kinetic.sampling.names import SETTINGS
 
 _KW = inspect.Parameter.KEYWORD_ONLY
@@ -24,17 +25,10 @@ def _option(name: str, annotation: Any, *decls: str, help: str, default: Any = N
 
 def speed_names(value: Optional[str]) -> frozenset[str]:
     """--off rad1,warm-start -> {"rad1", "warm-start"}; a name no plugin registered is a usage error."""
-    names = frozenset(name.strip() for name in (value or "").split(",") if name.strip())
-    if not names:
-        return names
-    from kinetic.plugins import plugins  # loaded only when needed, so that --help and info stay quick
-
-    registered = [technology.name for technology in plugins().speed_technologies]
-    unknown = sorted(names - set(registered))
-    if unknown:
-        raise typer.BadParameter(f"unknown speed technology {unknown[0]!r}; use a comma-separated list of "
-                                 f"{', '.join(registered) or 'none: no speed technology is registered'}")
-    return names
+    try:
+        return off_names(value)
+    except KineticError as error:
+        raise typer.BadParameter(str(error)) from None
 
 
 def gpu_layers(value: Optional[str]) -> Optional[int]:

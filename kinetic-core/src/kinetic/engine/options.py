@@ -14,6 +14,22 @@ from kinetic.errors import KineticError
 ALL_LAYERS = -1  # --gpu-layers all (or auto), llama.cpp's -ngl all
 
 
+def off_names(text: Optional[str]) -> frozenset[str]:
+    """"rad1, warm-start" (--off, KINETIC_OFF) -> {"rad1", "warm-start"}; a KineticError for a name no plugin
+    registered, naming those that are."""
+    names = frozenset(name.strip() for name in (text or "").split(",") if name.strip())
+    if not names:
+        return names
+    from kinetic.plugins import plugins  # loaded only when needed, so that --help and info stay quick
+
+    registered = [technology.name for technology in plugins().speed_technologies]
+    unknown = sorted(names - set(registered))
+    if unknown:
+        raise KineticError(f"unknown speed technology {unknown[0]!r}; use a comma-separated list of "
+                           f"{', '.join(registered) or 'none: no speed technology is registered'}")
+    return names
+
+
 @dataclass(frozen=True)
 class SessionOptions:
     device: str = "auto"  # a registered device's name, or auto
@@ -31,11 +47,12 @@ class SessionOptions:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SessionOptions:
-        """KINETIC_DEVICE, KINETIC_THREADS, KINETIC_CTX_SIZE and KINETIC_CHAT_TEMPLATE_FILE, as serve's
-        --device, -t, -c and --chat-template-file; unset or empty ones keep their defaults."""
+        """KINETIC_DEVICE, KINETIC_THREADS, KINETIC_CTX_SIZE, KINETIC_CHAT_TEMPLATE_FILE and KINETIC_OFF, as
+        serve's --device, -t, -c, --chat-template-file and --off; unset or empty ones keep their defaults."""
         template = env.get("KINETIC_CHAT_TEMPLATE_FILE")
         return cls(device=env.get("KINETIC_DEVICE") or "auto", threads=_integer(env, "KINETIC_THREADS"),
-                   ctx_size=_integer(env, "KINETIC_CTX_SIZE"), chat_template_file=Path(template) if template else None)
+                   ctx_size=_integer(env, "KINETIC_CTX_SIZE"), chat_template_file=Path(template) if template else None,
+                   off=off_names(env.get("KINETIC_OFF")))
 
 
 def _integer(env: Mapping[str, str], name: str) -> Optional[int]:
