@@ -88,8 +88,8 @@ def test_a_said_line_goes_above_the_activity(monkeypatch):
 def test_the_compile_clock_counts_a_compilation_inside_another_once(monkeypatch):
     screen = terminal(monkeypatch)
     clock = progress.CompileClock("compiling CPU kernels, once, about a minute")
-    with clock.timing():
-        with clock.timing():
+    with clock.during():
+        with clock.during():
             time.sleep(0.03)
         time.sleep(0.03)
     assert 0.06 <= clock.seconds < 0.5

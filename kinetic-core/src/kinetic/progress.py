@@ -55,7 +55,25 @@ def bar(items: Optional[Iterable[T]], unit: str, total: Optional[int] = None, wh
     return tqdm(items, unit=unit, total=total, desc=what, disable=not shown(), leave=False)
 
 
-class Activity:
+class _Bracketed:
+    """What begin() starts and end() ends, around a block: `with x.during():`, ended however the block ends."""
+
+    def begin(self) -> None:
+        raise NotImplementedError
+
+    def end(self) -> None:
+        raise NotImplementedError
+
+    @contextmanager
+    def during(self) -> Iterator[None]:
+        self.begin()
+        try:
+            yield
+        finally:
+            self.end()
+
+
+class Activity(_Bracketed):
     """A line "| what: 12 s" for work that may come in bursts (kernels compile one at a time): shown once the
     work has lasted SHOW_AFTER, kept across pauses shorter than `linger`, wiped when the work is over."""
 
@@ -82,14 +100,6 @@ class Activity:
         if drawer is not None:
             drawer.join()
 
-    @contextmanager
-    def during(self) -> Iterator[None]:
-        self.begin()
-        try:
-            yield
-        finally:
-            self.end()
-
     def _over(self) -> bool:
         with self._lock:
             over = not shown() or self._running == 0 and time.perf_counter() - self._ended >= self.linger
@@ -114,14 +124,12 @@ class Activity:
             _drawers.discard(threading.current_thread())
 
 
-@contextmanager
-def showing(what: str) -> Iterator[None]:
-    """A line naming the work inside the block, while it lasts."""
-    with Activity(what).during():
-        yield
+def showing(what: str):
+    """A line naming the work inside the `with` block, while it lasts."""
+    return Activity(what).during()
 
 
-class CompileClock:
+class CompileClock(_Bracketed):
     """The seconds this process has spent compiling a device's kernels, with a line on the terminal while they
     compile. A compilation started inside another (numba compiles a kernel's callees) counts once."""
 
@@ -130,23 +138,15 @@ class CompileClock:
         self.activity = Activity(what, linger=1.0)  # kernels compile one after another, with a pass between
         self._depth = threading.local()
 
-    def start(self) -> None:
+    def begin(self) -> None:
         depth = getattr(self._depth, "n", 0)
         if depth == 0:
             self._depth.started = time.perf_counter()
             self.activity.begin()
         self._depth.n = depth + 1
 
-    def stop(self) -> None:
+    def end(self) -> None:
         self._depth.n -= 1
         if self._depth.n == 0:
             self.seconds += time.perf_counter() - self._depth.started
             self.activity.end()
-
-    @contextmanager
-    def timing(self) -> Iterator[None]:
-        self.start()
-        try:
-            yield
-        finally:
-            self.stop()

@@ -4,9 +4,9 @@
 
 KINETIC_MODEL (required) names the .gguf file; KINETIC_ALIAS, KINETIC_API_KEY, KINETIC_ALLOWED_HOSTS,
 KINETIC_CTX_SIZE, KINETIC_THREADS, KINETIC_DEVICE, KINETIC_CHAT_TEMPLATE_FILE and KINETIC_OFF are serve's
---alias, --api-key, --allowed-hosts, -c, -t, --device, --chat-template-file and --off. The model loads when this module is
-imported. The WSGI server's address is not known here: without an API key, a name other than a loopback one
-that clients use to reach it goes in KINETIC_ALLOWED_HOSTS.
+--alias, --api-key, --allowed-hosts, -c, -t, --device, --chat-template-file and --off. The model loads when
+this module is imported. The WSGI server's address is not known here: without an API key, a name other than a
+loopback one that clients use to reach it goes in KINETIC_ALLOWED_HOSTS.
 """
 
 from __future__ import annotations

@@ -71,8 +71,9 @@ def conv_rows(stack: Stack, context_length: int) -> list[np.ndarray]:
 class CpuSequence:
     """One conversation's keys [n_head_kv, blocks, width, KEY_BLOCK] (position p in block p // KEY_BLOCK, column
     p % KEY_BLOCK: kernels/attention.py) and values [context, n_head_kv, width] per attention block. An f16
-    cache keeps float16 values (their bits, uint16), as llama.cpp's default float16 cache does; a q8_0 cache keeps each position's q8_0 blocks' bytes (int8), a
-    position's key column or value row holding them as ggml's block_q8_0 does. Each short convolution keeps its
+    cache keeps float16 values (their bits, uint16), as llama.cpp's default float16 cache does; a q8_0 cache
+    keeps each position's q8_0 blocks' bytes (int8), a position's key column or value row holding them as ggml's
+    block_q8_0 does. Each short convolution keeps its
     input rows [context, n_embd] float32, position by position, so that the sequence truncates exactly; each
     Mamba-2 or Gated DeltaNet mixer its state, its convolution's last rows with it (kinetic.recurrent), which
     a cut between kept states computes again through `replay`(sequence, tokens, first position)."""
@@ -87,9 +88,9 @@ class CpuSequence:
         self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtype(value_type))
                        for a in attentions]
         self.conv_rows = rows  # conv_rows(stack, context_length), or an earlier sequence's
-        token_bytes = sum(k[:, 0, :, 0].nbytes + v[0].nbytes for k, v in zip(self.keys, self.values))
-        token_bytes += sum(r[0].nbytes for r in rows)
-        self.recurrent = RecurrentStates(stack, context_length, token_bytes, in_place=True) \
+        self.token_bytes = sum(k[:, 0, :, 0].nbytes + v[0].nbytes for k, v in zip(self.keys, self.values))
+        self.token_bytes += sum(r[0].nbytes for r in rows)  # what a position takes, here and in a saved state
+        self.recurrent = RecurrentStates(stack, context_length, self.token_bytes, in_place=True) \
             if has_recurrent(stack) else None
         self._replay = replay
         self.context_length = context_length
@@ -120,23 +121,19 @@ class CpuSequence:
     def restore(self, blob: bytes) -> None:
         """The state save() gave; a KineticError if blob is not one of this model's with these cache types."""
         n, head = state_tokens(blob, state_magic(STATE_MAGIC, self.cache_types), "CPU")
-        key_saved, value_saved = (np.dtype(_dtype(t)) for t in self.cache_types)
-        per_token = sum(keys[:, 0, :, 0].size * key_saved.itemsize + values[0].size * value_saved.itemsize
-                        for keys, values in zip(self.keys, self.values)) + sum(r[0].nbytes for r in self.conv_rows)
         states = self.recurrent.saved_bytes(n) if self.recurrent is not None else 0
-        if not 0 <= n <= self.context_length or len(blob) != head + n * per_token + states:
+        if not 0 <= n <= self.context_length or len(blob) != head + n * self.token_bytes + states:
             raise KineticError("the saved state does not fit this model and context")
         at = head
         for keys, values in zip(self.keys, self.values):
             count = n * keys[:, 0, :, 0].size
-            by_position = np.frombuffer(blob, key_saved, count, at).reshape(keys.shape[0], keys.shape[2], n)
+            by_position = np.frombuffer(blob, keys.dtype, count, at).reshape(keys.shape[0], keys.shape[2], n)
             for p in range(0, n, KEY_BLOCK):  # position block by block
                 span = min(KEY_BLOCK, n - p)
                 keys[:, p // KEY_BLOCK, :, :span] = by_position[:, :, p : p + span]
-            at += count * key_saved.itemsize
-            count = n * values[0].size
-            values[:n] = np.frombuffer(blob, value_saved, count, at).reshape((n,) + values.shape[1:])
-            at += count * value_saved.itemsize
+            at += by_position.nbytes
+            values[:n] = np.frombuffer(blob, values.dtype, n * values[0].size, at).reshape((n,) + values.shape[1:])
+            at += values[:n].nbytes
         for rows in self.conv_rows:
             rows[:n] = np.frombuffer(blob, np.float32, n * rows.shape[1], at).reshape(n, -1)
             at += rows[:n].nbytes

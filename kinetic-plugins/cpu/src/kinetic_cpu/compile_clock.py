@@ -12,10 +12,10 @@ CLOCK = CompileClock("compiling CPU kernels, once, about a minute")
 
 class _Listener(event.Listener):
     def on_start(self, ev: event.Event) -> None:
-        CLOCK.start()
+        CLOCK.begin()
 
     def on_end(self, ev: event.Event) -> None:
-        CLOCK.stop()
+        CLOCK.end()
 
 
 event.register("numba:compile", _Listener())

@@ -28,7 +28,7 @@ CLOCK = CompileClock("compiling CUDA kernels, once, about 20 s")  # loading them
 def module():
     import cupy
 
-    with CLOCK.timing():
+    with CLOCK.during():
         compiled = cupy.RawModule(code=source(), options=OPTIONS)
         compiled.compile()
     return compiled

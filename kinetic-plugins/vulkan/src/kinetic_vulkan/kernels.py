@@ -31,7 +31,7 @@ def _module(device: Any, name: str, weight_type: Optional[str]):
 
 @lru_cache(maxsize=None)
 def _pipeline(device: Any, name: str, weight_type: Optional[str], constants: tuple[tuple[str, float], ...]):
-    with CLOCK.timing():
+    with CLOCK.during():
         stage = {"module": _module(device, name, weight_type), "entry_point": "main", "constants": dict(constants)}
         return device.create_compute_pipeline(layout="auto", compute=stage)
 

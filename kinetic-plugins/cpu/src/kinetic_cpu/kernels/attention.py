@@ -5,8 +5,8 @@ softmax(scores, n, scale, totals) scores[g, t] = e^(scale * score - peak), total
 weighted(w, n, values, out):      out[g, j] = sum over t < n in order of w[g, t] * values[t, j]
 
 q: [heads, hd] float64 holding float16 values and the keys (float16 bits, uint16, blocked: see scores), so each
-product is exact in float64 and fma(q, k, s) rounds as s + q * k does: one fma a term. A weighted sum multiplies, then adds
-(two roundings), as numpy and numba's loops do. So both give, bit for bit, the plain loops' sums in order.
+product is exact in float64 and fma(q, k, s) rounds as s + q * k does: one fma a term. A weighted sum multiplies,
+then adds (two roundings), as numpy and numba's loops do. So both give, bit for bit, the plain loops' sums in order.
 
 A q8_0 cache (int8) holds each position's row as ggml's block_q8_0 bytes: per 32 dimensions a float16 scale d
 (2 bytes, little-endian) and 32 int8 q. A value d * q has at most 19 significant bits, exact in float64, so the
@@ -133,7 +133,8 @@ def _f16_keys(builder, keys_at, hd, offsets, masks, add) -> None:
     """add(j, <8 x double> of dimension j per vector of positions), for j = 0 .. hd - 1, from float16 keys."""
     with cgutils.for_range(builder, hd) as dim:
         row = builder.gep(keys_at, [builder.mul(dim.index, ir.const(I64, 2 * KEY_BLOCK))])
-        add(dim.index, [_load_halves(builder, builder.gep(row, [offset]), mask) for offset, mask in zip(offsets, masks)])
+        add(dim.index, [_load_halves(builder, builder.gep(row, [offset]), mask)
+                        for offset, mask in zip(offsets, masks)])
 
 
 def _q8_keys(builder, keys_at, width, offsets, masks, add) -> None:
