@@ -33,15 +33,24 @@ def bind(device: Any, pipeline: Any, *buffers: Any):
 
 
 def record(device: Any, steps: list[Step], n: int, n_logits: int):
-    """The command buffer running steps for a pass of n rows."""
+    """The command buffer running steps for a pass of n rows.
+
+    The dispatches go straight to wgpu-native's functions: wgpu-py's checked wrappers cost three times as much a
+    dispatch, and a decode step makes hundreds of them. A mistake in the pass still raises, from finish(), where
+    wgpu-native reports the pass's validation errors."""
+    from wgpu.backends.wgpu_native._ffi import ffi, lib
+
     encoder = device.create_command_encoder()
     compute = encoder.begin_compute_pass()
+    handle, none = compute._internal, ffi.NULL
+    set_pipeline, set_bind_group = lib.wgpuComputePassEncoderSetPipeline, lib.wgpuComputePassEncoderSetBindGroup
+    dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
     for step in steps:
         x, y, z = step.groups(n, n_logits)
         if x and y and z:
-            compute.set_pipeline(step.pipeline)
-            compute.set_bind_group(0, step.bind_group)
-            compute.dispatch_workgroups(x, y, z)
+            set_pipeline(handle, step.pipeline._internal)
+            set_bind_group(handle, 0, step.bind_group._internal, 0, none)
+            dispatch(handle, x, y, z)
     compute.end()
     return encoder.finish()
 
