@@ -5,7 +5,7 @@ for families with no real model here (issues 22's and 23's speed tables).
     python scripts/bench_families.py --llama-dir DIR [--models lfm2-350m] [--dir DIR] [-t 2] [-r 3]
 
 Each file is written once (gguf-py, F32, with kinetic.testing.gguf_factory's tensors and keys), quantized to
-Q4_K_M by DIR/llama-quantize, then measured by `kinetic bench --compare DIR/llama-bench`: pp512 and tg128 of
+Q4_K_M (gpt-oss: MXFP4_MOE, its experts in MXFP4 as the real model ships them) by DIR/llama-quantize, then measured by `kinetic bench --compare DIR/llama-bench`: pp512 and tg128 of
 Kinetic beside llama-bench's on the same file and threads, one engine at a time.
 """
 
@@ -25,7 +25,8 @@ LFM2_350M_KINDS = "ccaccaccacacacac"  # LiquidAI/LFM2-350M's layer_types: c conv
 GRANITE_H_350M_ATTENTION = (10, 13, 17, 27)  # about Granite-4.0-H-350M: 4 of 32 layers attend, 28 are Mamba-2
 # Falcon-H1-0.5B's sizes, but for heads of 128 rather than 64 (the factory's heads span n_embd); Qwen3.5-0.8B's,
 # but with 4 attention heads of 256 (8 in the model) and 1 KV head (2); Qwen3-30B-A3B's (issue 23: its 128 experts,
-# 8 a token, 768 wide), but 4 of its 48 layers, to fit this machine, and 16 heads of 128 (32 in the model)
+# 8 a token, 768 wide), but 4 of its 48 layers, to fit this machine, and 16 heads of 128 (32 in the model);
+# gpt-oss-20b's expert count, 4 a token, and sliding window, at a width of 1024 (2880) in 4 layers (24)
 SHAPES = {
     "lfm2-350m": ("lfm2", Dims(n_layer=16, n_embd=1024, n_head=16, n_head_kv=8, n_ff=4608, n_vocab=65536),
                   {"lfm2.attention.head_count_kv": [8 if kind == "a" else 0 for kind in LFM2_350M_KINDS],
@@ -48,13 +49,18 @@ SHAPES = {
                          {"qwen3moe.expert_count": 128, "qwen3moe.expert_used_count": 8,
                           "qwen3moe.expert_feed_forward_length": 768, "qwen3moe.rope.freq_base": 1000000.0,
                           "qwen3moe.context_length": 40960}),
+    "gpt-oss-4l": ("gpt-oss", Dims(n_layer=4, n_embd=1024, n_head=16, n_head_kv=4, n_ff=1024, n_vocab=32000),
+                   {"gpt-oss.expert_count": 32, "gpt-oss.expert_used_count": 4,
+                    "gpt-oss.expert_feed_forward_length": 1024, "gpt-oss.attention.sliding_window": 128}),
 }
+QUANTIZATION = {"gpt-oss-4l": "MXFP4_MOE"}  # llama-quantize's type for each shape; Q4_K_M where not named
 
 
 def shaped_file(name: str, folder: Path, tools: Path) -> Path:
-    """The Q4_K_M file, written once. The F32 file is written by a child process: the benchmark's peak memory
+    """The quantized file (QUANTIZATION), written once. The F32 file is written by a child process: the benchmark's peak memory
     (ru_maxrss, which a process keeps across exec) would otherwise start at this one's, the whole F32 model."""
-    quantized = folder / f"{name}-Q4_K_M.gguf"
+    kind = QUANTIZATION.get(name, "Q4_K_M")
+    quantized = folder / f"{name}-{kind}.gguf"
     if not quantized.exists():
         f32 = folder / f"{name}-F32.gguf"
         writer = multiprocessing.get_context("spawn").Process(target=write_shaped, args=(name, f32))
@@ -62,7 +68,7 @@ def shaped_file(name: str, folder: Path, tools: Path) -> Path:
         writer.join()
         if writer.exitcode:
             raise RuntimeError(f"writing {f32} failed (exit {writer.exitcode})")
-        subprocess.run([str(tools / "llama-quantize"), str(f32), str(quantized), "Q4_K_M"], check=True,
+        subprocess.run([str(tools / "llama-quantize"), str(f32), str(quantized), kind], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         f32.unlink()
     return quantized

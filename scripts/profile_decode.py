@@ -23,7 +23,7 @@ from kinetic.engine.options import SessionOptions
 from kinetic.engine.session import Session
 from kinetic_cpu import ops, runner
 
-STAGES = ("_embed", "_attention", "_attend_each", "_feed_forward", "_logits", "_linears", "_norm")
+STAGES = ("_embed", "_attention", "_attend_each", "_feed_forward", "_experts", "_logits", "_linears", "_norm")
 OPS = ("rms_norm", "rope_angles", "rope", "to_half", "gate")
 
 

@@ -30,11 +30,10 @@ from kinetic_formats.types._common import fields
 matmul_module = importlib.import_module("kinetic_cpu.kernels.matmul")  # the package's `matmul` is the function
 activations_module = importlib.import_module("kinetic_cpu.kernels.activations")  # likewise `activations`
 
-INT8 = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+INT8 = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
 FLOATS = ["F32", "F16", "BF16"]
-INT8 = [*INT8, "MXFP4"]  # MXFP4 as Q8_0 blocks with the same weights (kernels/mxfp4.py)
-DEQUANTIZED = ["IQ4_NL", "IQ2_XS"]  # no kernel of their own
-PORTABLE = ["Q8_0", "Q5_0", "Q4_K", "Q6_K", "F16"]  # one of each integer and float primitive
+DEQUANTIZED = ["IQ2_XS"]  # no kernel of its own
+PORTABLE = ["Q8_0", "Q5_0", "MXFP4", "Q4_K", "Q6_K", "F16"]  # each integer and float primitive, a table lookup
 ROWS = 96
 BATCH = 64
 
@@ -120,21 +119,15 @@ def test_close_to_the_float_reference(cases, name):
     assert error.max() < (0.02 if name in INT8 else 1e-5)
 
 
-def test_mxfp4_runs_as_q8_0_with_its_weights_or_dequantized(cases):
-    """MXFP4 blocks become Q8_0 blocks holding the same weights; a block whose scale is no float16 (2^-26 here)
-    leaves the matrix to the dequantizing path, as close to the float reference."""
+def test_mxfp4_takes_every_exponent(cases):
+    """E8M0 scales from the subnormal 2^-128 up, float16's range and beyond, as the int8 path gives them: blocks of
+    a group kept in runs, of a group of 4 and a row's last single block."""
     weight, x = cases("MXFP4")
-    mxfp4, q8_0 = plugins().tensor_types["MXFP4"], plugins().tensor_types["Q8_0"]
-    matrix = Matrix(weight, mxfp4.id)
-    assert matrix.type is q8_0
-    as_q8_0 = q8_0.dequantize(matrix.weight.reshape(-1, q8_0.type_size))
-    assert np.array_equal(as_q8_0, mxfp4.dequantize(weight.reshape(-1, mxfp4.type_size)))
-    tiny = weight.copy()
-    tiny[0, 0] = 102
-    matrix = Matrix(tiny, mxfp4.id)
-    floats = mxfp4.dequantize(tiny.reshape(-1, mxfp4.type_size)).reshape(ROWS, -1).astype(np.float64)
-    assert matrix.type is mxfp4
-    assert np.allclose(matrix(x), x.astype(np.float64) @ floats.T, rtol=1e-4, atol=1e-4)
+    extreme = weight.reshape(ROWS, -1, 17).copy()
+    extreme[:, :, 0] = np.array([0, 1, 2, 102, 127, 128, 143, 160], np.uint8)[np.arange(extreme.shape[1]) % 8]
+    extreme[:, 72:, 0] = [0, 1, 160, 128, 2]  # the group of 4 and the single block
+    assert same_bits(matmul(extreme.reshape(ROWS, -1), type_id("MXFP4"), x[:5]),
+                     mxfp4_values(extreme, [a[:5] for a in q8_0_reference(x)]))
 
 
 def test_the_matrix_takes_shared_activations(cases):
@@ -144,7 +137,7 @@ def test_the_matrix_takes_shared_activations(cases):
     assert same_bits(matrix(x[:3], activations("q8_k", x[:3])), matmul(weight, type_id("Q4_K"), x[:3]))
 
 
-@pytest.mark.parametrize("name", ["Q5_0", "Q4_K", "F16", "IQ4_NL"])
+@pytest.mark.parametrize("name", ["Q5_0", "Q4_K", "F16", "IQ2_XS"])
 def test_an_empty_batch(cases, name, threads, monkeypatch):
     """No tokens give a [0, rows] float32 product on every path: one thread, the threaded driver, and the
     row-dequantizing path."""
@@ -160,8 +153,8 @@ def test_kernels_compile_up_front(cases, threads, monkeypatch):
     """compile_kernels names each type once, and leaves nothing for a later product of the type to compile,
     on one thread or several."""
     named = []
-    compile_kernels([type_id("Q8_0"), type_id("IQ4_NL"), type_id("Q8_0")], named.append)
-    assert named == ["Q8_0", "IQ4_NL"]
+    compile_kernels([type_id("Q8_0"), type_id("IQ2_XS"), type_id("Q8_0")], named.append)
+    assert named == ["Q8_0", "IQ2_XS"]
     kernels = [driver.rows, driver.run, activations_module._rows_serial]  # and what they call
     compiled = [list(kernel.signatures) for kernel in kernels]
     assert all(compiled)
@@ -274,12 +267,12 @@ def fma32(a, b, c):  # float32 a * b + c rounded once, as IEEE fusedMultiplyAdd
     return total.astype(np.float32)
 
 
-def legacy_values(blocks, quants, acts, has_min=False):
+def legacy_values(blocks, quants, acts, has_min=False, d_w=None):
     """Block b: lane b % 8 = fma(d_w d_x, q . x_q, lane), then for the types with a minimum
-    fma(m_w, d_x * sum x_q, lane)."""
+    fma(m_w, d_x * sum x_q, lane). d_w: the f16 at byte 0 unless given."""
     xq, d, x_sums = acts
     sums = run_dots(quants, xq, 32)[..., 0].astype(np.float32)  # [n, rows, nb]
-    scale = f16(blocks, 0)[None] * d[:, None]
+    scale = (f16(blocks, 0) if d_w is None else d_w)[None] * d[:, None]
     lanes = np.zeros(sums.shape[:2] + (8,), np.float32)
     for b in range(sums.shape[2]):
         lanes[..., b % 8] = fma32(scale[..., b], sums[..., b], lanes[..., b % 8])
@@ -358,10 +351,23 @@ def q6_k_values(blocks, acts):
     return k_values(f16(blocks, 208), scales, q, acts, offset=32)
 
 
+IQ4_NL_TABLE = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113])  # kvalues_iq4nl
+MXFP4_TABLE = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12])  # kvalues_mxfp4: e2m1 doubled
+
+
+def iq4_nl_values(blocks, acts):
+    return legacy_values(blocks, IQ4_NL_TABLE[unpack(blocks[..., 2:], 4, 16)], acts)
+
+
+def mxfp4_values(blocks, acts):  # d_w = 2^(e - 128), e the block's first byte
+    d_w = np.ldexp(np.float32(1), blocks[..., 0].astype(np.int32) - 128).astype(np.float32)
+    return legacy_values(blocks, MXFP4_TABLE[unpack(blocks[..., 1:], 4, 16)], acts, d_w=d_w)
+
+
 # name -> (outputs [n, rows] from blocks and activations, the activations' kind)
 NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q4_0": (q4_0_values, "q8_0"), "Q4_1": (q4_1_values, "q8_0"),
-               "Q5_0": (q5_0_values, "q8_0"), "Q5_1": (q5_1_values, "q8_0"), "Q4_K": (q4_k_values, "q8_k"),
-               "Q6_K": (q6_k_values, "q8_k")}  # fmt: skip
+               "Q5_0": (q5_0_values, "q8_0"), "Q5_1": (q5_1_values, "q8_0"), "IQ4_NL": (iq4_nl_values, "q8_0"),
+               "MXFP4": (mxfp4_values, "q8_0"), "Q4_K": (q4_k_values, "q8_k"), "Q6_K": (q6_k_values, "q8_k")}  # fmt: skip
 
 
 @pytest.mark.parametrize("kind, reference", [("q8_0", q8_0_reference), ("q8_k", q8_k_reference)])

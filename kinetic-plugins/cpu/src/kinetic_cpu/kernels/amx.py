@@ -1,8 +1,8 @@
-"""Batch products of Q8_0, Q4_0 and Q5_0 weights on Intel AMX tiles (Intel SDM vol. 1, ch. 18), with the
-32-weight block kernels' values bit for bit.
+"""Batch products of Q8_0, Q4_0, Q5_0, IQ4_NL and MXFP4 weights on Intel AMX tiles (Intel SDM vol. 1, ch. 18),
+with the 32-weight block kernels' values bit for bit.
 
-One tile product gives a block's exact integer dots for 16 weight rows and 16 tokens (tdpbssd for Q8_0's
-signed quants, tdpbusd for the unsigned ones); then, as in block32.py, lane (block % 8) of each (row, token)
+One tile product gives a block's exact integer dots for 16 weight rows and 16 tokens (tdpbssd for signed quants:
+Q8_0's, and the table values of IQ4_NL and MXFP4; tdpbusd for the unsigned ones); then, as in block32.py, lane (block % 8) of each (row, token)
 accumulator takes fma(d_w * d_x, S - offset * sum x_q, lane), and kernel.lanes_sum's tree sums the 8 lanes. Only
 the integer sums move to the tiles, and they are exact, so a batch here gives each token what the one-token
 kernels give it.
@@ -31,7 +31,7 @@ from kinetic_cpu.kernels import block32, ir
 from kinetic_cpu.kernels.activations import q8_0_group
 
 TILE = 16  # rows and tokens per tile
-SPECS = {name: block32.SPECS[name] for name in ("Q8_0", "Q4_0", "Q5_0")}
+SPECS = {name: block32.SPECS[name] for name in ("Q8_0", "Q4_0", "Q5_0", "IQ4_NL", "MXFP4")}
 MIN_TOKENS = 16  # fewer: the 32-weight block kernels are as fast (a tile of 16 tokens costs the same however full)
 
 

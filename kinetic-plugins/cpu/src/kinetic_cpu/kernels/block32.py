@@ -1,5 +1,5 @@
-"""Kernels of the 32-weight block types against Q8_0 activations: Q8_0, Q4_0, Q5_0 (w = d * (q - offset))
-and Q4_1, Q5_1 (w = d * q + m).
+"""Kernels of the 32-weight block types against Q8_0 activations: Q8_0, Q4_0, Q5_0 (w = d * (q - offset)),
+Q4_1, Q5_1 (w = d * q + m), and IQ4_NL and MXFP4 (w = d * table[code], d an E8M0 2^(e - 128) for MXFP4).
 
 A block's value is its exact integer dot S = (q - offset) . x_q, the offset term taken off as offset times
 the activations' block sum of x_q, as ggml's reference vec_dot sums a block; then lane (block % 8) of the
@@ -26,26 +26,39 @@ from kinetic_cpu.kernels.ir import F32, I16, I32
 from kinetic_cpu.kernels.kernel import Kernel, step_intrinsic
 
 RUNS = 8  # runs of 4 bytes in a block of 32
+# ggml-common.h's kvalues_iq4nl, and kvalues_mxfp4 (e2m1 values doubled), as kinetic_formats.types.grids has them
+IQ4_NL_TABLE = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
+MXFP4_TABLE = (0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)
 
 
 class _Spec(NamedTuple):
-    size: int  # bytes per block: an f16 d at byte 0 and, with has_min, an f16 m at byte 2
+    size: int  # bytes per block: an f16 d at byte 0 and, with has_min, an f16 m at byte 2 (or an E8M0 d)
     quants_at: int  # where the quants start: 32 int8, or 16 bytes of nibbles (weight j low, j + 16 high)
     nibbles: bool = True
     highs_at: Optional[int] = None  # a little-endian u32 whose bit j is weight j's fifth bit
     signed: bool = False  # quants are int8 (else unsigned bytes)
     offset: int = 0  # w = d * (q - offset)
     has_min: bool = False  # w = d * q + m
+    table: Optional[tuple[int, ...]] = None  # the nibbles are codes of these 16 int8 values
+    exponent: bool = False  # d is one E8M0 byte, 2^(e - 128) (ggml's GGML_E8M0_TO_FP32_HALF), not an f16
 
     def decode(self, builder, block) -> llvm.Value:
         """A block's <32 x i8> quants, from its raw bytes (i8*)."""
         if not self.nibbles:
             return ir.load_bytes(builder, block, self.quants_at, 32)
-        return decoders.nibble_block(self.quants_at, self.highs_at)(builder, block)
+        return self.values(builder, decoders.nibble_block(self.quants_at, self.highs_at)(builder, block))
+
+    def values(self, builder, quants) -> llvm.Value:
+        """The quants themselves, or for a type with a table the values their codes name."""
+        return quants if self.table is None else decoders.looked_up(builder, quants, self.table)
+
+    @property
+    def scale_bytes(self) -> int:
+        return 1 if self.exponent else 2
 
     def head(self, n: int) -> int:
         """Bytes before a group of n blocks' quants, kept in runs: its d's, then its m's."""
-        return 2 * n * (2 if self.has_min else 1)
+        return self.scale_bytes * n * (2 if self.has_min else 1)
 
 
 def _transposed(builder, rows: list) -> list:
@@ -81,7 +94,7 @@ def _kept_runs(builder, spec: _Spec, group, n: int) -> list:
     packed = [ir.load_bytes(builder, group, head + 4 * n * i, 4 * n) for i in range(RUNS // 2)]
     runs = [field(builder, p, 4, 0) for p in packed] + [field(builder, p, 4, 1) for p in packed]
     if spec.highs_at is None:
-        return runs
+        return [spec.values(builder, run) for run in runs]
     highs = [bit_lanes(builder, group, head + 16 * n + n // 2 * i, 0, 4 * n) for i in range(RUNS)]
     return [builder.or_(run, builder.shl(high, ir.const(high.type, 4))) for run, high in zip(runs, highs)]
 
@@ -89,9 +102,22 @@ def _kept_runs(builder, spec: _Spec, group, n: int) -> list:
 def scales(builder, spec: _Spec, at, n: int, which: int = 0) -> llvm.Value:
     """<n x float>: the d's (which 0) or m's (1) of n blocks at `at` (i8*), a group kept in runs or a single
     raw block."""
+    if spec.exponent:
+        return _exponent_scales(builder, ir.load(builder, at, n * which, ir.vector(ir.I8, n)))
     if n == 1:
         return halves.gather_f16(builder, at, 2 * which, spec.size, 1)
     return halves.f16_to_f32(builder, ir.load(builder, at, 2 * n * which, ir.vector(I16, n)))
+
+
+def _exponent_scales(builder, e) -> llvm.Value:
+    """<n x float> 2^(e - 128) of E8M0 bytes e (<n x i8>), exactly: float bits (e - 1) << 23, or for e < 2
+    the subnormal 2^-128 << e."""
+    wide = ir.vector(I32, e.type.count)
+    e = builder.zext(e, wide)
+    normal = builder.shl(builder.sub(e, ir.const(wide, 1)), ir.const(wide, 23))
+    subnormal = builder.shl(ir.const(wide, 0x00200000), e)
+    bits = builder.select(builder.icmp_unsigned("<", e, ir.const(wide, 2)), subnormal, normal)
+    return builder.bitcast(bits, ir.vector(F32, e.type.count))
 
 
 def quants(builder, spec: _Spec, at, n: int) -> list:
@@ -152,6 +178,8 @@ SPECS = {
     "Q4_1": _Spec(20, 4, has_min=True),
     "Q5_0": _Spec(22, 6, highs_at=2, offset=16),
     "Q5_1": _Spec(24, 8, highs_at=4, has_min=True),
+    "IQ4_NL": _Spec(18, 2, signed=True, table=IQ4_NL_TABLE),
+    "MXFP4": _Spec(17, 1, signed=True, table=MXFP4_TABLE, exponent=True),
 }
 KERNELS = {name: _kernel(spec) for name, spec in SPECS.items()}
 
@@ -168,26 +196,28 @@ def keep_in_runs(weight: np.ndarray, name: str, kept: np.ndarray) -> None:  # bo
         groups += [(first, width)] if width > 1 else []
         block += width
     quant_bytes = 16 if spec.nibbles else 32
-    layout = np.array([spec.size, spec.quants_at, quant_bytes, spec.highs_at or -1, spec.head(1) // 2])
+    layout = np.array([spec.size, spec.quants_at, quant_bytes, spec.highs_at or -1, spec.scale_bytes,
+                       spec.head(1) // spec.scale_bytes])
     _keep_in_runs(weight, kept, np.array(groups, np.int64).reshape(-1, 2), layout)
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _keep_in_runs(weight, kept, groups, layout):  # weight, kept: [rows, row_bytes] uint8; groups: [g, 2]
     """kept = weight with each group (first block, n) kept in runs (keep_in_runs); layout: block size, where
-    the quants start, their bytes, where the fifth bits start (-1: none), f16 scales per block."""
-    size, quants_at, quant_bytes, highs_at, n_scales = layout
+    the quants start, their bytes, where the fifth bits start (-1: none), bytes a scale takes, scales per
+    block."""
+    size, quants_at, quant_bytes, highs_at, width, n_scales = layout
     for r in prange(weight.shape[0]):
         kept[r] = weight[r]
         for g in range(groups.shape[0]):
             first, n = groups[g]
-            base, head = first * size, 2 * n * n_scales
+            base, head = first * size, width * n * n_scales
             highs = base + head + n * quant_bytes
             kept[r, highs : base + n * size] = 0
             for l in range(n):
                 block = base + l * size
-                for s in range(2 * n_scales):
-                    kept[r, base + 2 * n * (s // 2) + 2 * l + s % 2] = weight[r, block + s]
+                for s in range(width * n_scales):
+                    kept[r, base + width * n * (s // width) + width * l + s % width] = weight[r, block + s]
                 for i in range(quant_bytes // 4):
                     for j in range(4):
                         kept[r, base + head + 4 * (n * i + l) + j] = weight[r, block + quants_at + 4 * i + j]

@@ -1,4 +1,5 @@
-"""How the quants of each block type unpack: IR builders that give them as unsigned bytes in weight order.
+"""How the quants of each block type unpack: IR builders that give them as unsigned bytes in weight order, and
+4-bit codes as the values of their table (looked_up).
 
 Offsets (q - 8, q - 32, ...) and scales stay with the kernels. Layouts as in ggml-common.h (and the
 reference dequantizers in kinetic_formats.types).
@@ -6,8 +7,12 @@ reference dequantizers in kinetic_formats.types).
 
 from __future__ import annotations
 
+from llvmlite import ir as llvm
+
 from kinetic_cpu.kernels import ir
 from kinetic_cpu.kernels.bitfields import bit_lanes, concat, field
+
+PSHUFB = {16: "llvm.x86.ssse3.pshuf.b.128", 32: "llvm.x86.avx2.pshuf.b", 64: "llvm.x86.avx512.pshuf.b.512"}
 
 
 def nibble_block(qs_at: int, qh_at: int | None = None):
@@ -52,3 +57,17 @@ def k_chunks(low: tuple[int, int, int], high: tuple[int, int, int] | None = None
         return q
 
     return chunk
+
+
+def looked_up(builder, codes, table: tuple[int, ...]):
+    """<n x i8> table[codes] for 4-bit codes (<n x i8>, 0 to 15) and a table of 16 int8 values (IQ4_NL's,
+    MXFP4's): one pshufb (Intel SDM: PSHUFB) per vector where the CPU has it, else a select per entry."""
+    n = codes.type.count
+    if n in PSHUFB and ir.host_has("ssse3") and (n == 16 or ir.host_has("avx2" if n == 32 else "avx512bw")):
+        lanes = llvm.Constant(codes.type, [table[i % 16] for i in range(n)])  # the table in every 16 bytes
+        return ir.call_intrinsic(builder, PSHUFB[n], codes.type, lanes, codes)
+    values = ir.const(codes.type, table[0])
+    for code in range(1, 16):
+        hit = builder.icmp_unsigned("==", codes, ir.const(codes.type, code))
+        values = builder.select(hit, ir.const(codes.type, table[code]), values)
+    return values

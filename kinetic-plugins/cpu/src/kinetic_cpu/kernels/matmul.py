@@ -18,7 +18,7 @@ import numpy as np
 
 from kinetic.plugins import plugins
 
-from kinetic_cpu.kernels import amx, amx_k, block32, mxfp4
+from kinetic_cpu.kernels import amx, amx_k, block32
 from kinetic_cpu.kernels.activations import quantize_q8_0, quantize_q8_k
 from kinetic_cpu.kernels.blocks import as_blocks
 from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, run
@@ -38,15 +38,11 @@ def activations(kind: str, x: np.ndarray) -> tuple:  # x: [n_tokens, k] float32
 
 class Matrix:
     """A weight matrix ready for products: weight [rows, row_bytes] uint8, the raw bytes of GGUF type type_id
-    (a zero-copy view of the file's memory map is read as it is, except by block32's types, which copy it, and
-    MXFP4, whose weights become Q8_0 blocks where they can: kernels/mxfp4.py), or with kept=True, bytes
-    block32.keep_in_runs already laid out."""
+    (a zero-copy view of the file's memory map is read as it is, except by block32's types, which copy it), or
+    with kept=True, bytes block32.keep_in_runs already laid out."""
 
     def __init__(self, weight: np.ndarray, type_id: int, kept: bool = False):
         self.type = plugins().tensor_types[type_id]
-        as_q8_0 = mxfp4.as_q8_0(weight) if self.type.name == "MXFP4" and weight.ndim == 2 else None
-        if as_q8_0 is not None:
-            weight, self.type = as_q8_0, plugins().tensor_types["Q8_0"]
         if weight.ndim != 2 or weight.dtype != np.uint8 or weight.shape[1] % self.type.type_size:
             raise ValueError(f"{self.type.name} weights must be [rows, whole blocks] uint8, not {weight.dtype} "
                              f"{list(weight.shape)}")  # fmt: skip
