@@ -30,7 +30,7 @@ from kinetic_formats.types._common import fields
 matmul_module = importlib.import_module("kinetic_cpu.kernels.matmul")  # the package's `matmul` is the function
 activations_module = importlib.import_module("kinetic_cpu.kernels.activations")  # likewise `activations`
 
-INT8 = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+INT8 = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"]
 FLOATS = ["F32", "F16", "BF16"]
 DEQUANTIZED = ["IQ2_XS"]  # no kernel of its own
 PORTABLE = ["Q8_0", "Q5_0", "MXFP4", "Q4_K", "Q6_K", "F16"]  # each integer and float primitive, a table lookup
@@ -351,6 +351,13 @@ def q6_k_values(blocks, acts):
     return k_values(f16(blocks, 208), scales, q, acts, offset=32)
 
 
+def iq4_xs_values(blocks, acts):  # run r: 6-bit scale less 32, codes of 16 bytes from 8 + 16r as IQ4_NL's
+    runs = np.arange(8)
+    high = (blocks[..., 2].astype(np.int64) | blocks[..., 3].astype(np.int64) << 8)[..., None] >> 2 * runs & 3
+    scales = (blocks[..., 4 + runs // 2].astype(np.int64) >> 4 * (runs % 2) & 15 | high << 4) - 32
+    return k_values(f16(blocks, 0), scales, IQ4_NL_TABLE[unpack(blocks[..., 8:], 4, 16)], acts)
+
+
 IQ4_NL_TABLE = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113])  # kvalues_iq4nl
 MXFP4_TABLE = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12])  # kvalues_mxfp4: e2m1 doubled
 
@@ -367,7 +374,8 @@ def mxfp4_values(blocks, acts):  # d_w = 2^(e - 128), e the block's first byte
 # name -> (outputs [n, rows] from blocks and activations, the activations' kind)
 NUMPY_PATHS = {"Q8_0": (q8_0_values, "q8_0"), "Q4_0": (q4_0_values, "q8_0"), "Q4_1": (q4_1_values, "q8_0"),
                "Q5_0": (q5_0_values, "q8_0"), "Q5_1": (q5_1_values, "q8_0"), "IQ4_NL": (iq4_nl_values, "q8_0"),
-               "MXFP4": (mxfp4_values, "q8_0"), "Q4_K": (q4_k_values, "q8_k"), "Q6_K": (q6_k_values, "q8_k")}  # fmt: skip
+               "MXFP4": (mxfp4_values, "q8_0"), "Q4_K": (q4_k_values, "q8_k"), "Q6_K": (q6_k_values, "q8_k"),
+               "IQ4_XS": (iq4_xs_values, "q8_k")}  # fmt: skip
 
 
 @pytest.mark.parametrize("kind, reference", [("q8_0", q8_0_reference), ("q8_k", q8_k_reference)])

@@ -2,10 +2,10 @@
 with the 32-weight block kernels' values bit for bit.
 
 One tile product gives a block's exact integer dots for 16 weight rows and 16 tokens (tdpbssd for signed quants:
-Q8_0's, and the table values of IQ4_NL and MXFP4; tdpbusd for the unsigned ones); then, as in block32.py, lane (block % 8) of each (row, token)
-accumulator takes fma(d_w * d_x, S - offset * sum x_q, lane), and kernel.lanes_sum's tree sums the 8 lanes. Only
-the integer sums move to the tiles, and they are exact, so a batch here gives each token what the one-token
-kernels give it.
+Q8_0's, and the table values of IQ4_NL and MXFP4; tdpbusd for the unsigned ones); then, as in block32.py, lane
+(block % 8) of each (row, token) accumulator takes fma(d_w * d_x, S - offset * sum x_q, lane), and
+kernel.lanes_sum's tree sums the 8 lanes. Only the integer sums move to the tiles, and they are exact, so a
+batch here gives each token what the one-token kernels give it.
 
 Tiles: C (tmm0) 16 rows x 16 int32; A (tmm1) 16 weight rows x a block's 32 quants, decoded into a buffer;
 B (tmm2) 8 runs of 4 bytes x 16 tokens, a block's activations as tiles() lays them out; alternate blocks

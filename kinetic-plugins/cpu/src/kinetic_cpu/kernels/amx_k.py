@@ -1,8 +1,9 @@
-"""Batch products of the K-quants (Q2_K .. Q6_K) on AMX tiles, with kquants.py's values bit for bit.
+"""Batch products of the K-quants (Q2_K .. Q6_K, IQ4_XS) on AMX tiles, with kquants.py's values bit for bit.
 
 A super-block's runs (8 of 32 weights or 16 of 16, each with its own integer scale) take one tile product
-each: C = the run's quants (q - offset, so signed for Q6_K and Q3_K) . x_q for 16 rows and 16 tokens,
-exact, then I[r] += s_run[r] * C[r] in int32, the 16 rows' I held in registers across the runs. The
+each: C = the run's quants (q - offset, so signed for Q6_K and Q3_K; IQ4_XS's table values are signed) . x_q
+for 16 rows and 16 tokens, exact, then I[r] += s_run[r] * C[r] in int32, the 16 rows' I held in registers
+across the runs. The
 minimums' M = sum over runs of m_run * (run sum of x_q) is exact in float32 (every term and partial sum is
 under 2^24), so fmas sum it. Lane (super-block % 8) then takes fma(d_w d_x, I, lane) and
 fma(-(dmin_w d_x), M, lane), as kquants.py's one-token kernels do: only exact integers move to the tiles.
@@ -180,10 +181,10 @@ def buffers(w, n_sbs):
 
 @overload(buffers, inline="always")
 def _buffers(w, n_sbs):
-    """decode_rows' buffers for n_sbs super-blocks: a (int8 quants less an offset, else uint8), scales,
+    """decode_rows' buffers for n_sbs super-blocks: a (int8 quants less an offset or signed, else uint8), scales,
     mins, d."""
     spec = _spec_of(w)
-    runs, run, dtype = spec.runs, _run(spec), np.int8 if spec.offset else np.uint8
+    runs, run, dtype = spec.runs, _run(spec), np.int8 if spec.offset or spec.signed else np.uint8
     return lambda w, n_sbs: (np.zeros((n_sbs, runs, TILE, run), dtype), np.zeros((n_sbs, runs, TILE), np.int32),
                              np.zeros((n_sbs, runs, TILE), np.float32), np.zeros((n_sbs, 2, TILE), np.float32))
 

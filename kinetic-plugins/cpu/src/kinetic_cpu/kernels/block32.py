@@ -26,9 +26,6 @@ from kinetic_cpu.kernels.ir import F32, I16, I32
 from kinetic_cpu.kernels.kernel import Kernel, step_intrinsic
 
 RUNS = 8  # runs of 4 bytes in a block of 32
-# ggml-common.h's kvalues_iq4nl, and kvalues_mxfp4 (e2m1 values doubled), as kinetic_formats.types.grids has them
-IQ4_NL_TABLE = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
-MXFP4_TABLE = (0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)
 
 
 class _Spec(NamedTuple):
@@ -178,8 +175,8 @@ SPECS = {
     "Q4_1": _Spec(20, 4, has_min=True),
     "Q5_0": _Spec(22, 6, highs_at=2, offset=16),
     "Q5_1": _Spec(24, 8, highs_at=4, has_min=True),
-    "IQ4_NL": _Spec(18, 2, signed=True, table=IQ4_NL_TABLE),
-    "MXFP4": _Spec(17, 1, signed=True, table=MXFP4_TABLE, exponent=True),
+    "IQ4_NL": _Spec(18, 2, signed=True, table=decoders.IQ4_NL_TABLE),
+    "MXFP4": _Spec(17, 1, signed=True, table=decoders.MXFP4_TABLE, exponent=True),
 }
 KERNELS = {name: _kernel(spec) for name, spec in SPECS.items()}
 

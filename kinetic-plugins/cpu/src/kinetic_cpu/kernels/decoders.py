@@ -13,6 +13,9 @@ from kinetic_cpu.kernels import ir
 from kinetic_cpu.kernels.bitfields import bit_lanes, concat, field
 
 PSHUFB = {16: "llvm.x86.ssse3.pshuf.b.128", 32: "llvm.x86.avx2.pshuf.b", 64: "llvm.x86.avx512.pshuf.b.512"}
+# ggml-common.h's kvalues_iq4nl, and kvalues_mxfp4 (e2m1 values doubled), as kinetic_formats.types.grids has them
+IQ4_NL_TABLE = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
+MXFP4_TABLE = (0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)
 
 
 def nibble_block(qs_at: int, qh_at: int | None = None):

@@ -58,15 +58,15 @@ def quad_sums(builder, q, x, q_signed: bool, into=None) -> llvm.Value:
     return sums if into is None else builder.add(into, sums)
 
 
-def scaled_quad_sums(builder, q, x, pair_scales) -> llvm.Value:
-    """quad_sums of <n x i8> unsigned q (<= 63) with each adjacent pair's sum times its <n/2 x i16>
-    pair_scales lane; n is 32, or 64 where WIDE."""
+def scaled_quad_sums(builder, q, x, pair_scales, q_signed: bool = False) -> llvm.Value:
+    """quad_sums of <n x i8> q (unsigned <= 63, or signed with n 32) with each adjacent pair's sum times its
+    <n/2 x i16> pair_scales lane; n is 32, or 64 where WIDE."""
     n = q.type.count
     if AVX2:
-        pairs = _x86_pairs(builder, q, x, False)
+        pairs = _x86_pairs(builder, q, x, q_signed)
         name = "llvm.x86.avx512.pmaddw.d.512" if n == 64 else "llvm.x86.avx2.pmadd.wd"
         return call_intrinsic(builder, name, vector(I32, n // 4), pairs, pair_scales)
-    pairs = _pair_products(builder, q, x, False)
+    pairs = _pair_products(builder, q, x, q_signed)
     return fold_pairs(builder, builder.mul(pairs, builder.sext(pair_scales, vector(I32, n // 2))))
 
 

@@ -1,4 +1,5 @@
-"""Kernels of the K-quants (super-blocks of 256) against Q8_K activations: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+"""Kernels of the K-quants (super-blocks of 256) against Q8_K activations: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and
+IQ4_XS (8 runs of 32, each with a 6-bit scale less 32, its 4-bit codes naming IQ4_NL's int8 values).
 
 A step is one super-block s, whose value is two exact integers: I = the sum over its runs (of 16 or 32
 weights, each with its own scale) of s_run * ((q - offset) . x_q), an offset (32 for Q6_K, 4 for Q3_K,
@@ -54,6 +55,23 @@ def _q6_k_scales(builder, block):  # an int8 scale per run of 16 in bytes 192..2
     return _widen(builder, ir.load_bytes(builder, block, 192, 16), signed=True), None
 
 
+def _iq4_xs_scales(builder, block):  # run r: nibble r % 2 of byte 4 + r / 2, over bits 2r, 2r + 1 of the u16 at 2
+    low = ir.load_bytes(builder, block, 4, 4)
+    low = builder.shuffle_vector(field(builder, low, 4, 0), field(builder, low, 4, 1),
+                                 ir.indices([0, 4, 1, 5, 2, 6, 3, 7]))
+    high = ir.load_bytes(builder, block, 2, 2)  # crumb i of byte j: run 4j + i
+    high = concat(builder, concat(builder, field(builder, high, 2, 0), field(builder, high, 2, 1)),
+                  concat(builder, field(builder, high, 2, 2), field(builder, high, 2, 3)))
+    high = builder.shuffle_vector(high, high, ir.indices([0, 2, 4, 6, 1, 3, 5, 7]))
+    scales = builder.or_(low, builder.shl(high, ir.const(high.type, 4)))
+    return _widen(builder, builder.sub(scales, ir.const(scales.type, 32)), signed=True), None
+
+
+def _iq4_xs_chunk(builder, block, c: int):  # run c: 16 bytes of codes from byte 8 + 16c, as an IQ4_NL block's
+    codes = decoders.nibble_block(8 + 16 * c)(builder, block)
+    return decoders.looked_up(builder, codes, decoders.IQ4_NL_TABLE)
+
+
 def _pair_scales(builder, scales):
     """Per chunk of 32 weights, the <16 x i16> scale of each of its adjacent pairs (runs of 32 or of 16)."""
     n_runs = scales.type.count
@@ -71,23 +89,25 @@ def _eight(builder, v):  # <8 or 16 x i32> -> <8 x i32>: adjacent lanes added wh
 
 
 class _Spec(NamedTuple):
-    decode: Callable  # (builder, block i8*, chunk c) -> <32 x i8> unsigned quants of weights 32c .. 32c + 31
+    decode: Callable  # (builder, block i8*, chunk c) -> <32 x i8> quants of weights 32c .. 32c + 31
     scales: Callable  # (builder, block i8*) -> (<runs x i32> scales, <runs x i32> mins or None)
     runs: int  # runs of weights with a scale of their own: 8 of 32 or 16 of 16
     d_at: int  # byte offset of the f16 d
     dmin_at: int = -1  # of the f16 dmin, for the types with minimums
     offset: int = 0  # w = d * s * (q - offset)
+    signed: bool = False  # quants are int8 (else unsigned bytes of at most 63)
 
 
 def _exact(builder, spec: _Spec, quants, pair_scales, scales, x, run_sums):
     """I (i32) of one token (module docstring), exact: the products' lanes summed, less the offset term;
-    quants(c): chunk c's quants. Where dots.WIDE, two chunks a product."""
-    width = 2 if dots.WIDE else 1
+    quants(c): chunk c's quants. Where dots.WIDE, two chunks a product (unsigned quants: x86 has no 64-byte
+    psign)."""
+    width = 2 if dots.WIDE and not spec.signed else 1
     total = None
     for c in range(0, 8, width):
         q, scale = (quants(c), pair_scales[c]) if width == 1 else (
             concat(builder, quants(c), quants(c + 1)), concat(builder, pair_scales[c], pair_scales[c + 1]))
-        part = dots.scaled_quad_sums(builder, q, ir.load_bytes(builder, x, 32 * c, 32 * width), scale)
+        part = dots.scaled_quad_sums(builder, q, ir.load_bytes(builder, x, 32 * c, 32 * width), scale, spec.signed)
         total = part if total is None else builder.add(total, part)
     exact = dots.int_sum(builder, total)
     if spec.offset:
@@ -144,5 +164,6 @@ SPECS = {
     "Q4_K": _Spec(decoders.k_chunks((16, 4, 32)), _k4_scales, 8, 0, 2),
     "Q5_K": _Spec(decoders.k_chunks((48, 4, 32), (16, 1, 32)), _k4_scales, 8, 0, 2),
     "Q6_K": _Spec(decoders.k_chunks((0, 4, 64), (128, 2, 32)), _q6_k_scales, 16, 208, offset=32),
+    "IQ4_XS": _Spec(_iq4_xs_chunk, _iq4_xs_scales, 8, 0, signed=True),
 }
 KERNELS = {name: _kernel(spec) for name, spec in SPECS.items()}
