@@ -33,7 +33,7 @@ activations_module = importlib.import_module("kinetic_cpu.kernels.activations") 
 INT8 = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"]
 FLOATS = ["F32", "F16", "BF16"]
 DEQUANTIZED = ["IQ2_XS"]  # no kernel of its own
-PORTABLE = ["Q8_0", "Q5_0", "MXFP4", "Q4_K", "Q6_K", "F16"]  # each integer and float primitive, a table lookup
+PORTABLE = ["Q8_0", "Q5_0", "MXFP4", "Q4_K", "Q6_K", "IQ4_XS", "F16"]  # each integer and float primitive, lookups
 ROWS = 96
 BATCH = 64
 
