@@ -8,6 +8,7 @@ import itertools
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Optional, TypeVar
 
@@ -55,14 +56,14 @@ def bar(items: Optional[Iterable[T]], unit: str, total: Optional[int] = None, wh
     return tqdm(items, unit=unit, total=total, desc=what, disable=not shown(), leave=False)
 
 
-class _Bracketed:
+class _Bracketed(ABC):
     """What begin() starts and end() ends, around a block: `with x.during():`, ended however the block ends."""
 
-    def begin(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def begin(self) -> None: ...
 
-    def end(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def end(self) -> None: ...
 
     @contextmanager
     def during(self) -> Iterator[None]:
