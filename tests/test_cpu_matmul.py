@@ -351,13 +351,6 @@ def q6_k_values(blocks, acts):
     return k_values(f16(blocks, 208), scales, q, acts, offset=32)
 
 
-def iq4_xs_values(blocks, acts):  # run r: 6-bit scale less 32, codes of 16 bytes from 8 + 16r as IQ4_NL's
-    runs = np.arange(8)
-    high = (blocks[..., 2].astype(np.int64) | blocks[..., 3].astype(np.int64) << 8)[..., None] >> 2 * runs & 3
-    scales = (blocks[..., 4 + runs // 2].astype(np.int64) >> 4 * (runs % 2) & 15 | high << 4) - 32
-    return k_values(f16(blocks, 0), scales, IQ4_NL_TABLE[unpack(blocks[..., 8:], 4, 16)], acts)
-
-
 IQ4_NL_TABLE = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113])  # kvalues_iq4nl
 MXFP4_TABLE = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12])  # kvalues_mxfp4: e2m1 doubled
 
@@ -369,6 +362,13 @@ def iq4_nl_values(blocks, acts):
 def mxfp4_values(blocks, acts):  # d_w = 2^(e - 128), e the block's first byte
     d_w = np.ldexp(np.float32(1), blocks[..., 0].astype(np.int32) - 128).astype(np.float32)
     return legacy_values(blocks, MXFP4_TABLE[unpack(blocks[..., 1:], 4, 16)], acts, d_w=d_w)
+
+
+def iq4_xs_values(blocks, acts):  # run r: 6-bit scale less 32, codes of 16 bytes from 8 + 16r as IQ4_NL's
+    runs = np.arange(8)
+    high = (blocks[..., 2].astype(np.int64) | blocks[..., 3].astype(np.int64) << 8)[..., None] >> 2 * runs & 3
+    scales = (blocks[..., 4 + runs // 2].astype(np.int64) >> 4 * (runs % 2) & 15 | high << 4) - 32
+    return k_values(f16(blocks, 0), scales, IQ4_NL_TABLE[unpack(blocks[..., 8:], 4, 16)], acts)
 
 
 # name -> (outputs [n, rows] from blocks and activations, the activations' kind)

@@ -12,7 +12,9 @@ from llvmlite import ir as llvm
 from kinetic_cpu.kernels import ir
 from kinetic_cpu.kernels.bitfields import bit_lanes, concat, field
 
-PSHUFB = {16: "llvm.x86.ssse3.pshuf.b.128", 32: "llvm.x86.avx2.pshuf.b", 64: "llvm.x86.avx512.pshuf.b.512"}
+# bytes a vector holds -> (the CPU feature its pshufb needs, that pshufb)
+PSHUFB = {16: ("ssse3", "llvm.x86.ssse3.pshuf.b.128"), 32: ("avx2", "llvm.x86.avx2.pshuf.b"),
+          64: ("avx512bw", "llvm.x86.avx512.pshuf.b.512")}
 # ggml-common.h's kvalues_iq4nl, and kvalues_mxfp4 (e2m1 values doubled), as kinetic_formats.types.grids has them
 IQ4_NL_TABLE = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
 MXFP4_TABLE = (0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)
@@ -66,9 +68,10 @@ def looked_up(builder, codes, table: tuple[int, ...]):
     """<n x i8> table[codes] for 4-bit codes (<n x i8>, 0 to 15) and a table of 16 int8 values (IQ4_NL's,
     MXFP4's): one pshufb (Intel SDM: PSHUFB) per vector where the CPU has it, else a select per entry."""
     n = codes.type.count
-    if n in PSHUFB and ir.host_has("ssse3") and (n == 16 or ir.host_has("avx2" if n == 32 else "avx512bw")):
+    feature, pshufb = PSHUFB.get(n, ("", ""))
+    if feature and ir.host_has(feature):
         lanes = llvm.Constant(codes.type, [table[i % 16] for i in range(n)])  # the table in every 16 bytes
-        return ir.call_intrinsic(builder, PSHUFB[n], codes.type, lanes, codes)
+        return ir.call_intrinsic(builder, pshufb, codes.type, lanes, codes)
     values = ir.const(codes.type, table[0])
     for code in range(1, 16):
         hit = builder.icmp_unsigned("==", codes, ir.const(codes.type, code))
