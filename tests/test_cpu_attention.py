@@ -160,7 +160,41 @@ def test_a_heads_output_is_the_same_in_any_group(group, window):
     def attend(keys, values):  # keys: [kv heads, ctx, hd], values: [ctx, kv heads, hd]
         k_cache = np.stack([blocked(np.ascontiguousarray(k.T)) for k in keys])
         firsts, lasts = visible_spans(positions, window, True, int(positions.max()))
-        return ops.attend(q, k_cache, np.ascontiguousarray(values), firsts, lasts, 0.25)
+        return attend_alone(q, (k_cache, np.ascontiguousarray(values)), firsts, lasts, 0.25)
 
     own = attend(np.repeat(keys, group, axis=0), np.repeat(values, group, axis=1))
     assert np.array_equal(attend(keys, values), own)
+
+
+def attend_alone(q, cache: tuple[np.ndarray, np.ndarray], firsts, lasts, scale) -> np.ndarray:
+    """ops.attend of rows q over one cache (keys, values)."""
+    keys, values = cache
+    addresses = np.array([[keys.ctypes.data, values.ctypes.data]], np.int64)
+    return ops.attend(q, keys, values, addresses, np.zeros(len(q), np.int64), firsts, lasts, scale)
+
+
+def random_cache(rng, n_kv: int, ctx: int, hd: int, cache_type: str) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, values) of one sequence as the CPU cache holds them (ops.attend)."""
+    keys, _ = cached(rng, (n_kv, ctx, hd), cache_type)
+    values, _ = cached(rng, (ctx, n_kv, hd), cache_type)
+    return np.stack([blocked(np.ascontiguousarray(k.T)) for k in keys]), values
+
+
+@pytest.mark.parametrize("serial_terms", [ops.SERIAL_TERMS, 0], ids=["one-thread", "threads"])
+@pytest.mark.parametrize("cache_type", ["f16", "q8_0"])
+def test_rows_of_several_caches_in_one_call_are_each_alone(cache_type, serial_terms, monkeypatch):
+    """A shared pass's rows attend in one call, each to its own sequence's cache, on one thread or several:
+    each row's output is the bits of its sequence's rows attending alone."""
+    monkeypatch.setattr(ops, "SERIAL_TERMS", serial_terms)
+    rng = np.random.default_rng(5)
+    n_kv, group, hd, ctx = 2, 3, 32, 160
+    caches = [random_cache(rng, n_kv, ctx, hd, cache_type) for _ in range(3)]
+    positions = np.array([70, 5, 6, 7, 150, 151])  # a decode row, a chunk, two drafts
+    cache_of_row = np.array([2, 0, 0, 0, 1, 1])
+    q = halves(rng, (len(positions), n_kv * group, hd))
+    firsts, lasts = visible_spans(positions, 0, True, int(positions.max()))
+    addresses = np.array([[k.ctypes.data, v.ctypes.data] for k, v in caches], np.int64)
+    shared = ops.attend(q, *caches[0], addresses, cache_of_row, firsts, lasts, 0.125)
+    for c, cache in enumerate(caches):
+        rows = cache_of_row == c
+        assert np.array_equal(shared[rows], attend_alone(q[rows], cache, firsts[rows], lasts[rows], 0.125))

@@ -31,7 +31,6 @@ from kinetic.plugins import load_plugins, plugins
 from kinetic.reference import blocks as reference_blocks
 from kinetic.reference.executor import ReferenceRunner
 from kinetic.testing.gguf_factory import ARCHITECTURES, COMPARABLE, Dims, write_comparable_model, write_random_model
-from kinetic_cpu.spread import SHORT_SPAN, thread_groups
 
 FAMILIES = ARCHITECTURES
 # The CPU quantizes activations to 8 bits per block where the reference multiplies in float32:
@@ -154,8 +153,7 @@ def test_the_prediction_block_takes_its_parents_shortlist_for_rows_that_read_the
 
 # Sequences sharing a pass (Convoy): (tokens the sequence holds before the pass, its rows in the pass, which
 # of them ask for logits): a decode row, a prompt chunk whose last row asks, draft rows that all ask, and
-# the first chunk of a long prompt, which asks for none. A chunk longer than spread.SHORT_SPAN keeps the
-# pass's attention on numba's threads rather than spreading the sequences over threads.
+# the first chunk of a long prompt, which asks for none; and a longer chunk beside others.
 PASS_PARTS = [(20, 1, "all"), (5, 9, "last"), (30, 4, "all"), (0, 3, "none")]
 LONG_CHUNK = (5, 30, "last")
 
@@ -227,19 +225,6 @@ def test_a_q8_0_cache_needs_heads_of_whole_blocks(tmp_path):
                               weight_type="Q8_0", seed=7)  # heads of 16
     with pytest.raises(UploadRefused, match="q8_0 KV cache holds heads of a multiple of 32 values.*16"):
         runner_for(path, ("f16", "q8_0"))
-
-
-def test_short_sequences_spread_over_threads_by_attention():
-    """Sequences of a pass holding few rows each share out the threads, the most attention first to the least
-    loaded; one group for one thread, one sequence, or a sequence holding more than SHORT_SPAN rows."""
-    positions = np.array([40, 7, 8, 9, 100, 101])
-    spans = [("decode", slice(0, 1)), ("chunk", slice(1, 4)), ("drafts", slice(4, 6))]
-    assert thread_groups(spans, positions, 2) == [[spans[2]], [spans[0], spans[1]]]
-    assert thread_groups(spans, positions, 8) == [[spans[2]], [spans[0]], [spans[1]]]
-    assert thread_groups(spans, positions, 1) == [spans] and thread_groups(spans[:1], positions, 2) == [spans[:1]]
-    long = [("decode", slice(0, 1)), ("chunk", slice(1, 2 + SHORT_SPAN))]
-    assert thread_groups(long, np.arange(2 + SHORT_SPAN), 2) == [long]
-
 
 
 def test_passes_run_on_one_thread_with_the_runners_thread_count(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ import numpy as np
 
 from kinetic_cpu.kernels import attention, gates
 from kinetic_cpu.kernels.activations import f16_round
-from kinetic_cpu.kernels.intrinsics import half_bits
+from kinetic_cpu.kernels.intrinsics import half_bits, pointer_at
 from kinetic_cpu.kernels.shares import run_jobs
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # a division by zero gives inf or NaN, unchecked: loops vectorize
@@ -134,37 +134,38 @@ def rope(x, cos, sin, neox):  # x: [n, heads, head_dim] float32, in place; cos, 
                 x[i, h, b] = np.float32(x0 * s + x1 * c)
 
 
-SERIAL_TERMS = 1 << 21  # below this many score terms (scores times head size) one thread beats two
+SERIAL_TERMS = 1 << 18  # below this many score terms (scores times head size) one thread beats two
 SERIAL_GATES = 1 << 14  # below this many gate outputs likewise (a one-token pass stays on one thread)
 GATE_CHUNK = 1024  # gate outputs per parallel job
 
 
-def attend(q, k_cache, v_cache, firsts, lasts, scale, one_thread=False, sinks=None):
-    """Grouped-query attention of each row i over cache positions [firsts[i], lasts[i]] (kinetic.visibility), on
-    this thread alone with one_thread (the runner spreads sequences over threads), else on numba's threads when
-    large enough.
+def attend(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, sinks=None):
+    """Grouped-query attention of each row i over positions [firsts[i], lasts[i]] (kinetic.visibility) of the
+    cache at addresses[cache_of_row[i]]: one call for every sequence of a pass, on numba's threads when large
+    enough.
 
-    q: [n, n_head, hd] float32 holding float16 values, k_cache: [n_head_kv, blocks, width, KEY_BLOCK]
-    (kernels/attention.py: a block's positions side by side, dimension by dimension), v_cache: [ctx, n_head_kv,
-    width], each float16 bits (uint16, width hd) or int8 holding q8_0 blocks (width hd / 32 * 34,
-    cache.py);
-    firsts, lasts: [n] int64; sinks: [n_head] float32 logits that join each head's softmax sum
-    (gpt-oss), or None. -> [n, n_head * hd] float32. Each score sums over the head
-    dimension in order, softmax and the weighted sum go in position order, all in float64, whatever the
-    thread count (kernels/attention.py). A job is one row and one KV head with its query heads, so each
-    key and value is read once for them.
+    q: [n, n_head, hd] float32 holding float16 values; keys [n_head_kv, blocks, width, KEY_BLOCK]
+    (kernels/attention.py: a block's positions side by side, dimension by dimension) and values [ctx,
+    n_head_kv, width]: a cache of the shape and type of every cache read, each float16 bits (uint16, width
+    hd) or int8 holding q8_0 blocks (width hd / 32 * 34, cache.py), C-contiguous; addresses: [caches, 2]
+    int64, where each cache's keys and values are (kept alive by the caller); cache_of_row, firsts, lasts:
+    [n] int64; sinks: [n_head] float32 logits that join each head's softmax sum (gpt-oss), or None.
+    -> [n, n_head * hd] float32. Each score sums over the head dimension in order, softmax and the weighted
+    sum go in position order, all in float64, whatever the thread count or the other rows
+    (kernels/attention.py). A job is one row and one KV head with its query heads, so each key and value is
+    read once for them.
     """
     q = q.astype(np.float64)  # exact: the kernels take q in float64
     n, n_head, hd = q.shape
     out = np.empty((n, n_head * hd), dtype=np.float32)
     span = int(lasts.max()) + 1
-    workers = 1 if one_thread or n * n_head * span * hd < SERIAL_TERMS else numba.get_num_threads()
-    group = n_head // k_cache.shape[0]  # query heads per KV head: a job takes them together
+    workers = 1 if n * n_head * span * hd < SERIAL_TERMS else min(numba.get_num_threads(), n * keys.shape[0])
+    group = n_head // keys.shape[0]  # query heads per KV head: a job takes them together
     width = min(attention.IN_FLIGHT, head_count(group))  # the most heads a kernel call takes
     heads = np.zeros((workers, width, hd))
     scores, sums = np.empty((workers, width, span)), np.empty((workers, width, hd))
     sinks = np.empty(0) if sinks is None else sinks.astype(np.float64)
-    _attend_jobs(q, k_cache, v_cache, firsts, lasts, scale, out, heads, scores, sums, sinks)
+    _attend_jobs(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores, sums, sinks)
     return out
 
 
@@ -179,22 +180,26 @@ def head_count(heads):
 
 
 @numba.njit(**_JIT)
-def _attend_jobs(q, k_cache, v_cache, firsts, lasts, scale, out, heads, scores, sums, sinks):
+def _attend_jobs(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores, sums, sinks):
     """attend's jobs (kernels/shares.py), one row and one KV head with its query heads each, on as many
     threads as the scratch has rows for."""
-    jobs = _HeadGroups(q, k_cache, v_cache, firsts, lasts, scale, out, heads, scores, sums, sinks)
-    run_jobs(jobs, q.shape[0] * k_cache.shape[0], heads.shape[0])
+    jobs = _HeadGroups(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores, sums,
+                       sinks)
+    run_jobs(jobs, q.shape[0] * keys.shape[0], heads.shape[0])
 
 
 @numba.njit(**_JIT)
 def _attend_group(jobs, job, worker):
     """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv, IN_FLIGHT at most a kernel call,
-    padded to a count the kernels take, with the worker's scratch."""
-    q, k_cache, v_cache, firsts, lasts, scale, out, workers_q, workers_scores, workers_sums, sinks = jobs
+    padded to a count the kernels take, with the worker's scratch, over row i's cache."""
+    q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, workers_q, workers_scores, workers_sums, \
+        sinks = jobs
     heads, scores, sums = workers_q[worker], workers_scores[worker], workers_sums[worker]
-    n_kv, hd, width = k_cache.shape[0], q.shape[2], heads.shape[0]
+    n_kv, hd, width = keys.shape[0], q.shape[2], heads.shape[0]
     group = q.shape[1] // n_kv
     i, kv = job // n_kv, job % n_kv
+    k_cache = numba.carray(pointer_at(addresses[cache_of_row[i], 0]), keys.shape, keys.dtype)
+    v_cache = numba.carray(pointer_at(addresses[cache_of_row[i], 1]), values.shape, values.dtype)
     first, last = firsts[i], lasts[i]
     n = last - first + 1
     totals, sunk = np.empty(width), np.empty(width)
@@ -221,8 +226,10 @@ class _HeadGroups(NamedTuple):
     """attend's jobs: what _attend_group reads and writes."""
 
     q: np.ndarray
-    k_cache: np.ndarray
-    v_cache: np.ndarray
+    keys: np.ndarray  # the first cache's keys and values: the shape and type of every cache's
+    values: np.ndarray
+    addresses: np.ndarray  # [caches, 2] int64: each cache's keys' and values' data
+    cache_of_row: np.ndarray  # [n] int64: the cache each row reads
     firsts: np.ndarray  # [n] int64: each row's first visible position
     lasts: np.ndarray  # [n] int64: its last
     scale: float

@@ -24,7 +24,8 @@ from kinetic_cpu.kernels import delta_net, short_conv, ssm_scan
 from kinetic_cpu.kernels.dots import AVX2
 from kinetic_cpu.kernels.matmul import Matrix, activations
 from kinetic_cpu.shortlist import Shortlist
-from kinetic_cpu.spread import Spans, Spreader
+
+Spans = list[tuple[CpuSequence, slice]]  # each sequence of a pass, with its rows in the pass
 
 
 class CpuRunner:
@@ -45,7 +46,6 @@ class CpuRunner:
         self.cache_types = options.cache_types
         self._norms: dict[str, np.ndarray] = {}
         self._matrices: dict[str, Matrix] = {}
-        self._spreader = Spreader()
         self._shortlist: Optional[Shortlist] = None  # on once start_shortlist() has kept its copy
         self._predictor: Optional[CpuRunner] = None
         self._parent: Optional[CpuRunner] = None  # the runner whose prediction block this one runs
@@ -245,21 +245,20 @@ class CpuRunner:
 
     def _attend_each(self, a: Attention, layer: int, spans: Spans, positions: np.ndarray, q: np.ndarray,
                      k: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Each sequence's rows write their keys and values [n, n_kv, hd] (float32) into its cache, then attend
-        to it: a row sees its own sequence's tokens only. -> [n, n_head * head_dim]"""
-        attended = np.empty((len(q), a.n_head * a.head_dim), np.float32)
+        """Each sequence's rows write their keys and values [n, n_kv, hd] (float32) into its cache, then all rows
+        attend in one call, each to its own sequence's cache. -> [n, n_head * head_dim]"""
+        firsts, lasts, cache_of_row = (np.empty(len(q), np.int64) for _ in range(3))
+        for s, (seq, span) in enumerate(spans):
+            at = positions[span]
+            seq.write(layer, at, k[span], v[span])
+            firsts[span], lasts[span] = visible_spans(at, a.sliding_window, a.causal, int(at.max()))
+            cache_of_row[span] = s
+        first = spans[0][0]  # every sequence's cache has the shape and type of its
+        addresses = np.stack([seq.addresses[layer] for seq, _ in spans]) if len(spans) > 1 else \
+            first.addresses[layer : layer + 1]
         sinks = self._vector(a.sinks) if a.sinks is not None else None
-
-        def attend(part: Spans, one_thread: bool) -> None:
-            for seq, span in part:
-                at = positions[span]
-                seq.write(layer, at, k[span], v[span])
-                firsts, lasts = visible_spans(at, a.sliding_window, a.causal, int(at.max()))
-                attended[span] = ops.attend(q[span], seq.keys[layer], seq.values[layer], firsts, lasts, a.scale,
-                                            one_thread, sinks)
-
-        self._spreader.run(attend, spans, positions)
-        return attended
+        return ops.attend(q, first.keys[layer], first.values[layer], addresses, cache_of_row, firsts, lasts, a.scale,
+                          sinks)
 
     def _short_conv(self, s: ShortConv, x: np.ndarray, spans: Spans, layer: int, positions: np.ndarray) -> np.ndarray:
         b, c, u = np.split(self._linear(s.in_proj, self._norm(s.norm, x)), 3, axis=1)

@@ -1,4 +1,4 @@
-"""Scalar numba intrinsics: float bit casts, an atomic counter and a prefetch hint."""
+"""Scalar numba intrinsics: float bit casts, an atomic counter, a prefetch hint and a pointer from an address."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from numba.extending import intrinsic
 
 from llvmlite import ir as llvm
 
-from kinetic_cpu.kernels.ir import F32, I16, I32, I64, byte_pointer, const
+from kinetic_cpu.kernels.ir import F32, I8, I16, I32, I64, byte_pointer, const
 
 
 @intrinsic
@@ -74,3 +74,14 @@ def prefetch(typingctx, array, offset):
         return context.get_dummy_value()
 
     return types.none(array, types.intp), codegen
+
+
+@intrinsic
+def pointer_at(typingctx, address):
+    """pointer_at(int64) -> void pointer: the address as a pointer, which numba.carray views as an array (the
+    caller keeps the array there alive)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], I8.as_pointer())
+
+    return types.voidptr(types.int64), codegen
