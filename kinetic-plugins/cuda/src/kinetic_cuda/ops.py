@@ -29,6 +29,7 @@ ATTENTION_KERNELS = tuple(f"attention_{g}_{p}" for g in range(1, MAX_GROUP + 1) 
 NORM_THREADS = 1024  # norm_rope.cu's rms_norm, at most
 ACTIVATIONS = {"silu": 0, "gelu_tanh": 1, "swiglu_oai": 2}  # elementwise.cu's gate
 GATINGS = {"softmax": 0, "sigmoid": 1, "softmax_weight": 2}  # experts.cu's route
+ROUTE_ROWS = 4  # experts.cu's route: rows a block routes, a warp each
 
 
 def _blocks(total: int) -> int:
@@ -116,7 +117,7 @@ def route(logits: cupy.ndarray, n: int, block, bias: Optional[cupy.ndarray], ids
     flags = (np.int32(GATINGS[block.gating]), np.int32(block.normalize), np.float32(block.weight_scale))
     args = (logits, np.int32(n), np.int32(block.n_expert), _or_null(bias), np.int32(block.n_used),
             *flags, ids, weights)
-    kernel("route")((math.ceil(n / 64),), (64,), args)
+    kernel("route")((math.ceil(n / ROUTE_ROWS),), (32 * ROUTE_ROWS,), args)
 
 
 def combine_experts(y: cupy.ndarray, weights: cupy.ndarray, n: int, n_used: int, out: cupy.ndarray, shared: bool,

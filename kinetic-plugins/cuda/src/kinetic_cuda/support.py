@@ -13,7 +13,7 @@ QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "MX
 FLOATS = ("F32", "F16", "BF16")  # against float32 activations
 MAX_HEAD_DIM = 256  # one attention thread block per (row, head) holds a head's query
 MAX_STATE_WIDTH = 256  # a recurrent scan holds a state's column in a warp's registers, 8 values a lane
-MAX_EXPERTS = 512  # experts.cu's route keeps a row's picked experts in a bit set of this size
+MAX_EXPERTS = 512  # experts.cu: group_pairs counts each expert's pairs in shared memory arrays of this size
 
 
 def matrices(stack: Stack) -> list[Weight]:

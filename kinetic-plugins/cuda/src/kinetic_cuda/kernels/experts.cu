@@ -1,6 +1,6 @@
 // A mixture of experts' routing and weighted sum (docs/experts.md), each row on its own.
 
-#define MAX_EXPERTS 512  // support.MAX_EXPERTS: the experts a row's taken-set holds
+#define MAX_EXPERTS 512  // support.MAX_EXPERTS: the experts group_pairs counts in shared memory
 
 #define SOFTMAX 0  // ops.GATINGS
 #define SIGMOID 1
@@ -19,41 +19,77 @@ __device__ void softmax(float* x, int n) {
     for (int e = 0; e < n; e++) x[e] = __fmul_rn(x[e], inverse);
 }
 
+// The warp's sum of each lane's s, the same bits in every lane: a fixed butterfly (a + b and b + a are one number)
+__device__ double warp_sum(double s) {
+    for (int offset = 16; offset > 0; offset >>= 1) s = __dadd_rn(s, __shfl_xor_sync(0xffffffffu, s, offset));
+    return s;
+}
+
+// x[:n] = softmax(x[:n]) by one warp, lane l taking experts l, l + 32, ...: its exponentials from the largest,
+// each lane's summed in float64 in order, then the lanes' sums by warp_sum
+__device__ void warp_softmax(float* x, int n, int lane) {
+    float top = __int_as_float(0xff800000);  // minus infinity
+    for (int e = lane; e < n; e += 32) top = fmaxf(top, x[e]);
+    for (int offset = 16; offset > 0; offset >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, offset));
+    double sum = 0.0;
+    for (int e = lane; e < n; e += 32) {
+        x[e] = expf(__fsub_rn(x[e], top));
+        sum += x[e];
+    }
+    float inverse = (float)(1.0 / warp_sum(sum));
+    for (int e = lane; e < n; e += 32) x[e] = __fmul_rn(x[e], inverse);
+}
+
+// The warp's best of each lane's (id, score): the largest score, ties to the lower id, id -1 (none) last; a total
+// order, so every lane ends with the same pick whatever the butterfly's order
+__device__ int warp_best(int best, float score) {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        int other = __shfl_xor_sync(0xffffffffu, best, offset);
+        float other_score = __shfl_xor_sync(0xffffffffu, score, offset);
+        if (other >= 0 && (best < 0 || other_score > score || (other_score == score && other < best)))
+            best = other, score = other_score;
+    }
+    return best;
+}
+
 // Row r's experts, as kinetic.experts.route picks them: p = softmax or sigmoid of its router logits (in place), or
 // the logits themselves (softmax_weight), the n_used largest p + bias in rank order (ties to the lower id), their
-// p (softmax_weight: the softmax of theirs) divided by max(sum, 2^-14) when normalize, times scale. A thread per row.
+// p (softmax_weight: the softmax of theirs) divided by max(sum, 2^-14) when normalize, times scale. A warp per row,
+// lane l holding experts l + 32 j (bit j of its taken set); ROUTE_ROWS rows a block.
+#define ROUTE_ROWS 4  // ops.route
 extern "C" __global__ void route(float* __restrict__ p, int n, int n_expert, const float* __restrict__ bias, int n_used,
                                  int gating, int normalize, float scale, int* __restrict__ ids,
                                  float* __restrict__ weights) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.x * ROUTE_ROWS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (r >= n) return;
     float* row = p + (long)r * n_expert;
     if (gating == SIGMOID) {
-        for (int e = 0; e < n_expert; e++) row[e] = (float)(0.5 * (1.0 + tanh((double)row[e] / 2)));
+        for (int e = lane; e < n_expert; e += 32) row[e] = (float)(0.5 * (1.0 + tanh((double)row[e] / 2)));
     } else if (gating == SOFTMAX) {
-        softmax(row, n_expert);
+        warp_softmax(row, n_expert, lane);
     }
-    unsigned taken[MAX_EXPERTS / 32] = {0};
-    float total = 0.f;
+    __syncwarp();
+    unsigned taken = 0u;
     for (int k = 0; k < n_used; k++) {
         int best = -1;
         float best_score = 0.f;
-        for (int e = 0; e < n_expert; e++) {
+        for (int e = lane, j = 0; e < n_expert; e += 32, j++) {
             float score = bias ? __fadd_rn(row[e], bias[e]) : row[e];
-            if (!(taken[e / 32] >> (e % 32) & 1u) && (best < 0 || score > best_score)) best = e, best_score = score;
+            if (!(taken >> j & 1u) && (best < 0 || score > best_score)) best = e, best_score = score;
         }
-        taken[best / 32] |= 1u << (best % 32);
-        ids[r * n_used + k] = best;
-        weights[r * n_used + k] = row[best];
+        best = warp_best(best, best_score);
+        if (best % 32 == lane) taken |= 1u << (best / 32);
+        if (lane == 0) ids[r * n_used + k] = best, weights[r * n_used + k] = row[best];
     }
-    if (gating == SOFTMAX_WEIGHT) softmax(weights + r * n_used, n_used);
-    for (int k = 0; k < n_used; k++) total = __fadd_rn(total, weights[r * n_used + k]);
+    if (lane) return;
+    float* w = weights + r * n_used;
+    if (gating == SOFTMAX_WEIGHT) softmax(w, n_used);
+    float total = 0.f;
+    for (int k = 0; k < n_used; k++) total = __fadd_rn(total, w[k]);
     float divisor = normalize ? fmaxf(total, 6.103515625e-5f) : 1.f;
     for (int k = 0; k < n_used; k++) {
-        float w = weights[r * n_used + k];
-        if (normalize) w = __fdiv_rn(w, divisor);
-        if (scale != 1.f) w = __fmul_rn(w, scale);
-        weights[r * n_used + k] = w;
+        if (normalize) w[k] = __fdiv_rn(w[k], divisor);
+        if (scale != 1.f) w[k] = __fmul_rn(w[k], scale);
     }
 }
 
