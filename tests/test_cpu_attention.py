@@ -168,9 +168,7 @@ def test_a_heads_output_is_the_same_in_any_group(group, window):
 
 def attend_alone(q, cache: tuple[np.ndarray, np.ndarray], firsts, lasts, scale) -> np.ndarray:
     """ops.attend of rows q over one cache (keys, values)."""
-    keys, values = cache
-    addresses = np.array([[keys.ctypes.data, values.ctypes.data]], np.int64)
-    return ops.attend(q, keys, values, addresses, np.zeros(len(q), np.int64), firsts, lasts, scale)
+    return ops.attend(q, *cache, ops.cache_addresses([cache]), np.zeros(len(q), np.int64), firsts, lasts, scale)
 
 
 def random_cache(rng, n_kv: int, ctx: int, hd: int, cache_type: str) -> tuple[np.ndarray, np.ndarray]:
@@ -193,8 +191,7 @@ def test_rows_of_several_caches_in_one_call_are_each_alone(cache_type, serial_te
     cache_of_row = np.array([2, 0, 0, 0, 1, 1])
     q = halves(rng, (len(positions), n_kv * group, hd))
     firsts, lasts = visible_spans(positions, 0, True, int(positions.max()))
-    addresses = np.array([[k.ctypes.data, v.ctypes.data] for k, v in caches], np.int64)
-    shared = ops.attend(q, *caches[0], addresses, cache_of_row, firsts, lasts, 0.125)
+    shared = ops.attend(q, *caches[0], ops.cache_addresses(caches), cache_of_row, firsts, lasts, 0.125)
     for c, cache in enumerate(caches):
         rows = cache_of_row == c
         assert np.array_equal(shared[rows], attend_alone(q[rows], cache, firsts[rows], lasts[rows], 0.125))

@@ -87,8 +87,7 @@ class CpuSequence:
                      for a in attentions]
         self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtype(value_type))
                        for a in attentions]
-        # [layers, 2]: where each attention layer's keys and values are (ops.attend views them there)
-        self.addresses = np.array([[k.ctypes.data, v.ctypes.data] for k, v in zip(self.keys, self.values)], np.int64)
+        self.addresses = ops.cache_addresses(zip(self.keys, self.values))  # [layers, 2], for ops.attend
         self.conv_rows = rows  # conv_rows(stack, context_length), or an earlier sequence's
         self.token_bytes = sum(k[:, 0, :, 0].nbytes + v[0].nbytes for k, v in zip(self.keys, self.values))
         self.token_bytes += sum(r[0].nbytes for r in rows)  # what a position takes, here and in a saved state

@@ -169,6 +169,11 @@ def attend(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, sinks
     return out
 
 
+def cache_addresses(caches) -> np.ndarray:
+    """[caches, 2] int64: where each cache's keys and values (C-contiguous arrays) are, as attend takes them."""
+    return np.array([[keys.ctypes.data, values.ctypes.data] for keys, values in caches], np.int64)
+
+
 @numba.njit(**_JIT)
 def head_count(heads):
     """The count of heads a kernel call runs for `heads` heads (attention.HEAD_COUNTS): the power of two at
