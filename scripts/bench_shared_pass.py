@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Convoy's shared pass on the CPU: ms per decode pass of N sequences, in one pass or one after another.
+"""Convoy's shared pass: ms per decode pass of N sequences, in one pass or one after another.
 
-    python scripts/bench_shared_pass.py MODEL.gguf [-t 2] [--context 200] [--runs 15]
+    python scripts/bench_shared_pass.py MODEL.gguf [--device cpu|cuda] [-t 2] [--context 200] [--runs 15]
 
 N = 1, 2, 4 and 8 sequences, each holding --context tokens, decode one token each. "shared" runs the N rows
 in one forward, which reads each weight once for all of them; "in turns" runs one forward per sequence, as
-the CPU did before Convoy. Each is the best of --runs, every run timing every N both ways so that a busy
+the device did before Convoy. Each is the best of --runs, every run timing every N both ways so that a busy
 moment hurts one run of each; every pass cuts the sequences back to --context, so each does the same work.
 The kernels are compiled and the weights read once before timing. The load average is printed first:
 numbers on a busy machine are not the device's speed.
@@ -62,15 +62,16 @@ def bench(runner, seqs: list, context: int, runs: int) -> dict[int, tuple[float,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model", type=Path)
+    parser.add_argument("--device", default="cpu", help="a device that shares passes: cpu or cuda")
     parser.add_argument("-t", "--threads", type=int, default=None)
     parser.add_argument("--context", type=int, default=200, help="tokens each sequence holds")
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
     stack = load_stack(args.model)
     options = UploadOptions(threads=args.threads, context_length=args.context + 16)
-    runner = plugins().devices["cpu"].upload(stack, options)
+    runner = plugins().devices[args.device].upload(stack, options)
     seqs = held_sequences(runner, stack.n_vocab, args.context, max(COUNTS))
-    print(f"{args.model.name}, {args.threads or os.cpu_count()} threads, context {args.context}, "
+    print(f"{args.model.name}, {runner.device_name}, {args.threads or os.cpu_count()} threads, context {args.context}, "
           f"best of {args.runs}; load average {os.getloadavg()[0]:.2f}")
     print(f"{'N':>3} {'shared ms':>10} {'in turns ms':>12} {'speed-up':>9} {'shared ms/seq':>14}")
     for count, (shared, turns) in bench(runner, seqs, args.context, args.runs).items():

@@ -211,6 +211,20 @@ def test_sequences_sharing_a_pass_and_truncation(random_model, caches):
 
 
 @gpu
+@pytest.mark.parametrize("arch, shares", [("qwen2", True), ("qwen3moe", True), ("gemma3", True), ("lfm2", False),
+                                          ("granitehybrid", False), ("qwen35", False)])
+def test_passes_are_shared_but_where_blocks_keep_a_sequences_state(tmp_path, arch, shares):
+    """Convoy's one pass for several sequences, but for short convolutions' kept rows and recurrent states; the
+    server's default slots fit in free GPU memory."""
+    path = write_random_model(tmp_path / "m.gguf", arch, Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512), "Q8_0",
+                              seed=3)
+    runner = runner_for(path)
+    assert runner.shares_passes is shares
+    from kinetic_cuda.gpu import free_memory
+    assert runner.sequences_that_fit() > 4 if free_memory() > 1 << 30 else runner.sequences_that_fit() >= 1
+
+
+@gpu
 @pytest.mark.parametrize("caches", CACHES, ids="-".join)
 def test_a_saved_sequence_resumes_exactly(random_model, caches):
     """A saved state resumes exactly (device_checks); a state of other cache types does not load."""

@@ -99,5 +99,5 @@ def test_the_start_up_line_lists_the_registered_technologies_only(model):
 def test_convoy_attaches_only_where_the_runner_shares_passes(model, tmp_path):
     session = Session(model, SessionOptions(device="cpu", ctx_size=64), announce=lambda line: None)
     assert session.runner.shares_passes and CONVOY.attach(session.speed_host).shared_passes
-    one_by_one = types.SimpleNamespace(shares_passes=False)  # as the CUDA runner today
+    one_by_one = types.SimpleNamespace(shares_passes=False)  # as Vulkan, or CUDA with recurrent states
     assert CONVOY.attach(SpeedHost(model, one_by_one, tmp_path)) is None

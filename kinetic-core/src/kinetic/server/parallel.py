@@ -1,5 +1,6 @@
-"""How many requests the server runs at once (--parallel, llama.cpp's -np): what the user says, else on the
-CPU as many full-context sequences as half the available memory holds, up to four."""
+"""How many requests the server runs at once (--parallel, llama.cpp's -np): what the user says, else as many
+full-context sequences as fit, up to four: on the CPU in half the available memory, on a GPU in its free
+memory (the runner's sequences_that_fit)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def slots_for(session: Session, parallel: Optional[int]) -> int:
     if parallel is not None:
         return parallel
     if session.device.name != "cpu":
-        return MOST_BY_DEFAULT
+        return max(1, min(MOST_BY_DEFAULT, session.runner.sequences_that_fit()))
     _, available = memory()
     if available is None:
         return 1

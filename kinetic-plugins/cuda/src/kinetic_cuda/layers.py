@@ -125,8 +125,10 @@ class GpuAttention:
         self.q_width, self.kv_width = a.n_head * a.head_dim, a.n_head_kv * a.head_dim
         self.widths = mix_widths(a)
 
-    def run(self, ws: Workspace, n: int, keys: cupy.ndarray, values: cupy.ndarray) -> None:
-        """ws.x[:n] += this block's output; keys, values: its cache (kinetic_cuda.cache)."""
+    def run(self, ws: Workspace, n: int, spans: list[tuple[int, int, cupy.ndarray, cupy.ndarray]]) -> None:
+        """ws.x[:n] += this block's output; spans: each sequence's rows in the pass (its first row and row count)
+        with its cache's keys and values (kinetic_cuda.cache). The products take every row at once; the cache
+        writes and attention run per sequence."""
         a, positions = self.block, ws.inputs[1]
         h, prepared = _norm_input(ws, self.norm, n, wants_int8(self.q, self.k, self.v))
         q, k, v = ws.view(ws.q, self.q_width), ws.view(ws.k, self.kv_width), ws.view(ws.v, self.kv_width)
@@ -141,22 +143,25 @@ class GpuAttention:
         if not a.norms_after_rope:
             self._head_norms(q, k, n)
         keep_keys = self.q8[0] or a.norms_after_rope
-        ops.rope_store(q, k, v, positions, n, a, self.table, keys, values, (keep_keys, self.q8[1]))
+        for first, rows, keys, values in spans:
+            ops.rope_store(q[first:], k[first:], v[first:], positions[first:], rows, a, self.table, keys, values,
+                           (keep_keys, self.q8[1]))
         if a.norms_after_rope:
             self._head_norms(q, k, n)
-            if not self.q8[0]:
-                ops.store_f16(k, positions, n, keys)
+            for first, rows, keys, _ in spans if not self.q8[0] else ():
+                ops.store_f16(k[first:], positions[first:], rows, keys)
         if self.turn_keys:
             ops.rotate(q, n, self.turn_keys)
             ops.rotate(k, n, self.turn_keys)
         if self.turn_values:
             ops.rotate(v, n, self.turn_values)
-        for x, cache, q8 in ((k, keys, self.q8[0]), (v, values, self.q8[1])):
-            if q8:
-                ops.store_q8(x, positions, n, cache)
         # the attention kernel quantizes whole heads, unless they must turn back or be gated first
         quantized = self.o.quantized and a.head_dim % 32 == 0 and not self.turn_values and not a.output_gate
-        ops.attention(ws, a, positions, n, keys, values, self.q8, ws.acts if quantized else None, self.sinks)
+        for first, rows, keys, values in spans:
+            for x, cache, q8 in ((k, keys, self.q8[0]), (v, values, self.q8[1])):
+                if q8:
+                    ops.store_q8(x[first:], positions[first:], rows, cache)
+            ops.attention(ws, a, first, rows, keys, values, self.q8, ws.acts if quantized else None, self.sinks)
         att = ws.view(ws.att, self.q_width)
         if self.turn_values:
             ops.rotate(att, n, self.turn_values)

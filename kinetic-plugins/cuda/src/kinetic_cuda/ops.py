@@ -201,15 +201,16 @@ def rotate(x: cupy.ndarray, n: int, order: int) -> None:
     kernel("hadamard")((n * x.shape[1] // order,), (order,), (x, np.int32(order)))
 
 
-def attention(ws: Workspace, block, positions: cupy.ndarray, n: int, keys: cupy.ndarray, values: cupy.ndarray,
-              q8: tuple[bool, bool], acts: Optional[Activations] = None, sinks: Optional[cupy.ndarray] = None) -> None:
-    """ws.att[:n] = attention of ws.q[:n] over the cache (its keys and values q8_0 where q8 says so), both
-    [rows, n_head * head_dim], and into acts too when given (head_dim must then be whole blocks of 32); block:
-    the Attention; sinks: its [n_head] sink logits, where it has them."""
+def attention(ws: Workspace, block, first: int, n: int, keys: cupy.ndarray, values: cupy.ndarray, q8: tuple[bool, bool],
+              acts: Optional[Activations] = None, sinks: Optional[cupy.ndarray] = None) -> None:
+    """Rows first .. first + n - 1 of the pass: ws.att = attention of ws.q over the cache (its keys and values q8_0
+    where q8 says so), both [rows, n_head * head_dim], and into acts too when given (head_dim must then be whole
+    blocks of 32); block: the Attention; sinks: its [n_head] sink logits, where it has them."""
     width = block.n_head * block.head_dim
-    args = (ws.view(ws.q, width), keys, values, positions, ws.scores, ws.view(ws.att, width),
+    args = (ws.view(ws.q, width)[first:], keys, values, ws.inputs[1][first:], ws.scores, ws.view(ws.att, width)[first:],
             np.int32(block.n_head), np.int32(block.n_head_kv), np.int32(block.head_dim),
-            np.float32(block.scale), np.int32(block.sliding_window or 0), np.int32(ws.context)) + _acts(acts)
+            np.float32(block.scale), np.int32(block.sliding_window or 0), np.int32(ws.context))
+    args += _acts(acts.after(first, width) if acts is not None else None)
     args += tuple(np.int32(flag) for flag in q8) + (_or_null(sinks),)
     group = _heads_together(block.n_head // block.n_head_kv) if n >= GROUP_FROM else 1
     pairs = min(p for p in HEAD_PAIRS if 64 * p >= block.head_dim)

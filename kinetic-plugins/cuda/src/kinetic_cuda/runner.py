@@ -13,7 +13,7 @@ import numpy as np
 
 from kinetic.contracts.blocks import Attention, Experts, GatedDeltaNet, Mamba2, Parallel, Rope, ShortConv, Stack, Weight
 from kinetic.contracts.device import (Row, UploadOptions, UploadRefused, check_cache_types, forward_by_sequence,
-                                      state_blob, state_magic, state_tokens)
+                                      linear_batches, state_blob, state_magic, state_tokens)
 from kinetic.errors import KineticError
 from kinetic.recurrent import RecurrentStates, cut, has_recurrent
 from kinetic.system import memory
@@ -40,6 +40,7 @@ KERNELS = ("quantize_q8", "gate", "add", "scale", "rms_norm", "rope_store", "sto
            "sigmoid_mul", "mul_rows", "silu_gate_rows", "route", "combine_experts", "group_pairs",
            *ops.ATTENTION_KERNELS)
 Caches = tuple[list[tuple[cupy.ndarray, cupy.ndarray]], list[cupy.ndarray]]  # keys and values; convolutions' rows
+Spans = list[tuple[int, int, "CudaSequence"]]  # each sequence's rows in a pass: its first row, row count, sequence
 
 
 class CudaSequence:
@@ -107,7 +108,6 @@ class CudaSequence:
 
 class CudaRunner:
     context_note = "to fit the GPU"  # the only reason it shrinks a context (_fit)
-    shares_passes = False  # it runs a pass's sequences one after another
 
     @property
     def compile_seconds(self) -> float:
@@ -123,6 +123,10 @@ class CudaRunner:
         self._conv_widths = shape.conv_widths
         fit = _fit(stack, shape, self._widths, options)
         self.context_length, self._slots = fit.context, fit.slots
+        # several sequences' rows in one pass (Convoy) with every weight on the GPU, but not with kept convolution
+        # rows or recurrent states, which the blocks take from one sequence a pass, nor a prediction block's input
+        self.shares_passes = fit.slots is None and not (has_recurrent(stack) or stack.input is not None or any(
+            isinstance(b, ShortConv) for b in stack.mixers()))
         self._pinned = fit.slots is not None and _host_fits(stack)
         rows = rows_per_pass(shape, self.context_length)
         self.device_name = gpu_name()
@@ -176,6 +180,13 @@ class CudaRunner:
               for width in self._widths]
         return kv, [cupy.zeros((self.context_length, width), cupy.float32) for width in self._conv_widths]
 
+    def sequences_that_fit(self) -> int:
+        """Sequences whose caches fit on the GPU at once: the one reserved at upload, and as many more as free GPU
+        memory holds, RESERVE kept free (the server's default slot count)."""
+        per_sequence = sum(self.context_length * cache_module.bytes_per_token(t, width) for width in self._widths
+                           for t in self.cache_types) + self.context_length * 4 * sum(self._conv_widths)
+        return 1 + max(0, (free_memory() - RESERVE) // max(1, per_sequence))
+
     def new_sequence(self) -> CudaSequence:
         """A sequence on a reserved cache; its cache is reused by a later sequence once it is collected."""
         caches = self._spare_caches.pop() if self._spare_caches else self._new_caches()
@@ -212,41 +223,64 @@ class CudaRunner:
         return self._predictor
 
     def forward(self, rows: Sequence[Row]) -> np.ndarray:
-        """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order."""
-        return forward_by_sequence(rows, "the CUDA device", self.ws.rows, self.stack.n_vocab, self._pass)
+        """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order: several
+        sequences' rows in one pass where they fit one (Convoy), else a sequence at a time."""
+        batches = linear_batches(rows, "the CUDA device")
+        if not self.shares_passes or len(batches) == 1 or len(rows) > self.ws.rows:
+            return forward_by_sequence(rows, "the CUDA device", self.ws.rows, self.stack.n_vocab,
+                                       lambda seq, batch, asks: self._pass(batch, [(0, len(batch), seq)], asks))
+        order = [i for _, indices in batches for i in indices]
+        spans, first = [], 0
+        for seq, indices in batches:
+            spans.append((first, len(indices), seq))
+            first += len(indices)
+        batch = [rows[i] for i in order]
+        asks = [j for j, row in enumerate(batch) if row.logits]
+        logits = self._pass(batch, spans, asks)
+        if not asks:
+            return np.empty((0, self.stack.n_vocab), np.float32)
+        slot = {i: a for a, i in enumerate(order[j] for j in asks)}  # row index -> its logits' place in the pass
+        return logits[[slot[i] for i, row in enumerate(rows) if row.logits]]
 
-    def _pass(self, seq: CudaSequence, batch: list[Row], asks: list[int]) -> Optional[np.ndarray]:
-        """Append batch to seq; the logits [len(asks), n_vocab] of batch[asks]."""
+    def _pass(self, batch: list[Row], spans: Spans, asks: list[int]) -> Optional[np.ndarray]:
+        """Append each span (first row, row count, sequence) of batch to its sequence; the logits [len(asks),
+        n_vocab] of batch[asks]."""
         n = len(batch)
         inputs = np.zeros((3, self.ws.rows), np.int32)
         inputs[0, :n] = [row.token for row in batch]
         inputs[1, :n] = [row.position for row in batch]
         inputs[2, : len(asks)] = asks
-        if seq.recurrent is not None:
-            seq.recurrent.tokens[inputs[1, :n]] = inputs[0, :n]
+        for first, count, seq in spans:
+            if seq.recurrent is not None:
+                seq.recurrent.tokens[inputs[1, first : first + count]] = inputs[0, first : first + count]
         with self.stream:
             self.stream.synchronize()  # the last pass may still read the inputs
             self.ws.inputs.set(inputs, stream=self.stream)
             if self.input is not None:
                 vectors = np.array([row.vector for row in batch], np.float32)
                 self.input.vectors[:n].set(vectors, stream=self.stream)
-            graphed = self._slots is None and (seq.recurrent is None or (batch[0].position + 1) % seq.recurrent.interval)
+            seq = spans[0][2]
+            graphed = len(spans) == 1 and self._slots is None and \
+                (seq.recurrent is None or (batch[0].position + 1) % seq.recurrent.interval)
             if n == 1 and asks and graphed:
                 self._decode(seq, batch[0].position)
             else:
-                self._queue(seq, n, len(asks), batch[0].position)
+                self._queue(spans, n, len(asks), batch[0].position)
             if any(row.hidden for row in batch):
                 self.output_norm(self.ws.x, n, self.ws.h)
                 normed = self.ws.h[:n].get(stream=self.stream)
                 self.stream.synchronize()
-                seq.hidden.update((row.position, normed[i]) for i, row in enumerate(batch) if row.hidden)
+                for first, count, seq in spans:
+                    seq.hidden.update((row.position, normed[first + i])
+                                      for i, row in enumerate(batch[first : first + count]) if row.hidden)
             if asks:
                 host = self._host_logits[: len(asks)] if len(asks) <= len(self._host_logits) else None
                 logits = self.ws.logits[: len(asks)].get(stream=self.stream, out=host)
                 self.stream.synchronize()
             else:
                 logits = None
-        seq.n_tokens = batch[-1].position + 1
+        for first, count, seq in spans:
+            seq.n_tokens = batch[first + count - 1].position + 1
         return logits
 
     def _decode(self, seq: CudaSequence, position: int) -> None:
@@ -258,26 +292,30 @@ class CudaRunner:
         graph = seq.decode_graphs.get(key)
         if graph is None:
             self.stream.begin_capture()
-            self._queue(seq, 1, 1, position)
+            self._queue([(0, 1, seq)], 1, 1, position)
             graph = seq.decode_graphs[key] = self.stream.end_capture()
         elif seq.recurrent is not None:
             seq.recurrent.advance(position)
         graph.launch(self.stream)
 
-    def _queue(self, seq: CudaSequence, n: int, n_logits: int, first: int = 0) -> None:
-        """Queue a pass of n rows at positions first, ... whose inputs are in ws.inputs; logits of the first
-        n_logits asking rows."""
+    def _queue(self, spans: Spans, n: int, n_logits: int, first: int = 0) -> None:
+        """Queue a pass of n rows whose inputs are in ws.inputs, spans (first row, row count, sequence) of them
+        continuing each its sequence, at positions first, ... where there is one; logits of the first n_logits
+        asking rows. Only attention runs per sequence: a runner that keeps convolution rows or recurrent states
+        takes one sequence a pass (shares_passes)."""
         ws = self.ws
         ops.embed(self.embedding, ws.inputs[0], n, ws.x, self.stack.embedding_scale)
         if self.input is not None:
             self.input.run(ws, n)
-        caches, conv_rows, layers = iter(seq.caches), iter(seq.conv_rows), itertools.count()
+        seq = spans[0][2]
+        attentions, conv_rows, layers = itertools.count(), iter(seq.conv_rows), itertools.count()
 
         def run(block) -> None:  # its kept state is the next of its kind, in block order
             if isinstance(block, GpuParallel):
                 block.run(ws, n, run)
             elif isinstance(block, GpuAttention):
-                block.run(ws, n, *next(caches))
+                at = next(attentions)
+                block.run(ws, n, [(start, count, *s.caches[at]) for start, count, s in spans])
             elif isinstance(block, GpuShortConv):
                 block.run(ws, n, next(conv_rows))
             elif isinstance(block, (GpuMamba2, GpuDeltaNet)):

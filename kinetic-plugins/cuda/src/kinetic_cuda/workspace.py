@@ -116,6 +116,12 @@ class Activations:
         self.xd = cupy.zeros(rows * width // 32, cupy.float32)
         self.xs = cupy.zeros(rows * width // 32, cupy.int32)
 
+    def after(self, rows: int, width: int) -> "Activations":
+        """Views of the blocks after the first `rows` rows of `width` values: a pass's later rows."""
+        later = Activations.__new__(Activations)
+        later.xq, later.xd, later.xs = self.xq[rows * width :], self.xd[rows * width // 32 :], self.xs[rows * width // 32 :]
+        return later
+
 
 class Workspace:
     def __init__(self, shape: Shape, rows: int, context: int):
