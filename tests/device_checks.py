@@ -72,13 +72,17 @@ def assert_batches_equal_one_at_a_time(runner, path: Path, sizes: tuple[int, ...
 
 
 def assert_sequences_share_a_pass_and_truncate(runner, path: Path) -> None:
-    """Two sequences' rows in one pass give what each gives alone; a truncated sequence replays exactly."""
-    a_tokens, b_tokens = tokens_for(path, 9), tokens_for(path, 14)[5:]
-    alone = in_batches(runner, a_tokens, 9), in_batches(runner, b_tokens, 9)
+    """Two sequences' rows in one pass give what each gives alone: prompts, then one-row steps of each, the same
+    shape pass after pass (which a device may replay); a truncated sequence replays exactly."""
+    a_tokens, b_tokens = tokens_for(path, 12), tokens_for(path, 17)[5:]
+    alone = [in_batches(runner, tokens, 9) for tokens in (a_tokens, b_tokens)]
     a, b = runner.new_sequence(), runner.new_sequence()
-    rows = [Row(a, t, i, parent=i - 1, logits=True) for i, t in enumerate(a_tokens)]
-    rows += [Row(b, t, i, parent=len(a_tokens) + i - 1 if i else -1, logits=True) for i, t in enumerate(b_tokens)]
-    assert np.array_equal(runner.forward(rows), np.concatenate(alone))
+    rows = [Row(a, t, i, parent=i - 1, logits=True) for i, t in enumerate(a_tokens[:9])]
+    rows += [Row(b, t, i, parent=9 + i - 1 if i else -1, logits=True) for i, t in enumerate(b_tokens[:9])]
+    assert np.array_equal(runner.forward(rows), np.concatenate([alone[0][:9], alone[1][:9]]))
+    for i in range(9, 12):
+        step = runner.forward([Row(a, a_tokens[i], i, logits=True), Row(b, b_tokens[i], i, logits=True)])
+        assert np.array_equal(step, np.stack([alone[0][i], alone[1][i]])), f"step at position {i}"
     a.truncate(4)
     assert np.array_equal(in_batches(runner, a_tokens[4:], 1, seq=a), alone[0][4:])
 

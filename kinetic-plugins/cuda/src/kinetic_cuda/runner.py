@@ -1,10 +1,11 @@
 """Running a Stack on the GPU: weights uploaded once, the KV cache of one sequence reserved at upload,
-a pass of up to ws.rows rows queued as kernels, and the one-token decode step replayed as a CUDA graph."""
+a pass of up to ws.rows rows queued as kernels, the one-token decode step and repeated shared passes replayed as CUDA graphs."""
 
 from __future__ import annotations
 
 import itertools
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -35,6 +36,8 @@ RESERVE = 256 << 20  # GPU memory Flywheel leaves free, for CUDA graphs and kern
 HOST_SPARE = 3 * GIB  # RAM left to other programs when Flywheel copies the experts into page-locked memory
 FLYWHEEL_LEAST = ", with Flywheel keeping {} experts a layer on the GPU and the rest in system memory"
 PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
+SHARED_GRAPHS = 64  # shapes of shared passes a runner remembers, with the CUDA graphs of those seen twice
+GRAPHED_ROWS = 64  # shared passes of more rows (prompt chunks) are queued: their shapes seldom come back
 KERNELS = ("quantize_q8", "gate", "add", "scale", "rms_norm", "rope_store", "store_q8", "store_f16", "hadamard",
            "short_conv_keep", "short_conv", "conv_keep", "conv_silu", "ssm_scan", "delta_net_scan", "split_gate",
            "sigmoid_mul", "mul_rows", "silu_gate_rows", "route", "combine_experts", "group_pairs",
@@ -60,6 +63,7 @@ class CudaSequence:
         self.n_tokens = 0
         self.hidden: dict[int, np.ndarray] = {}  # position -> hidden state after the output norm (Row.hidden)
         self.decode_graphs: dict = {}  # the one-token pass's CUDA graphs (CudaRunner._decode)
+        self.pointers = tuple(array.data.ptr for pair in self.caches for array in pair)  # what a graph writes
 
     def token_bytes(self) -> int:
         """What its caches hold for each token."""
@@ -144,6 +148,7 @@ class CudaRunner:
             kernel(name)
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self._spare_caches = [self._new_caches()]
+        self._shared_graphs: OrderedDict = OrderedDict()  # CudaRunner._shared
         self._host_logits = pinned(min(PINNED_ROWS, rows) * stack.n_vocab).reshape(-1, stack.n_vocab)
         cupy.cuda.Device().synchronize()  # the uploads (default stream) are done before any pass or copy starts
 
@@ -264,6 +269,8 @@ class CudaRunner:
                 (seq.recurrent is None or (batch[0].position + 1) % seq.recurrent.interval)
             if n == 1 and asks and graphed:
                 self._decode(seq, batch[0].position)
+            elif len(spans) > 1 and n <= GRAPHED_ROWS:
+                self._shared(spans, n, len(asks))
             else:
                 self._queue(spans, n, len(asks), batch[0].position)
             if any(row.hidden for row in batch):
@@ -297,6 +304,26 @@ class CudaRunner:
         elif seq.recurrent is not None:
             seq.recurrent.advance(position)
         graph.launch(self.stream)
+
+    def _shared(self, spans: Spans, n: int, n_logits: int) -> None:
+        """A pass of several sequences' rows (Convoy), replaying its CUDA graph from the second pass of its shape
+        on: the rows of each sequence, the logits asked and the caches written, the only things a graph keeps
+        that the inputs do not give (a new sequence reuses a freed one's caches, and with them its graphs). A
+        shape seen once is queued, so passes of changing shapes (drafts) pay no capture."""
+        key = (n_logits, tuple((count, seq.pointers) for _, count, seq in spans))
+        seen = key in self._shared_graphs
+        graph = self._shared_graphs.pop(key, None)
+        if seen and graph is None:
+            self.stream.begin_capture()
+            self._queue(spans, n, n_logits)
+            graph = self.stream.end_capture()
+        self._shared_graphs[key] = graph
+        if len(self._shared_graphs) > SHARED_GRAPHS:
+            self._shared_graphs.popitem(last=False)
+        if graph is None:
+            self._queue(spans, n, n_logits)
+        else:
+            graph.launch(self.stream)
 
     def _queue(self, spans: Spans, n: int, n_logits: int, first: int = 0) -> None:
         """Queue a pass of n rows whose inputs are in ws.inputs, spans (first row, row count, sequence) of them
