@@ -101,12 +101,6 @@ class CpuSequence:
     def truncate(self, n: int) -> None:
         cut(self, n, self._replay)
 
-    def write(self, layer: int, at: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
-        """Positions at ([n] int64) of a layer get keys k and values v ([n, n_kv, head_dim] float32)."""
-        key_type, value_type = self.cache_types
-        self.keys[layer][:, at // KEY_BLOCK, :, at % KEY_BLOCK] = stored(k, key_type)
-        self.values[layer][at] = stored(v, value_type)
-
     def save(self) -> bytes:
         """n_tokens, then each layer's keys [n_head_kv, width, n] and values [n, n_head_kv, width] as the
         cache holds them, then each short convolution's rows [n, n_embd]: exact."""

@@ -169,6 +169,21 @@ def attend(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, sinks
     return out
 
 
+@numba.njit(**_JIT)
+def store(keys, values, addresses, cache_of_row, positions, k, v):
+    """Row i's keys k[i] and values v[i] ([n, n_kv, width], as the caches keep them: cache.stored) into the
+    cache at addresses[cache_of_row[i]] (ops.attend's caches, of the shape and type of keys and values), at
+    position positions[i]: its keys in column p % KEY_BLOCK of block p // KEY_BLOCK, its values in row p."""
+    for i in range(k.shape[0]):
+        k_cache = numba.carray(pointer_at(addresses[cache_of_row[i], 0]), keys.shape, keys.dtype)
+        v_cache = numba.carray(pointer_at(addresses[cache_of_row[i], 1]), values.shape, values.dtype)
+        p = positions[i]
+        for h in range(k.shape[1]):
+            for j in range(k.shape[2]):
+                k_cache[h, p // attention.KEY_BLOCK, j, p % attention.KEY_BLOCK] = k[i, h, j]
+                v_cache[p, h, j] = v[i, h, j]
+
+
 def cache_addresses(caches) -> np.ndarray:
     """[caches, 2] int64: where each cache's keys and values (C-contiguous arrays) are, as attend takes them."""
     return np.array([[keys.ctypes.data, values.ctypes.data] for keys, values in caches], np.int64)

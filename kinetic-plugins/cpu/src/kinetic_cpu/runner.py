@@ -18,7 +18,7 @@ from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_
 from kinetic.experts import route, swiglu_oai
 from kinetic.visibility import visible_spans
 from kinetic_cpu import compile_clock, ops
-from kinetic_cpu.cache import CpuSequence, conv_rows
+from kinetic_cpu.cache import CpuSequence, conv_rows, stored
 from kinetic_cpu.home import at_home
 from kinetic_cpu.kernels import delta_net, short_conv, ssm_scan
 from kinetic_cpu.kernels.dots import AVX2
@@ -115,7 +115,7 @@ class CpuRunner:
         for seq, span in spans:
             if seq.recurrent is not None:
                 seq.recurrent.tokens[positions[span]] = tokens[span]
-        numbers = _Numbers()
+        numbers = _Numbers(_Attending(spans, positions))
         for block in self.stack.blocks:
             if isinstance(block, Parallel):
                 h = self._norm(block.norm, x)
@@ -136,7 +136,7 @@ class CpuRunner:
         """One mixer's output for rows x; numbers counts the kept state of each kind so far, in block order."""
         if isinstance(block, Attention):
             numbers.attentions += 1
-            return self._attention(block, x, spans, numbers.attentions - 1, positions)
+            return self._attention(block, x, numbers.attending, numbers.attentions - 1)
         if isinstance(block, ShortConv):
             numbers.rows += 1
             return self._short_conv(block, x, spans, numbers.rows - 1, positions)
@@ -213,7 +213,7 @@ class CpuRunner:
     def _linear(self, weight: Weight, x: np.ndarray) -> np.ndarray:
         return self._linears(x, (weight, None))[0]
 
-    def _attention(self, a: Attention, x: np.ndarray, spans: Spans, layer: int, positions: np.ndarray) -> np.ndarray:
+    def _attention(self, a: Attention, x: np.ndarray, attending: "_Attending", layer: int) -> np.ndarray:
         h = self._norm(a.norm, x)
         n = len(x)
         q, k, v = self._linears(h, (a.q, a.q_bias), (a.k, a.k_bias), (a.v, a.v_bias))
@@ -225,7 +225,7 @@ class CpuRunner:
         q = np.ascontiguousarray(q).reshape(n, a.n_head, a.head_dim)
         k = np.ascontiguousarray(k).reshape(n, a.n_head_kv, a.head_dim)
         v = v.reshape(n, a.n_head_kv, a.head_dim)
-        self._rotate(a.rope, positions, q, k)
+        self._rotate(a.rope, attending.positions, q, k)
         if a.norms_after_rope:
             q, k = self._norm(a.q_norm, q), self._norm(a.k_norm, k)
         turn_keys, turn_values = cache_rotations(a.head_dim, self.cache_types)
@@ -235,7 +235,7 @@ class CpuRunner:
             v = ops.rotated(v.reshape(-1, a.head_dim), turn_values).reshape(v.shape)
         # q meets the keys at float16 precision, as ggml's F16 dot product takes it (with q8_0 keys too: the
         # products stay exact in float64, kernels/attention.py)
-        attended = self._attend_each(a, layer, spans, positions, ops.to_half(q), k, v)
+        attended = self._attend_each(a, layer, attending, ops.to_half(q), k, v)
         if turn_values:
             attended = ops.rotated(attended.reshape(-1, a.head_dim), turn_values).reshape(attended.shape)
         if a.output_gate:
@@ -243,22 +243,18 @@ class CpuRunner:
         out = self._linears(attended, (a.o, a.o_bias))[0]
         return self._norm(a.post_norm, out)
 
-    def _attend_each(self, a: Attention, layer: int, spans: Spans, positions: np.ndarray, q: np.ndarray,
-                     k: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Each sequence's rows write their keys and values [n, n_kv, hd] (float32) into its cache, then all rows
-        attend in one call, each to its own sequence's cache. -> [n, n_head * head_dim]"""
-        firsts, lasts, cache_of_row = (np.empty(len(q), np.int64) for _ in range(3))
-        for s, (seq, span) in enumerate(spans):
-            at = positions[span]
-            seq.write(layer, at, k[span], v[span])
-            firsts[span], lasts[span] = visible_spans(at, a.sliding_window, a.causal, int(at.max()))
-            cache_of_row[span] = s
-        first = spans[0][0]  # every sequence's cache has the shape and type of its
-        addresses = np.stack([seq.addresses[layer] for seq, _ in spans]) if len(spans) > 1 else \
-            first.addresses[layer : layer + 1]
+    def _attend_each(self, a: Attention, layer: int, attending: "_Attending", q: np.ndarray, k: np.ndarray,
+                     v: np.ndarray) -> np.ndarray:
+        """Each row's keys and values [n, n_kv, head_dim] (float32) into its sequence's cache, then every row
+        attends in one call, each to its own sequence's cache. -> [n, n_head * head_dim]"""
+        first = attending.spans[0][0]  # every sequence's cache has the shape and type of its
+        keys, values, addresses = first.keys[layer], first.values[layer], attending.addresses[layer]
+        key_type, value_type = self.cache_types
+        ops.store(keys, values, addresses, attending.cache_of_row, attending.positions, stored(k, key_type),
+                  stored(v, value_type))
+        firsts, lasts = attending.visible(a.sliding_window, a.causal)
         sinks = self._vector(a.sinks) if a.sinks is not None else None
-        return ops.attend(q, first.keys[layer], first.values[layer], addresses, cache_of_row, firsts, lasts, a.scale,
-                          sinks)
+        return ops.attend(q, keys, values, addresses, attending.cache_of_row, firsts, lasts, a.scale, sinks)
 
     def _short_conv(self, s: ShortConv, x: np.ndarray, spans: Spans, layer: int, positions: np.ndarray) -> np.ndarray:
         b, c, u = np.split(self._linear(s.in_proj, self._norm(s.norm, x)), 3, axis=1)
@@ -425,10 +421,34 @@ class CpuRunner:
         return self._shortlist is not None
 
 
+class _Attending:
+    """What every attention block of a pass takes alike: the rows' positions, each row's cache (its sequence's
+    index in the pass), each layer's caches' addresses [caches, 2] (ops.attend), and each row's visible
+    positions by kind of block."""
+
+    def __init__(self, spans: Spans, positions: np.ndarray):
+        self.spans, self.positions = spans, positions
+        self.cache_of_row = np.repeat(np.arange(len(spans)), [span.stop - span.start for _, span in spans])
+        self.addresses = np.stack([seq.addresses for seq, _ in spans], axis=1)  # [layers, caches, 2]
+        self._visible: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+    def visible(self, window: Optional[int], causal: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's first and last visible position (kinetic.visibility), [n] int64 each."""
+        if (window, causal) not in self._visible:
+            firsts, lasts = (np.empty(len(self.positions), np.int64) for _ in range(2))
+            for _, span in self.spans if not causal else [(None, slice(0, len(self.positions)))]:
+                at = self.positions[span]  # a bidirectional row's text ends at its own sequence's last position
+                firsts[span], lasts[span] = visible_spans(at, window, causal, int(at.max()))
+            self._visible[(window, causal)] = firsts, lasts
+        return self._visible[(window, causal)]
+
+
 @dataclass
 class _Numbers:
-    """Kept state of each kind numbered so far in a pass, in block order (CpuSequence's lists)."""
+    """Kept state of each kind numbered so far in a pass, in block order (CpuSequence's lists), and what its
+    attention blocks take alike."""
 
+    attending: _Attending
     attentions: int = 0
     rows: int = 0  # short convolutions' input rows
     states: int = 0  # Mamba-2 and Gated DeltaNet states
