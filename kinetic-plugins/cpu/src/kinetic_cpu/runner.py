@@ -198,8 +198,7 @@ class CpuRunner:
         ys = self._products(x, [self._matrix(weight) for weight, _ in weights])
         return [y + self._vector(bias) if bias is not None else y for y, (_, bias) in zip(ys, weights)]
 
-    @staticmethod
-    def _products(x: np.ndarray, matrices: list[Matrix]) -> list[np.ndarray]:
+    def _products(self, x: np.ndarray, matrices: list[Matrix]) -> list[np.ndarray]:
         """x ([n, k] float32) times each matrix; matrices that take the same activations share them."""
         x = np.ascontiguousarray(x, dtype=np.float32)
         shared: dict[str, tuple] = {}
@@ -207,7 +206,7 @@ class CpuRunner:
         for matrix in matrices:
             if matrix.activations not in shared:
                 shared[matrix.activations] = activations(matrix.activations, x)
-            out.append(matrix(x, shared[matrix.activations]))
+            out.append(matrix(x, shared[matrix.activations], self.threads))
         return out
 
     def _linear(self, weight: Weight, x: np.ndarray) -> np.ndarray:

@@ -68,15 +68,17 @@ class Matrix:
             return as_blocks(kept, self.type)
         return as_blocks(self.weight, self.type)
 
-    def __call__(self, x: np.ndarray, acts: Optional[tuple] = None) -> np.ndarray:
-        """[n_tokens, rows] float32 for x [n_tokens, k] float32. Row t is bit for bit what x[t:t + 1] alone
+    def __call__(self, x: np.ndarray, acts: Optional[tuple] = None, threads: Optional[int] = None) -> np.ndarray:
+        """[n_tokens, rows] float32 for x [n_tokens, k] float32, on `threads` threads (None: numba's count on
+        this thread) where the matrix is large enough to share. Row t is bit for bit what x[t:t + 1] alone
         gives, whatever the batch and the thread count."""
         if x.ndim != 2 or x.shape[1] != self.k:
             shape = f"{self.type.name} matrix [{self.rows}, {self.k}]"
             raise ValueError(f"{shape} does not take activations {list(x.shape)}")
         acts = activations(self.activations, x) if acts is None else acts
-        threads = 1 if self.weight.nbytes < SERIAL_BYTES else numba.get_num_threads()
-        return self.product(acts, x.shape[0], threads)
+        if self.weight.nbytes < SERIAL_BYTES:
+            threads = 1
+        return self.product(acts, x.shape[0], threads or numba.get_num_threads())
 
     def product(self, acts: tuple, n_tokens: int, threads: int) -> np.ndarray:
         """The product for prepared activations on `threads` threads (1: this thread alone)."""
@@ -85,6 +87,8 @@ class Matrix:
         out = np.empty((n_tokens, self.rows), np.float32)
         if self._tiling is not None and n_tokens >= self._tiling.min_tokens:  # a decoded tile serves them all
             parts = [(self._tiling.lay_out(*acts), out)]
+        elif n_tokens <= TOKEN_TILE:
+            parts = [(acts, out)]
         else:  # long prompts run faster in tiles of TOKEN_TILE tokens than in one batch
             parts = [(tuple(a[start : start + TOKEN_TILE] for a in acts), out[start : start + TOKEN_TILE])
                      for start in range(0, n_tokens, TOKEN_TILE)]  # fmt: skip
