@@ -224,7 +224,7 @@ class CpuRunner:
         q = np.ascontiguousarray(q).reshape(n, a.n_head, a.head_dim)
         k = np.ascontiguousarray(k).reshape(n, a.n_head_kv, a.head_dim)
         v = v.reshape(n, a.n_head_kv, a.head_dim)
-        self._rotate(a.rope, attending.positions, q, k)
+        self._rotate(a.rope, attending, q, k)
         if a.norms_after_rope:
             q, k = self._norm(a.q_norm, q), self._norm(a.k_norm, k)
         turn_keys, turn_values = cache_rotations(a.head_dim, self.cache_types)
@@ -345,12 +345,15 @@ class CpuRunner:
         normed = ops.rms_norm(pieces, np.ones(width, np.float32), eps / width) * np.float32(1 / math.sqrt(width))
         return normed.reshape(x.shape)
 
-    def _rotate(self, rope: Rope, positions: np.ndarray, *parts: np.ndarray) -> None:
-        """Rotate each part ([n, heads, head_dim] float32) in place by the rows' positions."""
-        half = rope.n_dims // 2
-        factors = self._vector(rope.freq_factors) if rope.freq_factors is not None else np.ones(half, np.float32)
-        cos, sin = ops.rope_angles(positions, rope.n_dims, rope.base, rotary.pair_scales(rope), factors,
-                                   rotary.magnitude(rope))
+    def _rotate(self, rope: Rope, attending: "_Attending", *parts: np.ndarray) -> None:
+        """Rotate each part ([n, heads, head_dim] float32) in place by the rows' positions; a pass works out
+        each rope's angles once, for every block that has it."""
+        if id(rope) not in attending.angles:
+            half = rope.n_dims // 2
+            factors = self._vector(rope.freq_factors) if rope.freq_factors is not None else np.ones(half, np.float32)
+            attending.angles[id(rope)] = ops.rope_angles(attending.positions, rope.n_dims, rope.base,
+                                                         rotary.pair_scales(rope), factors, rotary.magnitude(rope))
+        cos, sin = attending.angles[id(rope)]
         for part in parts:
             ops.rope(part, cos, sin, rope.neox)
 
@@ -422,14 +425,15 @@ class CpuRunner:
 
 class _Attending:
     """What every attention block of a pass takes alike: the rows' positions, each row's cache (its sequence's
-    index in the pass), each layer's caches' addresses [caches, 2] (ops.attend), and each row's visible
-    positions by kind of block."""
+    index in the pass), each layer's caches' addresses [caches, 2] (ops.attend), each row's visible positions by
+    kind of block, and the rotary angles of each rope."""
 
     def __init__(self, spans: Spans, positions: np.ndarray):
         self.spans, self.positions = spans, positions
         self.cache_of_row = np.repeat(np.arange(len(spans)), [span.stop - span.start for _, span in spans])
         self.addresses = np.stack([seq.addresses for seq, _ in spans], axis=1)  # [layers, caches, 2]
         self._visible: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self.angles: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # by id(rope): its cos and sin (_rotate)
 
     def visible(self, window: Optional[int], causal: bool) -> tuple[np.ndarray, np.ndarray]:
         """Each row's first and last visible position (kinetic.visibility), [n] int64 each."""

@@ -1,5 +1,6 @@
 """Running a Stack on the GPU: weights uploaded once, the KV cache of one sequence reserved at upload,
-a pass of up to ws.rows rows queued as kernels, the one-token decode step and repeated shared passes replayed as CUDA graphs."""
+a pass of up to ws.rows rows queued as kernels, and the one-token decode step and repeated shared passes
+replayed as CUDA graphs."""
 
 from __future__ import annotations
 
