@@ -3,7 +3,7 @@
 Scores sum q[g, j] * k[j, t] over j in order (float16 values: each product exact); weighted sums add
 w[g, t] * v[t, j] over t in order, multiplying then adding. numpy's elementwise operations round each step
 as those loops do, so the references below are the definition, and the kernels must match them exactly, for
-every head count a call can take (the unrolled bodies of HEAD_COUNTS), head sizes with and without a vector
+every head count a call can take (HEAD_COUNTS, each compiled for its own count), head sizes with and without a vector
 tail, and position counts and offsets that end mid-vector. ops.attend pads a KV head's group of query heads
 up to such a count; a head's output is the same bits whatever group it is in. With a q8_0 cache the kernels read its
 int8 blocks: the same sums over the values d * q the blocks stand for (exact in float64).
@@ -29,13 +29,13 @@ CASES = [("f16", *shape) for shape in SHAPES] + [("q8_0", *shape) for shape in Q
 
 
 @numba.njit
-def kernel_scores(q, keys, first, n, out):
-    attention.scores(q, keys, first, n, out)
+def kernel_scores(q, keys, first, n, out, heads):
+    attention.scores(q, keys, first, n, out, heads)
 
 
 @numba.njit
-def kernel_weighted(w, n, values, out):
-    attention.weighted(w, n, values, out)
+def kernel_weighted(w, n, values, out, heads):
+    attention.weighted(w, n, values, out, heads)
 
 
 def halves(rng, shape) -> np.ndarray:
@@ -72,7 +72,7 @@ def test_scores_are_the_ordered_sums(heads, cache_type, hd, n, first):
     for j in range(hd):
         want = want + q[:, j, None] * exact[first : first + n, j]
     out = np.full((heads, n + 2), 7.0)
-    kernel_scores(q, blocked(np.ascontiguousarray(keys.T)), first, n, out)
+    kernel_scores(q, blocked(np.ascontiguousarray(keys.T)), first, n, out, attention.heads(heads))
     assert np.array_equal(out[:, :n], want)
     assert (out[:, n:] == 7.0).all()  # nothing written past n
 
@@ -87,13 +87,13 @@ def test_weighted_sums_are_the_ordered_sums(heads, cache_type, hd, n, first):
     for t in range(n):
         want = want + w[:, t, None] * exact[first + t, 1]
     out = np.full((heads, hd), 7.0)
-    kernel_weighted(w, n, cache[first:, 1], out)
+    kernel_weighted(w, n, cache[first:, 1], out, attention.heads(heads))
     assert np.array_equal(out, want)
 
 
 @numba.njit
-def kernel_softmax(scores, n, scale, totals):
-    attention.softmax(scores, n, scale, totals)
+def kernel_softmax(scores, n, scale, totals, heads):
+    attention.softmax(scores, n, scale, totals, heads)
 
 
 def ulps(a, b) -> np.ndarray:
@@ -111,7 +111,7 @@ def test_softmax_sums_its_exps_in_order(heads, n):
     scaled = scores[:, :n] * 0.125
     want = np.exp(scaled - scaled.max(axis=1, keepdims=True))
     totals = np.zeros(heads)
-    kernel_softmax(scores, n, 0.125, totals)
+    kernel_softmax(scores, n, 0.125, totals, attention.heads(heads))
     assert (ulps(scores[:, :n], want) <= 2).all()  # exponential.exp: within 2 ulp of libm
     for g in range(heads):
         total = 0.0

@@ -165,7 +165,8 @@ def attend(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, sinks
     heads = np.zeros((workers, width, hd))
     scores, sums = np.empty((workers, width, span)), np.empty((workers, width, hd))
     sinks = np.empty(0) if sinks is None else sinks.astype(np.float64)
-    _attend_jobs(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores, sums, sinks)
+    _attend_jobs(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores, sums, sinks,
+                 attention.heads(width))
     return out
 
 
@@ -189,31 +190,28 @@ def cache_addresses(caches) -> np.ndarray:
     return np.array([[keys.ctypes.data, values.ctypes.data] for keys, values in caches], np.int64)
 
 
-@numba.njit(**_JIT)
-def head_count(heads):
+def head_count(heads: int) -> int:
     """The count of heads a kernel call runs for `heads` heads (attention.HEAD_COUNTS): the power of two at
     or above. The padding heads' query rows are zeros, and what they give is never read."""
-    count = 1
-    while count < heads:
-        count *= 2
-    return count
+    return 1 << (heads - 1).bit_length()
 
 
 @numba.njit(**_JIT)
-def _attend_jobs(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores, sums, sinks):
+def _attend_jobs(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores, sums, sinks,
+                 width):
     """attend's jobs (kernels/shares.py), one row and one KV head with its query heads each, on as many
     threads as the scratch has rows for."""
     jobs = _HeadGroups(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores, sums,
-                       sinks)
+                       sinks, width)
     run_jobs(jobs, q.shape[0] * keys.shape[0], heads.shape[0])
 
 
 @numba.njit(**_JIT)
 def _attend_group(jobs, job, worker):
-    """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv, IN_FLIGHT at most a kernel call,
-    padded to a count the kernels take, with the worker's scratch, over row i's cache."""
+    """Row i = job // n_kv, the G query heads of KV head kv = job % n_kv, a kernel call taking the scratch's
+    width of them (the last call padded with zero heads), with the worker's scratch, over row i's cache."""
     q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, workers_q, workers_scores, workers_sums, \
-        sinks = jobs
+        sinks, width_token = jobs
     heads, scores, sums = workers_q[worker], workers_scores[worker], workers_sums[worker]
     n_kv, hd, width = keys.shape[0], q.shape[2], heads.shape[0]
     group = q.shape[1] // n_kv
@@ -225,17 +223,16 @@ def _attend_group(jobs, job, worker):
     totals, sunk = np.empty(width), np.empty(width)
     for g0 in range(0, group, width):
         count = min(width, group - g0)
-        part = slice(0, head_count(count))
         for g in range(width):
             for j in range(hd):
                 heads[g, j] = q[i, kv * group + g0 + g, j] if g < count else 0.0
-        attention.scores(heads[part], k_cache[kv], first, n, scores[part])
+        attention.scores(heads, k_cache[kv], first, n, scores, width_token)
         for g in range(count):  # a head's sink joins its sum as e^(sink - peak), softmax's peak
             sunk[g] = np.exp(sinks[kv * group + g0 + g] - scale * np.max(scores[g, :n])) if sinks.shape[0] else 0.0
-        attention.softmax(scores[part], n, scale, totals[part])
+        attention.softmax(scores, n, scale, totals, width_token)
         for g in range(count):
             totals[g] += sunk[g]
-        attention.weighted(scores[part], n, v_cache[first:, kv], sums[part])
+        attention.weighted(scores, n, v_cache[first:, kv], sums, width_token)
         for g in range(count):
             h = kv * group + g0 + g
             for j in range(hd):
@@ -258,6 +255,7 @@ class _HeadGroups(NamedTuple):
     scores: np.ndarray  # [workers, width, >= span] float64 scratch
     sums: np.ndarray  # [workers, width, hd] float64 scratch
     sinks: np.ndarray  # [n_head] float64, or empty
+    width: np.ndarray  # attention.heads(width): the token of the heads a kernel call takes
     run_job = _attend_group
 
 

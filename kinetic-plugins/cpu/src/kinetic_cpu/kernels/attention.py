@@ -14,15 +14,17 @@ q8_0 kernels run the same sums in the same order on the values the cache holds.
 
 A call takes a power of two of heads (of one KV head), up to IN_FLIGHT; they share each vector of keys
 or values loaded (8 positions or 8 dimensions, converted to float64 once); with fewer heads each takes
-several vectors, so about IN_FLIGHT independent sums hide the fma or add latency. Only those head counts
-have a body, which keeps the IR, and numba's compile time, small (ops.attend pads a group of heads up to
-the next count). The key cache keeps blocks of KEY_BLOCK positions dimension
+several vectors, so about IN_FLIGHT independent sums hide the fma or add latency. The count is fixed when a
+kernel compiles, by a token (heads()): a model's calls all take one count (ops.attend pads a group of heads up
+to it), so only that count's unrolled body is compiled, a fifth of the IR and of numba's compile time that
+a body for every count would take. The key cache keeps blocks of KEY_BLOCK positions dimension
 by dimension, so a step's keys are one run of memory the prefetcher follows. Vectors past an end are
 masked.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir as llvm
 from numba import types
 from numba.core import cgutils
@@ -44,18 +46,15 @@ HALF = llvm.HalfType()
 HEAD_COUNTS = tuple(1 << i for i in range(IN_FLIGHT.bit_length()))  # the head counts a call takes
 
 
-def _by_heads(builder, heads, emit) -> None:
-    """emit(h) for h = heads (an i64 in HEAD_COUNTS): one body unrolled for each head count; any other count
-    does nothing."""
-    done = builder.append_basic_block("heads.done")
-    switch = builder.switch(heads, done)
-    for h in HEAD_COUNTS:
-        block = builder.append_basic_block(f"heads.{h}")
-        switch.add_case(ir.const(I64, h), block)
-        builder.position_at_end(block)
-        emit(h)
-        builder.branch(done)
-    builder.position_at_end(done)
+def heads(count: int) -> np.ndarray:
+    """The token telling scores, softmax and weighted, as they compile, that a call takes `count` heads (in
+    HEAD_COUNTS): an empty array of a record whose one field the count names."""
+    return np.empty(0, np.dtype([(f"heads{count}", np.uint8)]))
+
+
+def _count(token) -> int:
+    """The head count a token's numba type (heads()) stands for."""
+    return int(next(iter(token.dtype.fields)).removeprefix("heads"))
 
 
 def _load_halves(builder, pointer, mask):
@@ -173,8 +172,8 @@ def _position_masks(builder, start, first, end, per_head: int):
 
 
 @intrinsic
-def scores(typingctx, q, keys, first, n, out):
-    """out[g, t < n] for g < q.shape[0] (in HEAD_COUNTS), t < n: see the module's docstring. keys: one KV
+def scores(typingctx, q, keys, first, n, out, heads):
+    """out[g, t < n] for g < the token's count of heads (heads()), t < n: see the module's docstring. keys: one KV
     head's [blocks, width, KEY_BLOCK] (uint16 float16 bits, width hd; or int8, width hd / 32 * 34 bytes of q8_0
     blocks),
     so the keys read together lie together; the vectors start at multiples of 8 and mask off what lies
@@ -182,8 +181,8 @@ def scores(typingctx, q, keys, first, n, out):
     q8 = keys.dtype == types.int8
 
     def codegen(context, builder, signature, args):
-        q_type, keys_type, _, _, out_type = signature.args
-        q_value, keys_value, first_value, n_value, out_value = args
+        q_type, keys_type, _, _, out_type, _ = signature.args
+        q_value, keys_value, first_value, n_value, out_value, _ = args
         width = cgutils.unpack_tuple(builder, context.make_array(keys_type)(context, builder, keys_value).shape, 3)[1]
         keys_at = ir.byte_pointer(context, builder, keys_type, keys_value)
         aligned = builder.mul(builder.sdiv(first_value, ir.const(I64, LANES)), ir.const(I64, LANES))
@@ -207,21 +206,21 @@ def scores(typingctx, q, keys, first, n, out):
                 (_q8_keys if q8 else _f16_keys)(builder, keys_at, width, offsets, masks, add)
                 _store_sums(context, builder, sums, out_type, out_value, builder.sub(start, first_value))
 
-        _by_heads(builder, ir.n_tokens(context, builder, q_type, q_value), emit)
+        emit(_count(heads))
         return context.get_dummy_value()
 
-    return types.none(q, keys, types.intp, types.intp, out), codegen
+    return types.none(q, keys, types.intp, types.intp, out, heads), codegen
 
 
 @intrinsic
-def weighted(typingctx, w, n, values, out):
-    """out[g, j] for g < w.shape[0] (in HEAD_COUNTS), j < out.shape[1]: see the module's docstring. values:
+def weighted(typingctx, w, n, values, out, heads):
+    """out[g, j] for g < the token's count of heads (heads()), j < out.shape[1]: see the module's docstring. values:
     [n, hd] uint16 (float16 bits), or [n, hd / 32 * 34] int8 (q8_0 blocks)."""
     q8 = values.dtype == types.int8
 
     def codegen(context, builder, signature, args):
-        w_type, _, values_type, out_type = signature.args
-        w_value, n_value, values_value, out_value = args
+        w_type, _, values_type, out_type, _ = signature.args
+        w_value, n_value, values_value, out_value, _ = args
         hd = cgutils.unpack_tuple(builder, context.make_array(out_type)(context, builder, out_value).shape, 2)[1]
 
         def emit(heads: int):
@@ -245,10 +244,10 @@ def weighted(typingctx, w, n, values, out):
                             builder.store(builder.fadd(builder.load(slot), builder.fmul(w_g, v_t[v])), slot)
                 _store_sums(context, builder, sums, out_type, out_value, j0)
 
-        _by_heads(builder, ir.n_tokens(context, builder, w_type, w_value), emit)
+        emit(_count(heads))
         return context.get_dummy_value()
 
-    return types.none(w, types.intp, values, out), codegen
+    return types.none(w, types.intp, values, out, heads), codegen
 
 
 def _peak(context, builder, scores_type, scores, g: int, n, scale):
@@ -274,14 +273,14 @@ def _peak(context, builder, scores_type, scores, g: int, n, scale):
 
 
 @intrinsic
-def softmax(typingctx, scores, n, scale, totals):
-    """For each row g of scores (a count of heads in HEAD_COUNTS): scores[g, :n] *= scale, then each becomes
+def softmax(typingctx, scores, n, scale, totals, heads):
+    """For each row g < the token's count of heads (heads()) of scores: scores[g, :n] *= scale, then each becomes
     e^(score - peak) (exponential.exp), and totals[g] = their sum in position order. The heads' sums are
     independent chains, interleaved, so the in-order adds overlap."""
 
     def codegen(context, builder, signature, args):
-        scores_type, _, _, totals_type = signature.args
-        scores_value, n_value, scale_value, totals_value = args
+        scores_type, _, _, totals_type, _ = signature.args
+        scores_value, n_value, scale_value, totals_value, _ = args
 
         def emit_heads(heads: int):
             peaks = [_peak(context, builder, scores_type, scores_value, g, n_value, scale_value) for g in range(heads)]
@@ -305,8 +304,8 @@ def softmax(typingctx, scores, n, scale, totals):
             for g, slot in enumerate(sums):
                 ir.store(builder, builder.load(slot), out, 8 * g)
 
-        _by_heads(builder, ir.n_tokens(context, builder, scores_type, scores_value), emit_heads)
+        emit_heads(_count(heads))
         return context.get_dummy_value()
 
-    return types.none(scores, types.intp, types.float64, totals), codegen
+    return types.none(scores, types.intp, types.float64, totals, heads), codegen
 

@@ -195,7 +195,9 @@ def keep_in_runs(weight: np.ndarray, name: str, kept: np.ndarray) -> None:  # bo
     quant_bytes = 16 if spec.nibbles else 32
     layout = np.array([spec.size, spec.quants_at, quant_bytes, spec.highs_at or -1, spec.scale_bytes,
                        spec.head(1) // spec.scale_bytes])
-    _keep_in_runs(weight, kept, np.array(groups, np.int64).reshape(-1, 2), layout)
+    read_only = weight.view()  # a file's map is read-only: one compiled specialization takes every weight
+    read_only.flags.writeable = False
+    _keep_in_runs(read_only, kept, np.array(groups, np.int64).reshape(-1, 2), layout)
 
 
 @njit(cache=True, nogil=True, parallel=True)
