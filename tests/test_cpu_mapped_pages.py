@@ -1,4 +1,5 @@
-"""drop_pages: a copy's file pages go back to the OS, and nothing else is touched."""
+"""drop_pages: a copy's file pages go back to the OS, and nothing else is touched; lazy_zeros: a page is resident
+only once written."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import mmap
 
 import numpy as np
 
-from kinetic_cpu.mapped_pages import drop_pages
+from kinetic_cpu.mapped_pages import drop_pages, lazy_zeros
 
 
-def resident_pages(mapped: mmap.mmap) -> int:
-    """Pages of the map resident in this process: its Rss in /proc/self/smaps."""
+def resident_pages(mapped) -> int:
+    """Pages of the map (an mmap, or an array at its start) resident in this process: its Rss in /proc/self/smaps."""
     address = np.frombuffer(mapped, np.uint8).__array_interface__["data"][0]
     with open("/proc/self/smaps") as smaps:
         lines = iter(smaps)
@@ -43,3 +44,13 @@ def test_memory_not_in_a_file_is_left_alone():
     ordinary = np.full(16 * mmap.PAGESIZE, 7, np.uint8)
     drop_pages(ordinary)
     assert (array == 7).all() and (ordinary == 7).all()
+
+
+def test_lazy_zeros_take_a_page_only_once_written():
+    cache = lazy_zeros((64, mmap.PAGESIZE // 2), np.uint16)  # a page a row
+    assert cache.dtype == np.uint16 and cache.shape == (64, mmap.PAGESIZE // 2) and cache.flags.writeable
+    assert not cache.any() and resident_pages(cache) == 0  # reading zeros maps no page of its own
+    cache[3] = 5
+    cache[40, 7] = 1
+    assert resident_pages(cache) == 2
+    assert cache.sum() == 5 * (mmap.PAGESIZE // 2) + 1

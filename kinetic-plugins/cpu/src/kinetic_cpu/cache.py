@@ -14,6 +14,7 @@ from kinetic.errors import KineticError
 from kinetic.recurrent import RecurrentStates, cut, has_recurrent
 from kinetic_cpu import ops
 from kinetic_cpu.kernels.attention import KEY_BLOCK, Q8_BYTES, Q8_VALUES
+from kinetic_cpu.mapped_pages import lazy_zeros
 
 STATE_MAGIC = b"KCPU-KV2"
 
@@ -65,7 +66,7 @@ def conv_rows(stack: Stack, context_length: int) -> list[np.ndarray]:
     """Each convolution's input rows, a row per position ([context, channels] float32). A position's row is
     written before any row reads it (kernels/short_conv.py), so a finished sequence's rows serve the next as
     they are, which spares touching fresh memory (hundreds of kilobytes a token for a hybrid model)."""
-    return [np.zeros((context_length, b.conv.shape[0]), np.float32) for b in stack.mixers() if isinstance(b, ShortConv)]
+    return [lazy_zeros((context_length, b.conv.shape[0]), np.float32) for b in stack.mixers() if isinstance(b, ShortConv)]
 
 
 class CpuSequence:
@@ -83,9 +84,9 @@ class CpuSequence:
         attentions = [b for b in stack.mixers() if isinstance(b, Attention)]
         blocks = -(-context_length // KEY_BLOCK)
         self.cache_types = key_type, value_type = cache_types
-        self.keys = [np.zeros((a.n_head_kv, blocks, width(key_type, a.head_dim), KEY_BLOCK), _dtype(key_type))
+        self.keys = [lazy_zeros((a.n_head_kv, blocks, width(key_type, a.head_dim), KEY_BLOCK), _dtype(key_type))
                      for a in attentions]
-        self.values = [np.zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtype(value_type))
+        self.values = [lazy_zeros((context_length, a.n_head_kv, width(value_type, a.head_dim)), _dtype(value_type))
                        for a in attentions]
         self.addresses = ops.cache_addresses(zip(self.keys, self.values))  # [layers, 2], for ops.attend
         self.conv_rows = rows  # conv_rows(stack, context_length), or an earlier sequence's

@@ -1,4 +1,5 @@
-"""Giving back the pages of a file map that a copy stands in for."""
+"""Pages of memory: giving back those of a file map that a copy stands in for, and zeros that take a page
+only once written."""
 
 from __future__ import annotations
 
@@ -38,3 +39,12 @@ def _of_file(mapped: mmap.mmap) -> bool:
     except OSError:
         return False
     return True
+
+
+def lazy_zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """Zeros on pages of an anonymous map of their own, which become resident only as they are written: a KV
+    cache sized for the whole context costs what its sequence holds. (np.zeros may take memory the allocator
+    recycles, and clear all of it at once.)"""
+    count = int(np.prod(shape))
+    pages = mmap.mmap(-1, max(1, count * np.dtype(dtype).itemsize), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return np.frombuffer(pages, dtype, count).reshape(shape)
