@@ -10,8 +10,8 @@ import numpy as np
 from kinetic_cpu.mapped_pages import drop_pages, lazy_zeros
 
 
-def resident_pages(mapped) -> int:
-    """Pages of the map (an mmap, or an array at its start) resident in this process: its Rss in /proc/self/smaps."""
+def resident_pages(mapped: mmap.mmap) -> int:
+    """Pages of the map resident in this process: its Rss in /proc/self/smaps."""
     address = np.frombuffer(mapped, np.uint8).__array_interface__["data"][0]
     with open("/proc/self/smaps") as smaps:
         lines = iter(smaps)
@@ -46,11 +46,22 @@ def test_memory_not_in_a_file_is_left_alone():
     assert (array == 7).all() and (ordinary == 7).all()
 
 
+def anonymous_kib() -> int:
+    """This process's resident anonymous memory (RssAnon), which the shared zero page never counts in. (A map of
+    lazy_zeros may merge with its neighbours in smaps, so its own Rss is not to be had.)"""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("RssAnon:"))
+
+
 def test_lazy_zeros_take_a_page_only_once_written():
-    cache = lazy_zeros((64, mmap.PAGESIZE // 2), np.uint16)  # a page a row
-    assert cache.dtype == np.uint16 and cache.shape == (64, mmap.PAGESIZE // 2) and cache.flags.writeable
-    assert not cache.any() and resident_pages(cache) == 0  # reading zeros maps no page of its own
-    cache[3] = 5
-    cache[40, 7] = 1
-    assert resident_pages(cache) == 2
-    assert cache.sum() == 5 * (mmap.PAGESIZE // 2) + 1
+    rows, every = 16384, 16  # a page a row: 64 MiB, of which 1,024 pages (4 MiB) get written
+    cache = lazy_zeros((rows, mmap.PAGESIZE // 2), np.uint16)
+    assert cache.dtype == np.uint16 and cache.shape == (rows, mmap.PAGESIZE // 2) and cache.flags.writeable
+    before = anonymous_kib()
+    assert not cache.any()
+    read = anonymous_kib()
+    assert read - before < 2048  # reading the zeros took no page of its own
+    cache[::every] = 5
+    written_kib = (rows // every) * mmap.PAGESIZE // 1024
+    assert written_kib * 3 // 4 <= anonymous_kib() - read <= written_kib * 3 // 2
+    assert cache.sum() == 5 * (rows // every) * (mmap.PAGESIZE // 2)
