@@ -5,8 +5,8 @@ cached function against its own file only, not against the files of the function
 the jobs kernels/shares.py runs), so naming the folder by a hash of every kernel source file (kernels/ and
 ops.py) makes any edit start a fresh cache.
 
-Kernels compiled by several processes at once (two servers started together on a fresh machine) share that
-cache: lock_index_saves makes numba's index saves one at a time, as numba itself does not.
+Several processes share that cache (a server and a run started together on a fresh machine), which numba
+does not guard: lock_cache makes them compile one at a time and save its indexes one at a time.
 
 OpenMP threads spin for a bounded while (GOMP_SPINCOUNT) after a parallel call before they sleep: a decode
 step makes many parallel calls in quick succession, and waking a sleeping thread for each costs a large
@@ -46,17 +46,24 @@ def prepare_numba() -> None:
         config.CACHE_DIR = folder
 
 
-def lock_index_saves() -> None:
-    """Make numba's cache index saves (numba.core.caching.IndexDataCacheFile.save) one at a time across
-    processes, under an flock on a file beside the index. A save reads a function's index, adds its entry and
-    writes the index back, then its data file: without the lock, two processes saving one function's
-    specializations at once each write an index the other's entry is missing from, or name one data file for
-    both, so a later load can find the other specialization's code under its key."""
+def lock_cache() -> None:
+    """Make the processes sharing the cache compile one at a time, and save its indexes one at a time, each
+    under an flock on a file in the cache folder.
+
+    Two processes compiling at once left kernels in the cache that compute the wrong values: two compiling
+    Q5_0 and Q4_K, and Q8_0 and Q6_K, left a Q8_0 product giving NaN to every later process, for good.
+    A process holds the compile lock from the start of its outermost compilation (numba announces each,
+    "numba:compile") to its end. numba's own lock makes a process compile on one thread at a time, so the
+    count of compilations under way needs no lock of its own.
+
+    An index save reads a function's index, adds its entry and writes the index back, then its data file.
+    Without the save lock, two processes saving one function's specializations at once each write an index
+    that misses the other's entry, or name one data file for both."""
     if sys.platform == "win32":  # no flock there: numba's own behaviour stays
         return
     import fcntl
 
-    from numba.core import caching
+    from numba.core import caching, event
 
     save = caching.IndexDataCacheFile.save
     if getattr(save, "locked", False):
@@ -69,3 +76,23 @@ def lock_index_saves() -> None:
 
     locked_save.locked = True
     caching.IndexDataCacheFile.save = locked_save
+
+    class OneAtATime(event.Listener):
+        held: list = []  # the open lock file, while this process compiles
+        depth = 0
+
+        def on_start(self, ev: event.Event) -> None:
+            if OneAtATime.depth == 0:
+                folder = os.environ["NUMBA_CACHE_DIR"]
+                os.makedirs(folder, exist_ok=True)
+                lock = open(os.path.join(folder, ".compile-lock"), "a")
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                OneAtATime.held.append(lock)
+            OneAtATime.depth += 1
+
+        def on_end(self, ev: event.Event) -> None:
+            OneAtATime.depth -= 1
+            if OneAtATime.depth == 0:
+                OneAtATime.held.pop().close()
+
+    event.register("numba:compile", OneAtATime())
