@@ -106,7 +106,8 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kinetic", help="the kinetic command [default: kinetic on PATH, else python -m kinetic]")
     parser.add_argument("--kinetic-args", default="", help="more arguments for kinetic serve")
     parser.add_argument("--llama-server", default="auto",
-                        help="the llama-server binary; auto builds llama.cpp's (CPU only) once [default: auto]")
+                        help="the llama-server binary; auto builds llama.cpp's (CPU only) once; none runs Kinetic "
+                             "alone [default: auto]")
     parser.add_argument("--llama-args", default="", help="more arguments for llama-server (after the script's)")
     parser.add_argument("--chat-template-file", type=Path,
                         help="Jinja chat template both servers use, for a file without one (Gemma 3 270M: "
@@ -185,5 +186,6 @@ def servers(args: argparse.Namespace, model: Path, parallel: int, context: int) 
 
         return _running(command, started)
 
-    return [Launch("Kinetic", f"kinetic serve --parallel {parallel}", start_kinetic),
-            Launch("llama.cpp", f"llama-server --parallel {parallel}", start_llama)]
+    launches = [Launch("Kinetic", f"kinetic serve --parallel {parallel}", start_kinetic),
+                Launch("llama.cpp", f"llama-server --parallel {parallel}", start_llama)]
+    return launches[:1] if llama == "none" else launches

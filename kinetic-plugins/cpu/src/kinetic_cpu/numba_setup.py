@@ -78,21 +78,22 @@ def lock_cache() -> None:
     caching.IndexDataCacheFile.save = locked_save
 
     class OneAtATime(event.Listener):
-        held: list = []  # the open lock file, while this process compiles
-        depth = 0
+        def __init__(self) -> None:
+            self.depth = 0  # compilations under way in this process, nested ones counted
+            self.lock = None  # the open lock file, while this process compiles
 
         def on_start(self, ev: event.Event) -> None:
-            if OneAtATime.depth == 0:
+            if self.depth == 0:
                 folder = os.environ["NUMBA_CACHE_DIR"]
                 os.makedirs(folder, exist_ok=True)
-                lock = open(os.path.join(folder, ".compile-lock"), "a")
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                OneAtATime.held.append(lock)
-            OneAtATime.depth += 1
+                self.lock = open(os.path.join(folder, ".compile-lock"), "a")
+                fcntl.flock(self.lock, fcntl.LOCK_EX)
+            self.depth += 1
 
         def on_end(self, ev: event.Event) -> None:
-            OneAtATime.depth -= 1
-            if OneAtATime.depth == 0:
-                OneAtATime.held.pop().close()
+            self.depth -= 1
+            if self.depth == 0:
+                self.lock.close()
+                self.lock = None
 
     event.register("numba:compile", OneAtATime())

@@ -24,6 +24,8 @@ masked.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from llvmlite import ir as llvm
 from numba import types
@@ -46,6 +48,7 @@ HALF = llvm.HalfType()
 HEAD_COUNTS = tuple(1 << i for i in range(IN_FLIGHT.bit_length()))  # the head counts a call takes
 
 
+@functools.lru_cache(maxsize=None)
 def heads(count: int) -> np.ndarray:
     """The token telling scores, softmax and weighted, as they compile, that a call takes `count` heads (in
     HEAD_COUNTS): an empty array of a record whose one field the count names."""
