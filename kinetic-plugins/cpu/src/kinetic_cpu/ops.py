@@ -267,26 +267,26 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 def gate(g, u, gelu):  # g, u: [n, ff] float32 -> act(g) * u
     """SiLU (Elfwing et al., 2017) or tanh-approximated GELU (Hendrycks and Gimpel, 2016) of g, times u."""
     out = np.empty_like(g)
-    _gate_jobs(g, u, gelu, out, 1 if g.size < SERIAL_GATES else numba.get_num_threads())
+    _gate_jobs(g, u, gates.activation(gelu), out, 1 if g.size < SERIAL_GATES else numba.get_num_threads())
     return out
 
 
 @numba.njit(**_JIT)
-def _gate_jobs(g, u, gelu, out, threads):
+def _gate_jobs(g, u, activation, out, threads):
     """gate's jobs (kernels/shares.py), GATE_CHUNK outputs of a row each, on up to `threads` threads."""
     n_jobs = g.shape[0] * ((g.shape[1] + GATE_CHUNK - 1) // GATE_CHUNK)
-    run_jobs(_GateChunks(g, u, gelu, out), n_jobs, max(1, min(threads, n_jobs)))
+    run_jobs(_GateChunks(g, u, activation, out), n_jobs, max(1, min(threads, n_jobs)))
 
 
 @numba.njit(**_JIT)
 def _gate_chunk(jobs, job, worker):
     """Outputs GATE_CHUNK * job .. of the flattened [n, ff] out."""
-    g, u, gelu, out = jobs
+    g, u, activation, out = jobs
     chunks = (g.shape[1] + GATE_CHUNK - 1) // GATE_CHUNK
     i, start = job // chunks, job % chunks * GATE_CHUNK
     end = min(g.shape[1], start + GATE_CHUNK)
     g_row, u_row, out_row = g[i, start:end], u[i, start:end], out[i, start:end]  # 1-d views vectorize
-    gates.gate(g_row, u_row, gelu, out_row)
+    gates.gate(g_row, u_row, activation, out_row)
 
 
 class _GateChunks(NamedTuple):
@@ -294,6 +294,6 @@ class _GateChunks(NamedTuple):
 
     g: np.ndarray
     u: np.ndarray
-    gelu: bool
+    activation: np.ndarray  # gates.activation(gelu): which function, fixed when the kernel compiles
     out: np.ndarray
     run_job = _gate_chunk

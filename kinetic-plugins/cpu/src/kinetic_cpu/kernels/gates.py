@@ -8,6 +8,9 @@ alone.
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -47,17 +50,21 @@ def _gate_loop(context, builder, args_types, args, gelu: bool) -> None:
     ir.over_vectors(builder, n, LANES, emit, unroll=4)
 
 
+@functools.lru_cache(maxsize=None)
+def activation(gelu: bool) -> np.ndarray:
+    """The token telling gate, as it compiles, which function to take: an empty array of a record whose one
+    field names it, so that a model's kernels hold only the loop it uses."""
+    return np.empty(0, np.dtype([("gelu" if gelu else "silu", np.uint8)]))
+
+
 @intrinsic
-def gate(typingctx, g, u, gelu, out):
+def gate(typingctx, g, u, token, out):
     """out = float32(x / (1 + e^(sigmoid argument)) * u), x = g, all in float64: g, u, out contiguous 1-D
-    float32 of one length; gelu: a bool."""
+    float32 of one length; token: activation(gelu)."""
+    gelu = next(iter(token.dtype.fields)) == "gelu"
 
     def codegen(context, builder, signature, args):
-        with builder.if_else(args[2]) as (with_gelu, with_silu):
-            with with_gelu:
-                _gate_loop(context, builder, signature.args, args, True)
-            with with_silu:
-                _gate_loop(context, builder, signature.args, args, False)
+        _gate_loop(context, builder, signature.args, args, gelu)
         return context.get_dummy_value()
 
-    return types.none(g, u, types.boolean, out), codegen
+    return types.none(g, u, token, out), codegen
