@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Convoy's gain: N concurrent streamed chat clients on kinetic serve --parallel N, beside llama-server -np N.
 
-    python scripts/bench_parallel.py MODEL [-t 2] [--clients 1,2,4,8] [-n 256] [--llama-server PATH|auto]
+    python scripts/bench_parallel.py MODEL [-t 2] [--clients 1,2,4,8] [-n 256] [--llama-server PATH|auto|none]
         [--kinetic CMD] [--kinetic-args ARGS] [--llama-args ARGS]
 
 For each N, Kinetic then llama-server (never both at once) are started on the same file with N slots of

@@ -2,7 +2,7 @@
 """Same input, same output: one seeded chat request, sent again and again to a busy server, hashed each time.
 
     python scripts/same_answer_demo.py --model MODEL [--runs 10] [-t 2] [-n 160] [--seed 42]
-        [--kinetic CMD] [--kinetic-args ARGS] [--llama-server PATH|auto] [--llama-args ARGS]
+        [--kinetic CMD] [--kinetic-args ARGS] [--llama-server PATH|auto|none] [--llama-args ARGS]
         [--chat-template-file FILE] [--receipt FILE]
 
 As the reference docs' "Same input, same output" describes: kinetic serve --parallel 4, then llama-server
