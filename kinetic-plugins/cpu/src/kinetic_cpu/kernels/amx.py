@@ -37,7 +37,7 @@ MIN_TOKENS = 16  # fewer: the 32-weight block kernels are as fast (a tile of 16 
 
 def _spec_of(w_type):
     """The spec of a numba array type of block records (the record's one field is named by the type)."""
-    return SPECS[next(iter(w_type.dtype.fields))]
+    return SPECS[ir.record_name(w_type)]
 
 
 def _permitted() -> bool:

@@ -25,7 +25,7 @@ CONFIGS = {run: tile_config(run) for run in (16, 32)}
 
 
 def _spec_of(w_type):
-    return SPECS[next(iter(w_type.dtype.fields))]
+    return SPECS[ir.record_name(w_type)]
 
 
 def _run(spec) -> int:

@@ -24,8 +24,6 @@ masked.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from llvmlite import ir as llvm
 from numba import types
@@ -48,16 +46,15 @@ HALF = llvm.HalfType()
 HEAD_COUNTS = tuple(1 << i for i in range(IN_FLIGHT.bit_length()))  # the head counts a call takes
 
 
-@functools.lru_cache(maxsize=None)
 def heads(count: int) -> np.ndarray:
-    """The token telling scores, softmax and weighted, as they compile, that a call takes `count` heads (in
-    HEAD_COUNTS): an empty array of a record whose one field the count names."""
-    return np.empty(0, np.dtype([(f"heads{count}", np.uint8)]))
+    """The token (ir.token) telling scores, softmax and weighted, as they compile, that a call takes `count`
+    heads (in HEAD_COUNTS)."""
+    return ir.token(f"heads{count}")
 
 
 def _count(token) -> int:
     """The head count a token's numba type (heads()) stands for."""
-    return int(next(iter(token.dtype.fields)).removeprefix("heads"))
+    return int(ir.record_name(token).removeprefix("heads"))
 
 
 def _load_halves(builder, pointer, mask):

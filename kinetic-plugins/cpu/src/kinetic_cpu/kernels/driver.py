@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
-from kinetic_cpu.kernels import amx, amx_k, block32, floats, kquants
+from kinetic_cpu.kernels import amx, amx_k, block32, floats, ir, kquants
 from kinetic_cpu.kernels.intrinsics import prefetch
 from kinetic_cpu.kernels.kernel import lanes_sum
 from kinetic_cpu.kernels.shares import take_jobs
@@ -30,7 +30,7 @@ PAD = 2  # spare acc rows (of 8 float32) after each worker's, so workers never w
 
 def kernel_of(w_type):
     """The Kernel for a numba array type of block records (the record's one field is named by the type)."""
-    return KERNELS[next(iter(w_type.dtype.fields))]
+    return KERNELS[ir.record_name(w_type)]
 
 
 def full_steps(w):
@@ -93,7 +93,7 @@ def rows_of(w, r0, r1, acts, acc, out):
 def _rows_of(w, r0, r1, acts, acc, out):
     """AMX tiles for activations laid out as tiles (amx.tiles, amx_k.tiles), else the type's step kernels."""
     if acts[0].ndim == 5:
-        tiled = amx_k.row_tiles if next(iter(w.dtype.fields)) in amx_k.SPECS else amx.row_tiles
+        tiled = amx_k.row_tiles if ir.record_name(w) in amx_k.SPECS else amx.row_tiles
         return lambda w, r0, r1, acts, acc, out: tiled(w, r0, r1, acts, out)
     return lambda w, r0, r1, acts, acc, out: step_rows(w, r0, r1, acts, acc, out)
 

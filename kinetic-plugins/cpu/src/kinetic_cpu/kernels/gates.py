@@ -8,8 +8,6 @@ alone.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from numba import types
 from numba.core import cgutils
@@ -50,18 +48,17 @@ def _gate_loop(context, builder, args_types, args, gelu: bool) -> None:
     ir.over_vectors(builder, n, LANES, emit, unroll=4)
 
 
-@functools.lru_cache(maxsize=None)
 def activation(gelu: bool) -> np.ndarray:
-    """The token telling gate, as it compiles, which function to take: an empty array of a record whose one
-    field names it, so that a model's kernels hold only the loop it uses."""
-    return np.empty(0, np.dtype([("gelu" if gelu else "silu", np.uint8)]))
+    """The token (ir.token) telling gate, as it compiles, which function to take, so that a model's kernels
+    hold only the loop it uses."""
+    return ir.token("gelu" if gelu else "silu")
 
 
 @intrinsic
 def gate(typingctx, g, u, token, out):
     """out = float32(x / (1 + e^(sigmoid argument)) * u), x = g, all in float64: g, u, out contiguous 1-D
     float32 of one length; token: activation(gelu)."""
-    gelu = next(iter(token.dtype.fields)) == "gelu"
+    gelu = ir.record_name(token) == "gelu"
 
     def codegen(context, builder, signature, args):
         _gate_loop(context, builder, signature.args, args, gelu)

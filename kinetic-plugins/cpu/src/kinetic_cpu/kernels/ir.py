@@ -1,5 +1,6 @@
 """LLVM IR basics for the kernels' numba intrinsics: types and constants, pointers into numba arrays,
-unaligned loads and stores, a loop over a batch's tokens, and what the target CPU has.
+unaligned loads and stores, a loop over a batch's tokens, what the target CPU has, and names that reach a kernel
+as it compiles (token, record_name).
 
 Nothing in the kernels' IR uses fast-math flags: every float operation is the IEEE operation written,
 fused multiply-adds included (llvm.fma rounds once, on any target: a libm call where the CPU has no FMA).
@@ -7,14 +8,28 @@ fused multiply-adds included (llvm.fma rounds once, on any target: a libm call w
 
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 
 import llvmlite.binding as llvm_binding
+import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, config
 
 I8, I16, I32, I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32, F64 = ir.FloatType(), ir.DoubleType()
+
+
+@functools.lru_cache(maxsize=None)
+def token(name: str) -> np.ndarray:
+    """An argument that tells a kernel `name` as it compiles: an empty array of a record whose one field is so
+    named (record_name reads it from the argument's numba type), so each name compiles its own specialization."""
+    return np.empty(0, np.dtype([(name, np.uint8)]))
+
+
+def record_name(array_type) -> str:
+    """The name of the one field of a numba array type's records: a token's, or a weight type's (blocks.py)."""
+    return next(iter(array_type.dtype.fields))
 
 
 def vector(element: ir.Type, n: int) -> ir.VectorType:
