@@ -1,6 +1,6 @@
 """Running a Stack on the GPU: weights uploaded once, the KV cache of one sequence reserved at upload,
-a pass of up to ws.rows rows queued as kernels, and the one-token decode step and repeated shared passes
-replayed as CUDA graphs."""
+a pass of up to ws.rows rows queued as kernels, and the one-token decode step and repeated passes of a few rows
+(drafts, Convoy's shared passes) replayed as CUDA graphs."""
 
 from __future__ import annotations
 
@@ -36,9 +36,8 @@ MIN_CONTEXT = 4096  # shrinking to fit stops here (reference docs, -c)
 RESERVE = 256 << 20  # GPU memory Flywheel leaves free, for CUDA graphs and kernel modules
 HOST_SPARE = 3 * GIB  # RAM left to other programs when Flywheel copies the experts into page-locked memory
 FLYWHEEL_LEAST = ", with Flywheel keeping {} experts a layer on the GPU and the rest in system memory"
-PINNED_ROWS = 32  # rows of logits a pass copies into page-locked memory (more go through pageable memory)
-SHARED_GRAPHS = 64  # shapes of shared passes a runner remembers, with the CUDA graphs of those seen twice
-GRAPHED_ROWS = 64  # shared passes of more rows (prompt chunks) are queued: their shapes seldom come back
+GRAPHS = 64  # shapes of passes of a few rows a runner remembers, with the CUDA graphs of those seen twice
+GRAPHED_ROWS = 64  # passes of more rows (prompt chunks) are queued: their shapes seldom come back
 KERNELS = ("quantize_q8", "gate", "add", "scale", "rms_norm", "rope_store", "store_q8", "store_f16", "hadamard",
            "short_conv_keep", "short_conv", "conv_keep", "conv_silu", "ssm_scan", "delta_net_scan", "split_gate",
            "sigmoid_mul", "mul_rows", "silu_gate_rows", "route", "combine_experts", "group_pairs",
@@ -64,7 +63,8 @@ class CudaSequence:
         self.n_tokens = 0
         self.hidden: dict[int, np.ndarray] = {}  # position -> hidden state after the output norm (Row.hidden)
         self.decode_graphs: dict = {}  # the one-token pass's CUDA graphs (CudaRunner._decode)
-        self.pointers = tuple(array.data.ptr for pair in self.caches for array in pair)  # what a graph writes
+        self.pointers = tuple(array.data.ptr for pair in self.caches for array in pair) + \
+            tuple(rows.data.ptr for rows in self.conv_rows)  # what a graph writes
 
     def token_bytes(self) -> int:
         """What its caches hold for each token."""
@@ -149,8 +149,7 @@ class CudaRunner:
             kernel(name)
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self._spare_caches = [self._new_caches()]
-        self._shared_graphs: OrderedDict = OrderedDict()  # CudaRunner._shared
-        self._host_logits = pinned(min(PINNED_ROWS, rows) * stack.n_vocab).reshape(-1, stack.n_vocab)
+        self._graphs: OrderedDict = OrderedDict()  # CudaRunner._replayed
         cupy.cuda.Device().synchronize()  # the uploads (default stream) are done before any pass or copy starts
 
     def _block(self, b, scale: float, rows: int):
@@ -232,7 +231,7 @@ class CudaRunner:
         """Rows of linear batches of one or more sequences; logits of the rows that ask, in row order: several
         sequences' rows in one pass where they fit one (Convoy), else a sequence at a time."""
         batches = linear_batches(rows, "the CUDA device")
-        if not self.shares_passes or len(batches) == 1 or len(rows) > self.ws.rows:
+        if len(rows) > self.ws.rows or (len(batches) > 1 and not self.shares_passes):
             return forward_by_sequence(rows, "the CUDA device", self.ws.rows, self.stack.n_vocab,
                                        lambda seq, batch, asks: self._pass(batch, [(0, len(batch), seq)], asks))
         order = [i for _, indices in batches for i in indices]
@@ -245,6 +244,8 @@ class CudaRunner:
         logits = self._pass(batch, spans, asks)
         if not asks:
             return np.empty((0, self.stack.n_vocab), np.float32)
+        if order == sorted(order):  # the rows came grouped by sequence (one sequence's, or Convoy's): in row order
+            return logits
         slot = {i: a for a, i in enumerate(order[j] for j in asks)}  # row index -> its logits' place in the pass
         return logits[[slot[i] for i, row in enumerate(rows) if row.logits]]
 
@@ -270,8 +271,8 @@ class CudaRunner:
                 (seq.recurrent is None or (batch[0].position + 1) % seq.recurrent.interval)
             if n == 1 and asks and graphed:
                 self._decode(seq, batch[0].position)
-            elif len(spans) > 1 and n <= GRAPHED_ROWS:
-                self._shared(spans, n, len(asks))
+            elif n <= GRAPHED_ROWS and self._slots is None and all(s.recurrent is None for _, _, s in spans):
+                self._replayed(spans, n, len(asks))
             else:
                 self._queue(spans, n, len(asks), batch[0].position)
             if any(row.hidden for row in batch):
@@ -282,7 +283,7 @@ class CudaRunner:
                     seq.hidden.update((row.position, normed[first + i])
                                       for i, row in enumerate(batch[first : first + count]) if row.hidden)
             if asks:
-                host = self._host_logits[: len(asks)] if len(asks) <= len(self._host_logits) else None
+                host = pinned_rows(len(asks), self.stack.n_vocab)
                 logits = self.ws.logits[: len(asks)].get(stream=self.stream, out=host)
                 self.stream.synchronize()
             else:
@@ -306,21 +307,23 @@ class CudaRunner:
             seq.recurrent.advance(position)
         graph.launch(self.stream)
 
-    def _shared(self, spans: Spans, n: int, n_logits: int) -> None:
-        """A pass of several sequences' rows (Convoy), replaying its CUDA graph from the second pass of its shape
-        on: the rows of each sequence, the logits asked and the caches written, the only things a graph keeps
-        that the inputs do not give (a new sequence reuses a freed one's caches, and with them its graphs). A
-        shape seen once is queued, so passes of changing shapes (drafts) pay no capture."""
+    def _replayed(self, spans: Spans, n: int, n_logits: int) -> None:
+        """A pass of a few rows (a draft, or Convoy's rows of several sequences), replaying its CUDA graph from the
+        second pass of its shape on: the rows of each sequence, the logits asked and the caches written, the only
+        things a graph keeps that the inputs do not give (a new sequence reuses a freed one's caches, and with
+        them its graphs). A shape seen once is queued, so passes of shapes that do not come back pay no capture.
+        Not with Flywheel, whose pass reads back the experts picked, nor recurrent states, whose pass takes its
+        first position from Python."""
         key = (n_logits, tuple((count, seq.pointers) for _, count, seq in spans))
-        seen = key in self._shared_graphs
-        graph = self._shared_graphs.pop(key, None)
+        seen = key in self._graphs
+        graph = self._graphs.pop(key, None)
         if seen and graph is None:
             self.stream.begin_capture()
             self._queue(spans, n, n_logits)
             graph = self.stream.end_capture()
-        self._shared_graphs[key] = graph
-        if len(self._shared_graphs) > SHARED_GRAPHS:
-            self._shared_graphs.popitem(last=False)
+        self._graphs[key] = graph
+        if len(self._graphs) > GRAPHS:
+            self._graphs.popitem(last=False)
         if graph is None:
             self._queue(spans, n, n_logits)
         else:
@@ -360,9 +363,12 @@ class CudaRunner:
                 ops.scale(ws.logits, n_logits, self.stack.logit_scale)
 
 
-def pinned(size: int) -> np.ndarray:
-    """[size] float32 in page-locked host memory, which copies from the GPU fill at full speed."""
-    return np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, size)
+def pinned_rows(rows: int, width: int) -> np.ndarray:
+    """[rows, width] float32 in page-locked host memory, which copies from the GPU fill at full speed: from
+    CuPy's pool, which takes it back once the array and its views are dropped, so each pass's logits are the
+    caller's to keep. Blocks hold a power of two of rows, so the pool keeps few sizes."""
+    size = (1 << (rows - 1).bit_length()) * width
+    return np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, rows * width).reshape(rows, width)
 
 
 @dataclass(frozen=True)
