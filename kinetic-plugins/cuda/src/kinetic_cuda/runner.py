@@ -38,6 +38,7 @@ HOST_SPARE = 3 * GIB  # RAM left to other programs when Flywheel copies the expe
 FLYWHEEL_LEAST = ", with Flywheel keeping {} experts a layer on the GPU and the rest in system memory"
 GRAPHS = 64  # shapes of passes of a few rows a runner remembers, with the CUDA graphs of those seen twice
 GRAPHED_ROWS = 64  # passes of more rows (prompt chunks) are queued: their shapes seldom come back
+PINNED_ROWS = 64  # rows of logits a pass takes in page-locked memory (more, which few passes ask, in pageable)
 KERNELS = ("quantize_q8", "gate", "add", "scale", "rms_norm", "rope_store", "store_q8", "store_f16", "hadamard",
            "short_conv_keep", "short_conv", "conv_keep", "conv_silu", "ssm_scan", "delta_net_scan", "split_gate",
            "sigmoid_mul", "mul_rows", "silu_gate_rows", "route", "combine_experts", "group_pairs",
@@ -283,7 +284,7 @@ class CudaRunner:
                     seq.hidden.update((row.position, normed[first + i])
                                       for i, row in enumerate(batch[first : first + count]) if row.hidden)
             if asks:
-                host = pinned_rows(len(asks), self.stack.n_vocab)
+                host = pinned_rows(len(asks), self.stack.n_vocab) if len(asks) <= PINNED_ROWS else None
                 logits = self.ws.logits[: len(asks)].get(stream=self.stream, out=host)
                 self.stream.synchronize()
             else:
@@ -366,7 +367,7 @@ class CudaRunner:
 def pinned_rows(rows: int, width: int) -> np.ndarray:
     """[rows, width] float32 in page-locked host memory, which copies from the GPU fill at full speed: from
     CuPy's pool, which takes it back once the array and its views are dropped, so each pass's logits are the
-    caller's to keep. Blocks hold a power of two of rows, so the pool keeps few sizes."""
+    caller's to keep. Blocks hold a power of two of rows, so the pool keeps few sizes (up to PINNED_ROWS)."""
     size = (1 << (rows - 1).bit_length()) * width
     return np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, rows * width).reshape(rows, width)
 
