@@ -207,12 +207,14 @@ def _keep_in_runs(weight, kept, groups, layout):  # weight, kept: [rows, row_byt
     block."""
     size, quants_at, quant_bytes, highs_at, width, n_scales = layout
     for r in prange(weight.shape[0]):
-        kept[r] = weight[r]
+        for b in range(weight.shape[1]):  # loops, not slices: numba compiles slice assignment slowly
+            kept[r, b] = weight[r, b]
         for g in range(groups.shape[0]):
             first, n = groups[g]
             base, head = first * size, width * n * n_scales
             highs = base + head + n * quant_bytes
-            kept[r, highs : base + n * size] = 0
+            for b in range(highs, base + n * size):
+                kept[r, b] = 0
             for l in range(n):
                 block = base + l * size
                 for s in range(width * n_scales):

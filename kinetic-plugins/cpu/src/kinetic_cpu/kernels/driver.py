@@ -6,7 +6,10 @@ fixed tree of its 8 lanes, each lane the sum of its steps' values in step order:
 size, thread count or row position.
 
 The type's kernel is picked at compile time from the weight's block record (blocks.py) through the
-overloads below: one compiled specialization per weight type.
+overloads below: one compiled specialization of rows per weight type. run, the parallel loop, calls rows
+through its address (rows_address, intrinsics.call_at) rather than linking rows' code into its own: numba
+optimizes a caller's code again with every callee linked in, so a linked kernel would be compiled once more
+for each level of the loop (the parallel function, its body, the jobs), which took most of the first load.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from numba import njit, prange
 from numba.extending import overload
 
 from kinetic_cpu.kernels import amx, amx_k, block32, floats, ir, kquants
-from kinetic_cpu.kernels.intrinsics import prefetch
+from kinetic_cpu.kernels.intrinsics import call_at, compiled_address, prefetch
 from kinetic_cpu.kernels.kernel import lanes_sum
 from kinetic_cpu.kernels.shares import take_jobs
 
@@ -130,16 +133,17 @@ def step_rows(w, r0, r1, acts, acc, out):
             out[t, r] = lanes_sum(acc, t)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")  # inlined: its own compiled code would be one more level
 def _row_chunk(jobs, chunk, worker):
     """Rows chunk * ROWS .. of out, with the worker's acc."""
     r0 = chunk * ROWS
-    rows(jobs.w, r0, min(jobs.w.shape[0], r0 + ROWS), jobs.acts, jobs.acc[worker], jobs.out)
+    call_at(jobs.rows, (jobs.w, r0, min(jobs.w.shape[0], r0 + ROWS), jobs.acts, jobs.acc[worker], jobs.out))
 
 
 class RowChunks(NamedTuple):
     """run's jobs (shares.py): chunk c is rows c * ROWS .. (c + 1) * ROWS - 1 of out."""
 
+    rows: int  # the address of rows compiled for these arguments (rows_address)
     w: np.ndarray  # [rows, steps] block records
     acts: tuple  # the activations the type's kernel takes
     acc: np.ndarray  # [workers, n + PAD, 8] float32 scratch
@@ -148,9 +152,10 @@ class RowChunks(NamedTuple):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def run(w, acts, out, threads):  # w: [rows, steps] block records; out: [n_tokens, rows] float32
+def run(rows_at, w, acts, out, threads):  # w: [rows, steps] block records; out: [n_tokens, rows] float32
     """out[t, r] = row r of w . token t of acts (the activations the type's kernel takes), on `threads`
-    threads (numba.get_num_threads(): compiled code asking for it could not be cached).
+    threads (numba.get_num_threads(): compiled code asking for it could not be cached); rows_at is
+    rows_address(w, acts, out).
 
     Each worker owns a contiguous share of the chunks (shares.py), so its weights stream from memory as one
     sequential run. The jobs are built inside the parallel loop, as numba's parallel loops cannot take
@@ -160,4 +165,10 @@ def run(w, acts, out, threads):  # w: [rows, steps] block records; out: [n_token
     acc = np.empty((workers, out.shape[0] + PAD, 8), np.float32)
     taken = np.zeros((workers, 1), np.int64)  # chunks handed out from each share
     for worker in prange(workers):
-        take_jobs(RowChunks(w, acts, acc, out), n_chunks, workers, worker, taken)
+        take_jobs(RowChunks(rows_at, w, acts, acc, out), n_chunks, workers, worker, taken)
+
+
+def rows_address(w, acts, out) -> int:
+    """The address of rows compiled (or loaded from numba's cache) for run's jobs on these arguments: their
+    types, not their values, matter, and must be those run is then given."""
+    return compiled_address(rows, (w, 0, 0, acts, np.empty((1, 8), np.float32), out))

@@ -1,8 +1,11 @@
-"""Scalar numba intrinsics: float bit casts, an atomic counter, a prefetch hint and a pointer from an address."""
+"""Scalar numba intrinsics: float bit casts, an atomic counter, a prefetch hint, a pointer from an address and a
+call by address."""
 
 from __future__ import annotations
 
 from numba import types
+from numba.core import cgutils
+from numba.core.typing.typeof import Purpose, typeof
 from numba.extending import intrinsic
 
 from llvmlite import ir as llvm
@@ -85,3 +88,32 @@ def pointer_at(typingctx, address):
         return builder.inttoptr(args[0], I8.as_pointer())
 
     return types.voidptr(types.int64), codegen
+
+
+@intrinsic
+def call_at(typingctx, address, args):
+    """call_at(int64, args): the compiled function at `address` called with the tuple args, by numba's calling
+    convention (compiled_address gives such an address). Its code is not linked into the caller's, so compiling
+    the caller does not optimize it once more; args must have exactly the types the function was compiled
+    for, as nothing here can check them."""
+
+    def codegen(context, builder, signature, llvm_args):
+        arg_types = tuple(args)
+        function = context.call_conv.get_function_type(types.none, arg_types)
+        pointer = builder.inttoptr(llvm_args[0], function.as_pointer())
+        values = cgutils.unpack_tuple(builder, llvm_args[1], len(arg_types))
+        status, _ = context.call_conv.call_function(builder, pointer, types.none, arg_types, values)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
+
+    return types.none(types.int64, args), codegen
+
+
+def compiled_address(dispatcher, args: tuple) -> int:
+    """The address of dispatcher's code compiled (or loaded from numba's cache) for the types of args, for
+    call_at."""
+    signature = tuple(typeof(arg, Purpose.argument) for arg in args)
+    dispatcher.compile(signature)
+    result = dispatcher.overloads[signature]
+    return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)

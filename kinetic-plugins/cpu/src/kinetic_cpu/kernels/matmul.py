@@ -21,7 +21,7 @@ from kinetic.plugins import plugins
 from kinetic_cpu.kernels import amx, amx_k, block32
 from kinetic_cpu.kernels.activations import quantize_q8_0, quantize_q8_k
 from kinetic_cpu.kernels.blocks import as_blocks
-from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, run
+from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, rows_address, run
 from kinetic_cpu.kernels.fallback import dequantizing_matmul
 from kinetic_cpu.mapped_pages import drop_pages
 
@@ -53,6 +53,7 @@ class Matrix:
         self.activations = kernel.activations if kernel else "dequantize"
         self._tiling = _tiling(self.type.name) if amx.AVAILABLE else None  # batches on AMX tiles
         self.blocks = (as_blocks(weight, self.type) if kept else self._laid_out()) if kernel else None
+        self._rows_at = {}  # rows' address for run, by the activations' rank (tiles have their own)
 
     def _laid_out(self) -> np.ndarray:
         """The weights as the kernels read them: block32's types kept in runs, every other type as the file
@@ -96,8 +97,15 @@ class Matrix:
             if threads == 1:
                 rows(self.blocks, 0, self.rows, part, np.empty((len(tile) + PAD, 8), np.float32), tile)
             else:
-                run(self.blocks, part, tile, threads)
+                run(self._rows_address(part, tile), self.blocks, part, tile, threads)
         return out
+
+
+    def _rows_address(self, acts: tuple, out: np.ndarray) -> int:
+        rank = acts[0].ndim
+        if rank not in self._rows_at:
+            self._rows_at[rank] = rows_address(self.blocks, acts, out)
+        return self._rows_at[rank]
 
 
 class Tiling(NamedTuple):

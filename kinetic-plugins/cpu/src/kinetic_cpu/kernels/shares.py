@@ -33,7 +33,7 @@ def _do(jobs, job, worker):
     return lambda jobs, job, worker: run_job(jobs, job, worker)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")  # into its caller: one level of compiled code less (driver.py)
 def take_jobs(jobs, n_jobs, workers, worker, taken):  # taken: [workers, 1] int64, zeros before the first worker
     """Worker `worker`'s part of the loop: the jobs it takes from its own share, then from the next ones."""
     for k in range(workers):
@@ -55,7 +55,7 @@ def share_out(jobs, n_jobs, workers):
         take_jobs(jobs, n_jobs, workers, worker, taken)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")  # into its caller, as take_jobs
 def run_jobs(jobs, n_jobs, workers):
     """Every job: on `workers` threads, or with one worker in order on this thread (for work too small to wake
     the other threads for)."""

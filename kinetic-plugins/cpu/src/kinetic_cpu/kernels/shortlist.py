@@ -54,7 +54,9 @@ def _quantize_copy(d_w, q_w, nibbles, scales, sums):  # d_w: [rows, blocks] floa
         for b in range(d_w.shape[1]):
             for j in range(32):
                 block[j] = d_w[r, b] * np.float32(q_w[r, b, j])
-            lo, hi = block.min(), block.max()
+            lo = hi = block[0]
+            for j in range(1, 32):  # a loop, not min() and max(): numba compiles array reductions slowly
+                lo, hi = min(lo, block[j]), max(hi, block[j])
             d, m = f16_round(np.float32((hi - lo) / np.float32(15.0))), f16_round(lo)
             scales[r, b, 0], scales[r, b, 1] = d, m
             for j in range(32):
