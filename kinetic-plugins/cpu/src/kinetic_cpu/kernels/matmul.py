@@ -100,8 +100,9 @@ class Matrix:
                 run(self._rows_address(part, tile), self.blocks, part, tile, threads)
         return out
 
-
     def _rows_address(self, acts: tuple, out: np.ndarray) -> int:
+        """run's rows_at for these activations: the types of a product's arguments follow from the matrix
+        and the activations' rank (the step kernels' or the AMX tiles' layout), so it is looked up once."""
         rank = acts[0].ndim
         if rank not in self._rows_at:
             self._rows_at[rank] = rows_address(self.blocks, acts, out)
