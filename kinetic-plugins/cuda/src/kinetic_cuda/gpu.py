@@ -4,6 +4,7 @@ mma, both sm_80 and later), and its name. CuPy is imported inside the functions 
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 from typing import Optional
@@ -77,3 +78,11 @@ def bandwidth() -> Optional[float]:
 
 def _one_line(error: Exception) -> str:
     return " ".join(str(error).split())
+
+
+@functools.lru_cache(maxsize=None)
+def multiprocessors() -> int:
+    """The multiprocessor count of the GPU in use (CuPy's current device; the device plugin uses the first)."""
+    import cupy
+
+    return cupy.cuda.Device().attributes["MultiProcessorCount"]

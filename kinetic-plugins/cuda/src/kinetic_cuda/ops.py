@@ -5,13 +5,13 @@ Pointers are CuPy arrays (or NULL); scalars are typed numpy values, as the kerne
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Optional
 
 import cupy
 import numpy as np
 
+from kinetic_cuda.gpu import multiprocessors
 from kinetic_cuda.module import kernel
 from kinetic_cuda.weights import MMA_ROWS, MMA_THREADS, MMA_TOKENS, TILE, GpuMatrix
 from kinetic_cuda.workspace import Activations, ExpertGroups, Workspace
@@ -71,7 +71,7 @@ def matmul(jobs: list[tuple], acts: Activations, x: cupy.ndarray, n: int, accumu
     xs = (acts.xq, acts.xd, acts.xs, NULL) if m.quantized else (NULL, NULL, NULL, x)
     args += (np.int32(per),) + xs + (np.int32(n), np.int32(accumulate))
     shared = m.shared_bytes(n)
-    grid = min(blocks, _resident(shared) * _multiprocessors())  # each thread block loops over groups of rows
+    grid = min(blocks, _resident(shared) * multiprocessors())  # each thread block loops over groups of rows
     m.matvec((grid, math.ceil(n / TILE)), (MV_THREADS,), args, shared_mem=shared)
 
 
@@ -129,11 +129,6 @@ def combine_experts(y: cupy.ndarray, weights: cupy.ndarray, n: int, n_used: int,
     args = (y, weights, np.int32(n_used), np.int32(width), np.int64(total), np.int32(shared),
             _or_null(gates), out)
     kernel("combine_experts")((_blocks(total),), (THREADS,), args)
-
-
-@functools.lru_cache(maxsize=None)
-def _multiprocessors() -> int:
-    return cupy.cuda.Device().attributes["MultiProcessorCount"]
 
 
 def _resident(shared: int) -> int:

@@ -8,6 +8,7 @@ import cupy
 import numpy as np
 
 from kinetic.contracts.blocks import Weight
+from kinetic_cuda.gpu import multiprocessors
 from kinetic_cuda.module import kernel
 from kinetic_cuda.support import QUANTIZED
 
@@ -37,7 +38,9 @@ class GpuMatrix:
         self.quantized = self.type in QUANTIZED  # else a float type, taking float32 activations
         self.data = cupy.zeros(kept.size + PAD, cupy.uint8)
         self.data[: kept.size].set(np.ascontiguousarray(kept).reshape(-1))
-        self.per = max(1, min(16, MATVEC_CHUNKS // self.chunks, STAGED_BYTES // self.row_bytes))  # rows a block
+        # rows a block; a matrix of few rows keeps every multiprocessor busy with thread blocks of fewer
+        self.per = max(1, min(16, MATVEC_CHUNKS // self.chunks, STAGED_BYTES // self.row_bytes,
+                              self.rows // multiprocessors()))
         self.matvec = kernel(f"matvec_{self.type}")
         most = max(self.shared_bytes(n) for n in range(1, TILE + 1))
         if most > DEFAULT_SHARED:
