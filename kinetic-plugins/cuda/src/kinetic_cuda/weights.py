@@ -38,7 +38,7 @@ class GpuMatrix:
         self.quantized = self.type in QUANTIZED  # else a float type, taking float32 activations
         self.data = cupy.zeros(kept.size + PAD, cupy.uint8)
         self.data[: kept.size].set(np.ascontiguousarray(kept).reshape(-1))
-        # rows a block; a matrix of few rows keeps every multiprocessor busy with thread blocks of fewer
+        # rows a thread block takes: at most rows / multiprocessors, so a small matrix still has a block for each
         self.per = max(1, min(16, MATVEC_CHUNKS // self.chunks, STAGED_BYTES // self.row_bytes,
                               self.rows // multiprocessors()))
         self.matvec = kernel(f"matvec_{self.type}")
