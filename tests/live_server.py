@@ -26,7 +26,7 @@ def serving(gguf: Path, states: Path, alias: str = "coder") -> Iterator[tuple[su
         proc.kill()
         pytest.fail(f"kinetic serve did not start: {line!r} {proc.stderr.read()}")
     speed = proc.stdout.readline().strip()
-    assert speed == "Speed technologies on: RAD-1, Warm Start, Zero Wait, Shortlist, Convoy; off: none", speed
+    assert speed == "Speed technologies on: RAD-1, Warm Start, Zero Wait, Shortlist, Torque, Convoy; off: none", speed
     try:
         yield proc, match.group(1)
     finally:

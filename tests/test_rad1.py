@@ -285,13 +285,14 @@ def test_bench_edit256_is_drafted_and_checked(tmp_path, off):
     report = json.loads(result.stdout)
     assert report["edit_tokens"] == 256 and report["edit_tokens_per_second"] > 0
     assert report["edit_drafted"] == (not off) and report["edit_identical"] is True
-    assert report["technologies"] == ("on: Shortlist" if off else "on: RAD-1, Shortlist")
+    assert report["technologies"] == ("on: Shortlist, Torque" if off else "on: RAD-1, Shortlist, Torque")
 
 
 def test_bench_says_which_technologies_ran(tmp_path):
     path = write_random_model(tmp_path / "m.gguf", "llama", Dims(n_embd=64, n_head=4, n_head_kv=2, n_ff=128), "Q8_0")
     lines = kinetic("bench", str(path), "-r", "1", "--device", "cpu").stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("on the CPU, best of 1"))
-    assert lines[at + 1] == "speed technologies on: RAD-1, Shortlist; Warm Start, Zero Wait and Convoy take no part"
+    assert lines[at + 1] == ("speed technologies on: RAD-1, Shortlist, Torque; Warm Start, Zero Wait and Convoy take "
+                             "no part")
     assert lines[at + 2] == "edit: drafted output identical to plain decoding: yes"
     assert lines[at + 3].startswith("peak memory ")

@@ -74,9 +74,9 @@ def test_the_session_collects_what_each_technology_provides(with_more_speed, hos
     assert session.drafter is with_more_speed and session.prompt_states is not None  # Guess's and Warm Start's
     (host,) = hosts
     assert (host.model_path, host.runner, host.state_dir) == (model, session.runner, tmp_path)
-    assert [t.name for t in session.speed_on] == ["warm-start", "zero-wait", "shortlist", "convoy", "guess"]
+    assert [t.name for t in session.speed_on] == ["warm-start", "zero-wait", "shortlist", "torque", "convoy", "guess"]
     assert session.shared_passes and session.runs_ahead  # Convoy's and Zero Wait's
-    assert speed_line(session) == ("Speed technologies on: Warm Start, Zero Wait, Shortlist, Convoy, Guess; "
+    assert speed_line(session) == ("Speed technologies on: Warm Start, Zero Wait, Shortlist, Torque, Convoy, Guess; "
                                    "off: RAD-1, Never")
 
 
@@ -86,13 +86,13 @@ def test_off_takes_registered_names(with_more_speed):
     with pytest.raises(typer.BadParameter) as refused:
         speed_names("warp")
     assert str(refused.value) == ("unknown speed technology 'warp'; use a comma-separated list of "
-                                  "rad1, warm-start, zero-wait, shortlist, convoy, guess, never")
+                                  "rad1, warm-start, zero-wait, shortlist, torque, convoy, guess, never")
 
 
 def test_the_start_up_line_lists_the_registered_technologies_only(model):
     session = Session(model, SessionOptions(device="cpu", ctx_size=64, off=("warm-start", "zero-wait", "convoy")),
                       announce=lambda line: None)
-    assert speed_line(session) == "Speed technologies on: RAD-1, Shortlist; off: Warm Start, Zero Wait, Convoy"
+    assert speed_line(session) == "Speed technologies on: RAD-1, Shortlist, Torque; off: Warm Start, Zero Wait, Convoy"
     assert not session.shared_passes and slots_for(session, 4) == 1  # requests take turns
 
 

@@ -114,7 +114,7 @@ RUNTIME = [
             help="Jinja chat template to use instead of the model's own"),
     _option("off", Optional[str], "--off", callback=speed_names,
             help="turn speed technologies off by name, comma-separated: rad1, warm-start, zero-wait, shortlist, "
-                 "convoy"),
+                 "torque, convoy"),
     _option("no_prompt_cache", bool, "--no-prompt-cache", default=False,
             help="run every prompt from its first token; same as --off warm-start"),
     _option("cache_dir", Optional[Path], "--cache-dir",

@@ -123,6 +123,10 @@ class Runner(Protocol):
         """Keep what Shortlist needs (once), so that rows with a top k get only the logits that can be among
         their k largest (Row.top); False where the runner cannot."""
 
+    def start_torque(self) -> bool:
+        """Run passes of a few rows from here on as one fused call per pass (Torque), bit for bit what the
+        kernel-at-a-time pass gives; False where the runner cannot for this model."""
+
     def predictor(self) -> Optional["Runner"]:
         """A runner of the stack's prediction block (Stack.prediction) sharing this one's weights; None for a
         stack without one, or where the device cannot run it."""

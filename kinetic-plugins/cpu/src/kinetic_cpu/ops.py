@@ -69,8 +69,15 @@ def rotated(x, n):  # x: [rows, d] float32, d a multiple of n, a power of 2 -> [
 @numba.njit(**_JIT)
 def rms_norm(x, weight, eps):  # x: [n, d] float32, weight: [d] float32 -> [n, d] float32
     """x / sqrt(mean(x^2) + eps) * weight, each row on its own, the sum of squares in float64."""
-    n, d = x.shape
     out = np.empty_like(x)
+    rms_norm_into(x, weight, eps, out)
+    return out
+
+
+@numba.njit(**_JIT)
+def rms_norm_into(x, weight, eps, out):  # x, out: [n, d] float32 (out may be x); weight: [d] float32
+    """rms_norm(x, weight, eps) into out."""
+    n, d = x.shape
     for i in range(n):
         total = 0.0
         for j in range(d):
@@ -78,7 +85,6 @@ def rms_norm(x, weight, eps):  # x: [n, d] float32, weight: [d] float32 -> [n, d
         scale = np.float32(1.0 / math.sqrt(total / d + eps))
         for j in range(d):
             out[i, j] = x[i, j] * scale * weight[j]
-    return out
 
 
 @numba.njit(**_JIT)

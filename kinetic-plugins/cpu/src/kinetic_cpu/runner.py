@@ -24,6 +24,7 @@ from kinetic_cpu.kernels import delta_net, short_conv, ssm_scan
 from kinetic_cpu.kernels.dots import AVX2
 from kinetic_cpu.kernels.matmul import Matrix, activations
 from kinetic_cpu.shortlist import Shortlist
+from kinetic_cpu.torque import Torque
 
 Spans = list[tuple[CpuSequence, slice]]  # each sequence of a pass, with its rows in the pass
 
@@ -47,6 +48,7 @@ class CpuRunner:
         self._norms: dict[str, np.ndarray] = {}
         self._matrices: dict[str, Matrix] = {}
         self._shortlist: Optional[Shortlist] = None  # on once start_shortlist() has kept its copy
+        self._torque: Optional[Torque] = None  # on once start_torque() has made its plan
         self._predictor: Optional[CpuRunner] = None
         self._parent: Optional[CpuRunner] = None  # the runner whose prediction block this one runs
         self._spare_rows: list[list[np.ndarray]] = []  # finished sequences' convolution rows (cache.conv_rows)
@@ -111,11 +113,21 @@ class CpuRunner:
         tokens = np.array([row.token for row in batch], dtype=np.int64)
         positions = np.array([row.position for row in batch], dtype=np.int64)
         x = self._embed(tokens, batch)
-        residual_scale = np.float32(self.stack.residual_scale)
         for seq, span in spans:
             if seq.recurrent is not None:
                 seq.recurrent.tokens[positions[span]] = tokens[span]
         numbers = _Numbers(_Attending(spans, positions))
+        if self._torque is not None and len(batch) <= self._torque.most_rows:
+            x = self._torque.run(x, numbers.attending)
+        else:
+            x = self._blocks(x, spans, numbers, positions)
+        for seq, span in spans:
+            seq.n_tokens = int(positions[span.stop - 1]) + 1
+        return x
+
+    def _blocks(self, x: np.ndarray, spans: Spans, numbers: "_Numbers", positions: np.ndarray) -> np.ndarray:
+        """x ([n, n_embd] float32) through every block, a kernel call at a time."""
+        residual_scale = np.float32(self.stack.residual_scale)
         for block in self.stack.blocks:
             if isinstance(block, Parallel):
                 h = self._norm(block.norm, x)
@@ -127,8 +139,6 @@ class CpuRunner:
                 out = self._mixer(block, x, spans, numbers, positions)
             x = self._norm(getattr(block, "residual_norm", None), x + (out if residual_scale == 1 else
                                                                          out * residual_scale))
-        for seq, span in spans:
-            seq.n_tokens = int(positions[span.stop - 1]) + 1
         return x
 
     def _mixer(self, block: Mixer, x: np.ndarray, spans: Spans, numbers: "_Numbers",
@@ -153,10 +163,10 @@ class CpuRunner:
         rows = self.stack.embedding.rows_float32(tokens)
         x = (rows * np.float32(self.stack.embedding_scale)).astype(np.float32)
         if self.stack.token_types is not None:
-            x = x + self._vector(self.stack.token_types)[: self.stack.n_embd]  # row 0: sentence A's
+            x = x + self.vector(self.stack.token_types)[: self.stack.n_embd]  # row 0: sentence A's
         if self.stack.position_embedding is not None:
             positions = np.array([row.position for row in batch], np.int64)
-            x = x + self._vector(self.stack.position_embedding).reshape(-1, self.stack.n_embd)[positions]
+            x = x + self.vector(self.stack.position_embedding).reshape(-1, self.stack.n_embd)[positions]
         x = self._norm(self.stack.embedding_norm, x)
         given = self.stack.input
         if given is None:
@@ -170,19 +180,20 @@ class CpuRunner:
         without one."""
         if norm is None:
             return x
-        weight = self._vector(norm.weight)
+        weight = self.vector(norm.weight)
         pieces = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, len(weight))
         if isinstance(norm, LayerNorm):
-            bias = self._vector(norm.bias) if norm.bias is not None else np.zeros_like(weight)
+            bias = self.vector(norm.bias) if norm.bias is not None else np.zeros_like(weight)
             return ops.layer_norm(pieces, weight, bias, norm.eps).reshape(x.shape)
         return ops.rms_norm(pieces, weight, norm.eps).reshape(x.shape)
 
-    def _vector(self, weight: Weight) -> np.ndarray:
+    def vector(self, weight: Weight) -> np.ndarray:
+        """The weight as float32 values in one row, kept for every later pass."""
         if weight.key not in self._norms:
             self._norms[weight.key] = np.ascontiguousarray(weight.to_float32().reshape(-1), dtype=np.float32)
         return self._norms[weight.key]
 
-    def _matrix(self, weight: Weight, expert: Optional[int] = None) -> Matrix:
+    def matrix(self, weight: Weight, expert: Optional[int] = None) -> Matrix:
         """The weight's matrix, or with expert e the e-th of its stacked matrices ([n_expert, rows, k])."""
         key = weight.key if expert is None else f"{weight.key}#{expert}"
         if key not in self._matrices:
@@ -195,8 +206,8 @@ class CpuRunner:
 
     def _linears(self, x: np.ndarray, *weights: tuple[Weight, Optional[Weight]]) -> list[np.ndarray]:
         """x ([n, k] float32) times each (weight, bias)."""
-        ys = self._products(x, [self._matrix(weight) for weight, _ in weights])
-        return [y + self._vector(bias) if bias is not None else y for y, (_, bias) in zip(ys, weights)]
+        ys = self._products(x, [self.matrix(weight) for weight, _ in weights])
+        return [y + self.vector(bias) if bias is not None else y for y, (_, bias) in zip(ys, weights)]
 
     def _products(self, x: np.ndarray, matrices: list[Matrix]) -> list[np.ndarray]:
         """x ([n, k] float32) times each matrix; matrices that take the same activations share them."""
@@ -252,7 +263,7 @@ class CpuRunner:
         ops.store(keys, values, addresses, attending.cache_of_row, attending.positions, stored(k, key_type),
                   stored(v, value_type))
         firsts, lasts = attending.visible(a.sliding_window, a.causal)
-        sinks = self._vector(a.sinks) if a.sinks is not None else None
+        sinks = self.vector(a.sinks) if a.sinks is not None else None
         return ops.attend(q, keys, values, addresses, attending.cache_of_row, firsts, lasts, a.scale, sinks)
 
     def _short_conv(self, s: ShortConv, x: np.ndarray, spans: Spans, layer: int, positions: np.ndarray) -> np.ndarray:
@@ -262,7 +273,7 @@ class CpuRunner:
     def _convolve(self, conv: Weight, v: np.ndarray, spans: Spans, layer: int, positions: np.ndarray) -> np.ndarray:
         """Each sequence's rows of v ([n, channels]) join its kept rows `layer` at their positions, then convolve
         them (kernels/short_conv.py). -> [n, channels] float32"""
-        weights = self._vector(conv).reshape(conv.shape)
+        weights = self.vector(conv).reshape(conv.shape)
         convolved = np.empty(v.shape, np.float32)
         for seq, span in spans:
             at = positions[span]
@@ -274,7 +285,7 @@ class CpuRunner:
         """Each sequence's rows of v ([n, channels]) after recurrent layer `layer`'s tail (kinetic.recurrent),
         convolved (kernels/short_conv.py); -> [n, channels] float32, and each span's window
         [width - 1 + rows, channels]."""
-        weights = self._vector(conv).reshape(conv.shape)
+        weights = self.vector(conv).reshape(conv.shape)
         convolved = np.empty(v.shape, np.float32)
         windows = []
         for seq, span in spans:
@@ -291,10 +302,10 @@ class CpuRunner:
         z, v, dt = zvdt[:, :d_inner], zvdt[:, d_inner : d_inner + channels], zvdt[:, d_inner + channels :]
         convolved, windows = self._windows(m.conv, v, spans, layer)
         if m.conv_bias is not None:
-            convolved = convolved + self._vector(m.conv_bias)
+            convolved = convolved + self.vector(m.conv_bias)
         activated = ops.gate(convolved, np.ones_like(convolved), False)  # silu(v) * 1: silu(v)
         dt = np.ascontiguousarray(dt)
-        dt_bias, a, d = self._vector(m.dt_bias), self._vector(m.a), self._vector(m.d)
+        dt_bias, a, d = self.vector(m.dt_bias), self.vector(m.a), self.vector(m.d)
         y = np.empty((len(x), d_inner), np.float32)
         for (seq, span), window in zip(spans, windows):
             v_rows, dt_rows = activated[span], dt[span]
@@ -308,7 +319,7 @@ class CpuRunner:
         if m.out_norm is not None:  # a row per group; x * 1 is exact: then each group's weights, as one norm would
             ones = np.ones(d_inner // m.n_group, np.float32)
             normed = ops.rms_norm(gated.reshape(-1, len(ones)), ones, m.out_norm.eps).reshape(len(x), d_inner)
-            gated = normed * self._vector(m.out_norm.weight)
+            gated = normed * self.vector(m.out_norm.weight)
         return self._linear(m.out_proj, gated)
 
     def _delta_net(self, g: GatedDeltaNet, x: np.ndarray, spans: Spans, layer: int,
@@ -324,7 +335,7 @@ class CpuRunner:
         keys = g.n_k_head * hd
         q, k = (self._l2_norm(qkv[:, at : at + keys], hd, g.l2_eps).reshape(n, g.n_k_head, hd) for at in (0, keys))
         v = np.ascontiguousarray(qkv[:, 2 * keys :]).reshape(n, g.n_v_head, hd)
-        dt_bias, a = self._vector(g.dt_bias), self._vector(g.a)
+        dt_bias, a = self.vector(g.dt_bias), self.vector(g.a)
         o = np.empty((n, g.n_v_head, hd), np.float32)
         for (seq, span), window in zip(spans, windows):
             parts = (q[span], k[span], v[span], beta[span], alpha[span])
@@ -346,16 +357,20 @@ class CpuRunner:
         return normed.reshape(x.shape)
 
     def _rotate(self, rope: Rope, attending: "_Attending", *parts: np.ndarray) -> None:
-        """Rotate each part ([n, heads, head_dim] float32) in place by the rows' positions; a pass works out
-        each rope's angles once, for every block that has it."""
-        if id(rope) not in attending.angles:
-            half = rope.n_dims // 2
-            factors = self._vector(rope.freq_factors) if rope.freq_factors is not None else np.ones(half, np.float32)
-            attending.angles[id(rope)] = ops.rope_angles(attending.positions, rope.n_dims, rope.base,
-                                                         rotary.pair_scales(rope), factors, rotary.magnitude(rope))
-        cos, sin = attending.angles[id(rope)]
+        """Rotate each part ([n, heads, head_dim] float32) in place by the rows' positions."""
+        cos, sin = self.angles(rope, attending)
         for part in parts:
             ops.rope(part, cos, sin, rope.neox)
+
+    def angles(self, rope: Rope, attending: "_Attending") -> tuple[np.ndarray, np.ndarray]:
+        """cos and sin of the rows' rotation angles by rope ([n, n_dims / 2] float64 each, ops.rope_angles),
+        worked out once a pass for every block that has it."""
+        if id(rope) not in attending.angles:
+            half = rope.n_dims // 2
+            factors = self.vector(rope.freq_factors) if rope.freq_factors is not None else np.ones(half, np.float32)
+            attending.angles[id(rope)] = ops.rope_angles(attending.positions, rope.n_dims, rope.base,
+                                                         rotary.pair_scales(rope), factors, rotary.magnitude(rope))
+        return attending.angles[id(rope)]
 
     def _feed_forward(self, f: GatedFeedForward, x: np.ndarray) -> np.ndarray:
         h = self._norm(f.norm, x)
@@ -372,15 +387,15 @@ class CpuRunner:
         """Each expert's products for the rows that picked it, then each row's outputs weighted and summed in its
         rank order (kinetic.experts), then the shared expert's: a row's bits do not depend on its batch."""
         h = self._norm(m.norm, x)
-        bias = self._vector(m.selection_bias) if m.selection_bias is not None else None
+        bias = self.vector(m.selection_bias) if m.selection_bias is not None else None
         chosen, weights = route(m, self._linears(h, (m.router, m.router_bias))[0], bias)  # [n, n_used] each
         picked = np.empty((m.n_used, *h.shape), np.float32)  # [rank, n, n_embd]
         for e in np.unique(chosen):
             rows, ranks = np.nonzero(chosen == e)
-            gate, up = self._products(h[rows], [self._matrix(m.gate, e), self._matrix(m.up, e)])
+            gate, up = self._products(h[rows], [self.matrix(m.gate, e), self.matrix(m.up, e)])
             gate, up = self._expert_bias(gate, m.gate_bias, e), self._expert_bias(up, m.up_bias, e)
             gated = swiglu_oai(gate, up) if m.activation == "swiglu_oai" else ops.gate(gate, up, False)
-            y = self._expert_bias(self._products(gated, [self._matrix(m.down, e)])[0], m.down_bias, e)
+            y = self._expert_bias(self._products(gated, [self.matrix(m.down, e)])[0], m.down_bias, e)
             picked[ranks, rows] = y * weights[rows, ranks][:, None]
         out = picked[0]
         for more in picked[1:]:
@@ -394,7 +409,7 @@ class CpuRunner:
 
     def _expert_bias(self, y: np.ndarray, bias: Optional[Weight], expert: int) -> np.ndarray:
         """y plus row `expert` of a stacked bias ([n_expert, width]), where there is one."""
-        return y if bias is None else y + self._vector(bias).reshape(bias.shape)[expert]
+        return y if bias is None else y + self.vector(bias).reshape(bias.shape)[expert]
 
     def _logits(self, x: np.ndarray, tops: Sequence[int]) -> np.ndarray:
         """The logits of x [n, n_embd] (hidden states after the output norm): for a row that reads only its
@@ -410,6 +425,16 @@ class CpuRunner:
             return parent._shortlist
         return self._shortlist
 
+    def start_torque(self) -> bool:
+        """Run passes of a few rows as one parallel call (kinetic_cpu.torque), where every block is one it
+        runs; False where one is not."""
+        return at_home(self.threads, self._start_torque)
+
+    def _start_torque(self) -> bool:
+        if self._torque is None:
+            self._torque = Torque.of(self)
+        return self._torque is not None
+
     def start_shortlist(self) -> bool:
         """Keep the output layer's copy for Shortlist (once); False where its type has none."""
         return at_home(self.threads, self._start_shortlist)
@@ -419,7 +444,7 @@ class CpuRunner:
             return False
         if self._shortlist is None:
             output = self.stack.output
-            self._shortlist = Shortlist.of(self._matrix(output), output.raw(), output.type)
+            self._shortlist = Shortlist.of(self.matrix(output), output.raw(), output.type)
         return self._shortlist is not None
 
 

@@ -1,4 +1,4 @@
-"""The kinetic-speed plugin: registers RAD-1, Warm Start, Zero Wait, Shortlist and Convoy."""
+"""The kinetic-speed plugin: registers RAD-1, Warm Start, Zero Wait, Shortlist, Torque and Convoy."""
 
 import os
 from pathlib import Path
@@ -36,8 +36,20 @@ def _attach_shortlist(host: SpeedHost) -> Optional[Provision]:
     """Rows that read only their top k logits (Row.top) get those and the ones that could be among them, where
     the runner keeps what it needs for that (the CPU, for a Q8_0 output layer); a runner that does not say,
     does not."""
-    start = getattr(host.runner, "start_shortlist", None)
-    return Provision() if start is not None and start() else None
+    return _started(host, "start_shortlist")
+
+
+def _attach_torque(host: SpeedHost) -> Optional[Provision]:
+    """Passes of a few rows (decoding, drafted rows, Convoy's steps) as one parallel call, where the runner can
+    run every block of the model so (the CPU, for attention and gated feed-forward blocks); a runner that does
+    not say, does not."""
+    return _started(host, "start_torque")
+
+
+def _started(host: SpeedHost, start: str) -> Optional[Provision]:
+    """Provision() where the runner has the method `start` and it says it started, else None."""
+    method = getattr(host.runner, start, None)
+    return Provision() if method is not None and method() else None
 
 
 def _attach_convoy(host: SpeedHost) -> Optional[Provision]:
@@ -50,6 +62,7 @@ RAD1 = SpeedTechnology(name="rad1", title="RAD-1", attach=_attach_rad1)
 WARM_START = SpeedTechnology(name="warm-start", title="Warm Start", attach=_attach_warm_start)
 ZERO_WAIT = SpeedTechnology(name="zero-wait", title="Zero Wait", attach=_attach_zero_wait)
 SHORTLIST = SpeedTechnology(name="shortlist", title="Shortlist", attach=_attach_shortlist)
+TORQUE = SpeedTechnology(name="torque", title="Torque", attach=_attach_torque)
 CONVOY = SpeedTechnology(name="convoy", title="Convoy", attach=_attach_convoy)
 
 
@@ -59,4 +72,5 @@ def register_speed_technologies(register):
     register(WARM_START)
     register(ZERO_WAIT)
     register(SHORTLIST)
+    register(TORQUE)
     register(CONVOY)

@@ -1,7 +1,9 @@
-"""Scalar numba intrinsics: float bit casts, an atomic counter, a prefetch hint, a pointer from an address and a
-call by address."""
+"""Scalar numba intrinsics: float bit casts, atomic counters, a prefetch hint, a pointer from an address, weight
+blocks at an address and a call by address."""
 
 from __future__ import annotations
+
+import platform
 
 from numba import types
 from numba.core import cgutils
@@ -62,6 +64,66 @@ def fetch_add(typingctx, counter):
         return builder.atomic_rmw("add", data, const(I64, 1), "monotonic")
 
     return types.int64(counter), codegen
+
+
+@intrinsic
+def arrive(typingctx, counter, count):
+    """arrive(counter, count): atomically add count to counter[0] (int64), after every write this thread made
+    before it (release), so a thread that sees the sum (load_acquire) sees those writes too."""
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        builder.atomic_rmw("add", data, args[1], "release")
+        return context.get_dummy_value()
+
+    return types.none(counter, types.int64), codegen
+
+
+@intrinsic
+def load_acquire(typingctx, counter):
+    """load_acquire(counter) -> int64: counter[0] (int64), read atomically (acquire: the writes that arrive
+    published before it are seen after it); never hoisted out of a loop."""
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        value = builder.load_atomic(data, "acquire", 8)
+        return value
+
+    return types.int64(counter), codegen
+
+
+@intrinsic
+def spin_pause(typingctx):
+    """spin_pause(): a hint that this thread waits in a loop (x86's pause), which spares the core's other
+    thread and the memory bus; nothing elsewhere."""
+
+    def codegen(context, builder, signature, args):
+        if platform.machine().lower() in ("x86_64", "amd64"):
+            pause = llvm.FunctionType(llvm.VoidType(), [])
+            builder.call(builder.module.declare_intrinsic("llvm.x86.sse2.pause", fnty=pause), [])
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
+@intrinsic
+def blocks_at(typingctx, address, rows, steps, itemsize):
+    """blocks_at(address, rows, steps, itemsize) -> the [rows, steps] C-contiguous array of itemsize-byte blocks
+    at address, typed as bytes (uint8) but laid out as numba lays out any 2-d C array of blocks: data, shape,
+    strides (steps * itemsize, itemsize) and itemsize. Only for call_at to code compiled for an array of block
+    records (driver.rows), whose arguments it carries as that array would; the caller keeps the memory alive."""
+    array_type = types.Array(types.uint8, 2, "C", readonly=True)
+
+    def codegen(context, builder, signature, args):
+        at, n_rows, n_steps, size = args
+        array = context.make_array(array_type)(context, builder)
+        data = builder.inttoptr(at, context.get_data_type(types.uint8).as_pointer())
+        shape = cgutils.pack_array(builder, [n_rows, n_steps])
+        strides = cgutils.pack_array(builder, [builder.mul(n_steps, size), size])
+        context.populate_array(array, data=data, shape=shape, strides=strides, itemsize=size, meminfo=None)
+        return array._getvalue()
+
+    return array_type(types.int64, types.int64, types.int64, types.int64), codegen
 
 
 @intrinsic

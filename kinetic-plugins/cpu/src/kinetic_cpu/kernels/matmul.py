@@ -54,6 +54,8 @@ class Matrix:
         self._tiling = _tiling(self.type.name) if amx.AVAILABLE else None  # batches on AMX tiles
         self.blocks = (as_blocks(weight, self.type) if kept else self._laid_out()) if kernel else None
         self._rows_at = {}  # rows' address for run, by the activations' rank (tiles have their own)
+        # the most tokens a product runs by the step kernels in one call: more go to AMX tiles, or in parts
+        self.step_tokens = min(TOKEN_TILE, self._tiling.min_tokens - 1) if self._tiling is not None else TOKEN_TILE
 
     def _laid_out(self) -> np.ndarray:
         """The weights as the kernels read them: block32's types kept in runs, every other type as the file
@@ -97,11 +99,11 @@ class Matrix:
             if threads == 1:
                 rows(self.blocks, 0, self.rows, part, np.empty((len(tile) + PAD, 8), np.float32), tile)
             else:
-                run(self._rows_address(part, tile), self.blocks, part, tile, threads)
+                run(self.rows_address(part, tile), self.blocks, part, tile, threads)
         return out
 
-    def _rows_address(self, acts: tuple, out: np.ndarray) -> int:
-        """run's rows_at for these activations: the types of a product's arguments follow from the matrix
+    def rows_address(self, acts: tuple, out: np.ndarray) -> int:
+        """run's rows_at (and Torque's) for these activations: the types of a product's arguments follow from the matrix
         and the activations' rank (the step kernels' or the AMX tiles' layout), so it is looked up once."""
         rank = acts[0].ndim
         if rank not in self._rows_at:

@@ -1,5 +1,5 @@
 """Jobs shared out over threads: the one work loop of the CPU plugin's parallel kernels (driver.run's row
-chunks, ops.attend's head groups, ops.gate's chunks).
+chunks, ops.attend's head groups, ops.gate's chunks, and each phase of Torque's fused pass).
 
 Jobs 0 .. n_jobs - 1 are cut into one contiguous share per worker, each share handed out in order from its
 own atomic counter. A worker takes the jobs of its own share first, then what is left of the next shares, so
@@ -35,14 +35,18 @@ def _do(jobs, job, worker):
 
 @njit(cache=True, nogil=True, inline="always")  # into its caller: one level of compiled code less (driver.py)
 def take_jobs(jobs, n_jobs, workers, worker, taken):  # taken: [workers, 1] int64, zeros before the first worker
-    """Worker `worker`'s part of the loop: the jobs it takes from its own share, then from the next ones."""
+    """Worker `worker`'s part of the loop: the jobs it takes from its own share, then from the next ones; how
+    many it did."""
+    done = 0
     for k in range(workers):
         share = (worker + k) % workers
         first, end = share * n_jobs // workers, (share + 1) * n_jobs // workers
         job = first + fetch_add(taken[share])
         while job < end:
             do(jobs, job, worker)
+            done += 1
             job = first + fetch_add(taken[share])
+    return done
 
 
 @njit(cache=True, nogil=True, parallel=True)

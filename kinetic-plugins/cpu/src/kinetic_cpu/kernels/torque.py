@@ -1,0 +1,115 @@
+"""Torque: every block of a pass in one parallel call (docs/speed.md, Torque).
+
+Unfused, a pass calls a kernel from Python for each norm, product, rotation, attention and gate, about fifteen
+a block, and each product is a parallel region of its own: for one token, that dispatch and the threads'
+wake-ups are a large share of a small model's step. run_pass walks all the blocks in one parallel region. A
+block is cut into phases (torque_plan.py's stages: its norm, its products, its attention, ...); the workers take
+each phase's jobs as shares.py shares them out, then wait until all of that phase's jobs are done before the
+next phase. They wait for the jobs, not for each other: should numba run two workers' iterations on one thread,
+the first takes every job and the second finds none left, so nothing waits for a worker that has not started.
+What each phase computes is torque_work.py's, bit for bit the unfused pass's.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from kinetic_cpu.kernels.intrinsics import arrive, call_at, fetch_add, load_acquire, spin_pause
+from kinetic_cpu.kernels.shares import take_jobs
+from kinetic_cpu.kernels import torque_work as work
+from kinetic_cpu.kernels.torque_plan import ATTEND, ATTEND_ROWS, GATE, KIND, N_KV, STAGE_CODE, STAGES, WALK
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@numba.njit(**_JIT)
+def run_pass(plan, step, room, taken, finished, x, workers):  # x: [n, n_embd] float32 -> its rows' outputs
+    """Every block of the plan on x's rows, on `workers` threads; taken ([phases, workers, 1]) and finished
+    ([phases, 1]) int64 count each phase's jobs handed out, per share, and done."""
+    x = x.copy()
+    taken[:] = 0
+    finished[:] = 0
+    _workers(plan, step, room, taken, finished, x, workers)
+    return x
+
+
+@numba.njit(**_JIT, parallel=True)
+def _workers(plan, step, room, taken, finished, x, workers):
+    """The workers' walks, in one parallel region."""
+    for worker in numba.prange(workers):
+        call_at(plan.code[WALK], (plan, step, x, room, taken, finished, np.int64(worker), np.int64(workers)))
+
+
+@numba.njit(**_JIT)
+def walk(plan, step, x, room, taken, finished, worker, workers):
+    """Worker `worker`'s way through every phase of every block: a phase at a time, its code (STAGE_CODE) called
+    by address."""
+    phase = 0
+    for b in range(plan.blocks.shape[0]):
+        for stage in STAGES[plan.blocks[b, KIND]]:
+            if stage < 0:
+                break
+            call_at(plan.code[STAGE_CODE[stage]], (plan, step, x, room, taken, finished, b, stage, phase, worker,
+                                                   workers))
+            phase += 1
+
+
+@numba.njit(**_JIT)
+def serial_phase(plan, step, x, room, taken, finished, b, stage, phase, worker, workers):
+    """A phase of one job, taken by the first worker to ask: block b's one-thread work at `stage` (SERIAL)."""
+    mine = 1 if fetch_add(taken[phase, 0]) == 0 else 0
+    if mine:
+        work.serial(plan, step, x, room, b, stage)
+    _finish(finished, phase, mine, 1)
+
+
+@numba.njit(**_JIT)
+def products_phase(plan, step, x, room, taken, finished, b, stage, phase, worker, workers):
+    """Block b's products at stage FIRST or LAST, ROWS rows of a matrix a job."""
+    jobs = work.products(plan, x, room, b, stage, workers)
+    _jobs(jobs, work.product_jobs(plan, jobs.which), taken, finished, phase, worker, workers)
+
+
+@numba.njit(**_JIT)
+def jobs_phase(plan, step, x, room, taken, finished, b, stage, phase, worker, workers):
+    """Block b's attention (ATTEND_ROWS: a row and a KV head a job) or gate (a chunk of a row a job), each job
+    by code compiled for the model's token (_Addressed)."""
+    n = x.shape[0]
+    if stage == ATTEND_ROWS:
+        jobs = _Addressed(plan.code[ATTEND], work.attention_jobs(plan, step, room, b, n, workers))
+        _jobs(jobs, n * plan.blocks[b, N_KV], taken, finished, phase, worker, workers)
+    else:
+        jobs = _Addressed(plan.code[GATE], work.gate_jobs(plan, x, room, b))
+        _jobs(jobs, n * work.gate_chunks(plan, b), taken, finished, phase, worker, workers)
+
+
+@numba.njit(**_JIT, inline="always")
+def _jobs(jobs, n_jobs, taken, finished, phase, worker, workers):
+    """This worker's jobs of the phase (shares.py), then the wait for the last of them."""
+    _finish(finished, phase, take_jobs(jobs, n_jobs, workers, worker, taken[phase]), n_jobs)
+
+
+@numba.njit(**_JIT, inline="always")
+def _finish(finished, phase, done, n_jobs):
+    """Count the `done` jobs of the phase this worker did, then wait until all n_jobs are done."""
+    arrive(finished[phase], done)
+    while load_acquire(finished[phase]) < n_jobs:
+        spin_pause()
+
+
+@numba.njit(**_JIT)
+def _addressed_job(jobs, job, worker):
+    """Job `job` of jobs.jobs, by the code at jobs.address."""
+    call_at(jobs.address, (jobs.jobs, job, worker))
+
+
+class _Addressed(NamedTuple):
+    """Jobs whose run_job is called by address (call_at), compiled once, on its own, for the token it takes
+    (attention's head count, a gate's activation); jobs holds ANY in that token's place."""
+
+    address: int
+    jobs: tuple
+    run_job = _addressed_job

@@ -1,0 +1,125 @@
+"""What Torque's fused pass (torque.py) walks: the plan's tables, a pass's rows, and the scratch room.
+
+The plan (kinetic_cpu/torque.py builds it) is tables of numbers: a row per block, a row per matrix (where its
+blocks are, and the address of rows compiled for them), a row per norm, one float32 pool holding the norms'
+weights and the biases, and the addresses of the code the pass calls (CODE). The room is a row of addresses of
+scratch arrays the plan's owner keeps, each sized for the most rows a pass takes; a pass views the part it
+uses. Tables of numbers rather than arrays in tuples keep the compiled code small: numba passes an array as
+seven values, to every call.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from kinetic_cpu.kernels import ir
+from kinetic_cpu.kernels.driver import PAD
+from kinetic_cpu.kernels.intrinsics import pointer_at
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+# a block's row: its kind, its norms (an index into the norms, -1: none), its matrices, and an attention
+# block's rope, heads, attention layer and kind of visibility (indices into Step's tables)
+KIND, NORM, POST_NORM, Q_NORM, K_NORM, AFTER_ROPE, M1, M2, M3, M4, ROPE, NEOX, N_HEAD, N_KV, LAYER, VISIBLE = range(16)
+BLOCK_FIELDS = 16
+ATTENTION, FEED_FORWARD = 0, 1  # KIND: M1..M4 are q, k, v, o; or gate (-1: none), up, down
+# a matrix's row: the address of rows compiled for it, its blocks' address, rows, blocks a row, bytes a block,
+# the activations it takes (activations.Q8_0, Q8_K or FLOAT), its bias's offset in the pool (-1: none)
+ROWS_AT, ADDRESS, N_ROWS, STEPS, SIZE, ACTS, BIAS = range(7)
+MATRIX_FIELDS = 7
+FLOAT = 2
+# Plan.code: what the pass calls by address, each compiled once on its own (numba optimizes a function again
+# with all the code it calls linked in): the walk, its three kinds of phase, and the unfused pass's kernels,
+# so that the compiled code is the one the unfused pass runs. ATTEND and GATE are compiled for the model's
+# head count and activation (the pass's jobs hold ANY in their place).
+WALK, SERIAL, PRODUCTS, JOBS, QUANTIZE, ATTEND, GATE = range(7)
+CODE = 7
+# a block's stages, in the order its phases run them: one-thread work (NORMED: x normed and its activations
+# for the first products; QUERIES: q and k normed and rotated, the queries, k and v into the caches; SECOND:
+# the activations for the last product; OUTPUT: its output added to x), products (FIRST: q, k, v, or gate
+# and up; LAST: o, or down) and jobs (ATTEND_ROWS: attention; GATE_ROWS: act(gate) * up)
+NORMED, QUERIES, SECOND, OUTPUT, FIRST, LAST, ATTEND_ROWS, GATE_ROWS = range(8)
+STAGES = np.array([[NORMED, FIRST, QUERIES, ATTEND_ROWS, SECOND, LAST, OUTPUT],  # by KIND, -1 past the last
+                   [NORMED, FIRST, GATE_ROWS, SECOND, LAST, OUTPUT, -1]], np.int64)
+STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2, np.int64)  # the code of each stage's phase
+# the token the pass's jobs hold for any other (ir.token): every token is an empty array of one-byte records,
+# passed alike by call_at, so code called by address reads the token it was compiled for
+ANY = ir.token("any")
+# the room's rows: float32 h (a product's input), outs (a product phase's outputs, matrix after matrix),
+# attended, ones; the input as Q8_0 and Q8_K activations (q int8, d float32, sums int32); the queries at float16
+# precision (float64);
+# each worker's float32 product scratch (acc) and float64 attention scratch (heads, scores, sums)
+H, OUTS, ATTENDED, ONES, Q8_0_Q, Q8_0_D, Q8_0_SUMS, Q8_K_Q, Q8_K_D, Q8_K_SUMS, HALF_QUERIES, ACC, HEADS, SCORES, \
+    SUMS = range(15)
+ROOM_FIELDS = 15
+
+
+class Plan(NamedTuple):
+    blocks: np.ndarray  # [n_blocks, BLOCK_FIELDS] int64
+    matrices: np.ndarray  # [n_matrices, MATRIX_FIELDS] int64
+    norms: np.ndarray  # [n_norms, 2] int64: each norm's weights' offset in floats, and its width
+    eps: np.ndarray  # [n_norms] float64
+    floats: np.ndarray  # float32: the norms' weights and the biases
+    scales: np.ndarray  # [n_blocks] float64: each attention block's score scale
+    code: np.ndarray  # [CODE] int64
+    residual_scale: float  # a block's output is multiplied by it before it is added, unless it is 1
+    head_dim: int  # every attention block's
+    heads_count: int  # the query heads an attention kernel call takes (ops.attend's width)
+    key_blocks: int  # a key cache's blocks of positions (ops.attend's keys: [n_kv, key_blocks, hd, KEY_BLOCK])
+    context: int  # a value cache's positions
+    n_phases: int  # the blocks' phases
+
+
+class Step(NamedTuple):
+    """A pass's rows as every block reads them (the runner's _Attending)."""
+
+    positions: np.ndarray  # [n] int64
+    cache_of_row: np.ndarray  # [n] int64
+    addresses: np.ndarray  # [layers, caches, 2] int64: each attention layer's caches' keys and values
+    firsts: np.ndarray  # [kinds, n] int64: each row's first visible position, by kind of visibility
+    lasts: np.ndarray  # [kinds, n] int64
+    cos: np.ndarray  # [ropes, n, n_dims / 2] float64 (ops.rope_angles)
+    sin: np.ndarray
+
+
+def room_arrays(most_rows: int, widest: int, most_out: int, most_heads: int, head_dim: int, heads_count: int,
+                context: int, workers: int) -> list[np.ndarray]:
+    """The room's arrays, in ROOM_FIELDS order, for passes of up to most_rows rows: products of inputs up to
+    widest (a multiple of 256) wide and phases of up to most_out outputs, attention of up to most_heads heads
+    over up to `context` positions, on `workers` threads."""
+    wide, heads = most_rows * widest, most_rows * most_heads * head_dim
+    f32, scratch = np.float32, (workers, heads_count, head_dim)
+    return [np.empty(wide, f32), np.empty(most_rows * most_out, f32), np.empty(heads, f32), np.ones(wide, f32),
+            np.empty(wide, np.int8), np.empty(wide // 32, f32), np.empty(wide // 32, np.int32),
+            np.empty(wide, np.int8), np.empty(wide // 256, f32), np.empty(wide // 16, np.int32),
+            np.empty(heads), np.empty((workers, most_rows + PAD, 8), f32), np.zeros(scratch),
+            np.empty((workers, heads_count, context)), np.empty(scratch)]
+
+
+@numba.njit(**_JIT)
+def floats(room, field, rows, columns):
+    """Room row `field` (float32) as a [rows, columns] array."""
+    return numba.carray(pointer_at(room[field]), (rows, columns), np.float32)
+
+
+@numba.njit(**_JIT)
+def scratch(room, field, workers, count, width):
+    """Room row `field` (float64 per worker) as [workers, count, width]."""
+    return numba.carray(pointer_at(room[field]), (workers, count, width), np.float64)
+
+
+@numba.njit(**_JIT)
+def q8_0_acts(room, n, k):
+    """The room's Q8_0 activations of [n, k] values, as activations.quantize_q8_0 gives them."""
+    return (numba.carray(pointer_at(room[Q8_0_Q]), (n, k), np.int8), floats(room, Q8_0_D, n, k // 32),
+            numba.carray(pointer_at(room[Q8_0_SUMS]), (n, k // 32), np.int32))
+
+
+@numba.njit(**_JIT)
+def q8_k_acts(room, n, k):
+    """The room's Q8_K activations of [n, k] values, as activations.quantize_q8_k gives them."""
+    return (numba.carray(pointer_at(room[Q8_K_Q]), (n, k), np.int8), floats(room, Q8_K_D, n, k // 256),
+            numba.carray(pointer_at(room[Q8_K_SUMS]), (n, k // 16), np.int32))

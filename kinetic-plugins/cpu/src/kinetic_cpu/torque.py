@@ -1,0 +1,250 @@
+"""Torque on the CPU: a stack's blocks as the tables kernels/torque.py walks, and a pass of a few rows through
+them in one parallel call (docs/speed.md, Torque).
+
+Torque runs stacks of attention and gated feed-forward blocks (llama, qwen2, qwen3, gemma3 and the like) with
+float16 caches. Where a block is of another kind or asks for something the fused pass does not do (an output
+gate, sinks, a layer norm, a quantized cache, heads of several sizes), Torque.of gives None and every pass runs
+unfused.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Norm, RmsNorm, Weight
+from kinetic_cpu import ops
+from kinetic_cpu.kernels import gates
+from kinetic_cpu.kernels import torque as fused
+from kinetic_cpu.kernels.activations import _rows_serial
+from kinetic_cpu.kernels.attention import IN_FLIGHT, KEY_BLOCK, heads
+from kinetic_cpu.kernels.intrinsics import compiled_address
+from kinetic_cpu.kernels.matmul import activations
+from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, FEED_FORWARD, FLOAT,
+                                             GATE, JOBS, K_NORM, KIND, LAYER, M1, M2, M3, M4, N_HEAD, N_KV, NEOX,
+                                             NORM, POST_NORM, PRODUCTS, Q_NORM, QUANTIZE, ROOM_FIELDS, ROPE, SERIAL,
+                                             STAGES, VISIBLE, WALK, Plan, Step, room_arrays)
+
+if TYPE_CHECKING:
+    from kinetic_cpu.runner import CpuRunner, _Attending
+
+_ACTS = {"q8_0": 0, "q8_k": 1, "float": FLOAT}  # torque_plan.py's codes for Matrix.activations
+
+
+class Torque:
+    """A runner's blocks as one fused pass: run(x, attending) is the runner's blocks on x's rows."""
+
+    def __init__(self, runner: "CpuRunner", tables: "_Tables"):
+        self._runner = runner
+        self._plan = tables.plan(runner.stack.residual_scale, runner.context_length)
+        self._ropes = tables.ropes  # the blocks' ropes, in the order of their rows' ROPE
+        self._visibility = tables.visibility  # (window, causal) of each kind of visibility, likewise
+        # the most rows of a pass it runs: beyond, products go to AMX tiles or in parts
+        self.most_rows = min(m.step_tokens for m in tables.kept)
+        self._kept = tables.kept  # the matrices whose blocks the plan reads
+        self._room = tables.room(self.most_rows, runner.context_length, runner.threads)
+        self._addresses = np.array([array.ctypes.data for array in self._room], np.int64)
+        self._taken = np.zeros((self._plan.n_phases, runner.threads, 1), np.int64)
+        self._finished = np.zeros((self._plan.n_phases, 1), np.int64)
+
+    @classmethod
+    def of(cls, runner: "CpuRunner") -> Optional["Torque"]:
+        """The runner's Torque, or None where its stack has a block the fused pass does not run."""
+        if _refusal(runner) is not None:
+            return None
+        tables = _Tables(runner)
+        for block in runner.stack.blocks:
+            tables.add(block)
+        return cls(runner, tables)
+
+    def run(self, x: np.ndarray, attending: "_Attending") -> np.ndarray:  # x: [n, n_embd] float32
+        """x's rows through every block, their caches written as the unfused pass writes them."""
+        angles = [self._runner.angles(rope, attending) for rope in self._ropes]
+        visible = [attending.visible(window, causal) for window, causal in self._visibility]
+        step = Step(attending.positions, attending.cache_of_row, attending.addresses,
+                    np.stack([firsts for firsts, _ in visible]), np.stack([lasts for _, lasts in visible]),
+                    np.stack([cos for cos, _ in angles]), np.stack([sin for _, sin in angles]))
+        return fused.run_pass(self._plan, step, self._addresses, self._taken, self._finished, x, self._runner.threads)
+
+
+def _refusal(runner: "CpuRunner") -> Optional[str]:
+    """Why the fused pass cannot run the runner's blocks, or None where it can."""
+    blocks = runner.stack.blocks
+    if runner.cache_types != ("f16", "f16"):
+        return "a quantized cache"
+    if not all(isinstance(b, (Attention, GatedFeedForward)) for b in blocks):
+        return "a block other than attention and a gated feed-forward"
+    if any(runner.matrix(w).blocks is None for b in blocks for w in _weights(b)):
+        return "a weight type without a product kernel"
+    attentions = [b for b in blocks if isinstance(b, Attention)]
+    if not attentions or not all(isinstance(n, RmsNorm) for b in blocks for n in _norms(b) if n is not None):
+        return "no attention, or a layer norm"
+    if any(a.output_gate or a.sinks is not None or a.residual_norm is not None for a in attentions):
+        return "an output gate, sinks or a residual norm"
+    if len({(a.head_dim, a.n_head // a.n_head_kv, a.rope.n_dims) for a in attentions}) > 1:
+        return "attention blocks of several head sizes, groups or rotations"
+    feed_forwards = [b for b in blocks if isinstance(b, GatedFeedForward)]
+    if len({f.activation for f in feed_forwards}) > 1 or any(f.residual_norm is not None for f in feed_forwards):
+        return "feed-forward blocks of several activations, or a residual norm"
+    return None
+
+
+def _norms(block) -> tuple[Optional[Norm], ...]:
+    if isinstance(block, Attention):
+        return block.norm, block.q_norm, block.k_norm, block.post_norm
+    return block.norm, block.post_norm
+
+
+def _weights(block) -> tuple[Weight, ...]:
+    if isinstance(block, Attention):
+        return block.q, block.k, block.v, block.o
+    return (block.gate, block.up, block.down) if block.gate is not None else (block.up, block.down)
+
+
+class _Tables:
+    """The plan's tables, a block at a time."""
+
+    def __init__(self, runner: "CpuRunner"):
+        self._runner = runner
+        self.blocks: list[list[int]] = []
+        self.matrices: list[list[int]] = []
+        self.kept = []  # the Matrix of each row of matrices (their blocks stay alive with the plan)
+        self.norms: list[list[int]] = []
+        self.eps: list[float] = []
+        self.floats: list[np.ndarray] = [np.zeros(1, np.float32)]  # never empty
+        self.scales: list[float] = []
+        self.ropes: list = []
+        self.visibility: list[tuple] = []
+        self.most_out = 0  # the most outputs of a product phase
+        self.gelu = False
+        self._size = 1  # floats' values so far
+        self._attentions: list[Attention] = []
+
+    def add(self, block) -> None:
+        row = [-1] * BLOCK_FIELDS
+        row[NORM], row[POST_NORM] = self._norm(block.norm), self._norm(block.post_norm)
+        if isinstance(block, Attention):
+            row[KIND], row[Q_NORM], row[K_NORM] = ATTENTION, self._norm(block.q_norm), self._norm(block.k_norm)
+            row[AFTER_ROPE], row[NEOX] = int(block.norms_after_rope), int(block.rope.neox)
+            row[M1], row[M2], row[M3] = (self._matrix(w, bias) for w, bias in
+                                         ((block.q, block.q_bias), (block.k, block.k_bias), (block.v, block.v_bias)))
+            row[M4] = self._matrix(block.o, block.o_bias)
+            row[ROPE] = _index(self.ropes, block.rope, lambda a, b: a is b)
+            row[N_HEAD], row[N_KV], row[LAYER] = block.n_head, block.n_head_kv, len(self._attentions)
+            row[VISIBLE] = _index(self.visibility, (block.sliding_window, block.causal), lambda a, b: a == b)
+            self._attentions.append(block)
+            self.scales.append(block.scale)
+            self._outputs(row[M1 : M4], [row[M4]])
+        else:
+            row[KIND], self.gelu = FEED_FORWARD, block.activation == "gelu_tanh"
+            row[M1] = self._matrix(block.gate, None) if block.gate is not None else -1
+            row[M2], row[M3] = self._matrix(block.up, block.up_bias), self._matrix(block.down, block.down_bias)
+            self.scales.append(0.0)
+            self._outputs([m for m in row[M1 : M3] if m >= 0], [row[M3]])
+        self.blocks.append(row)
+
+    def plan(self, residual_scale: float, context: int) -> Plan:
+        first = self._attentions[0]
+        count = _heads_count(first)
+        n_phases = sum(int((STAGES[row[KIND]] >= 0).sum()) for row in self.blocks)
+        return Plan(np.array(self.blocks, np.int64), np.array(self.matrices, np.int64),
+                    np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
+                    np.concatenate(self.floats), np.array(self.scales, np.float64),
+                    _code(first.head_dim, count, self.gelu), float(residual_scale), first.head_dim, count,
+                    -(-context // KEY_BLOCK), context, n_phases)
+
+    def room(self, most_rows: int, context: int, workers: int) -> list[np.ndarray]:
+        first = self._attentions[0]
+        widest = -(-max(m.k for m in self.kept) // 256) * 256  # whole Q8_K blocks
+        most_heads = max(a.n_head for a in self._attentions)
+        return room_arrays(most_rows, widest, self.most_out, most_heads, first.head_dim, _heads_count(first),
+                           context, workers)
+
+    def _outputs(self, *phases: list[int]) -> None:
+        for phase in phases:
+            self.most_out = max(self.most_out, sum(self.kept[m].rows for m in phase))
+
+    def _norm(self, norm: Optional[RmsNorm]) -> int:
+        if norm is None:
+            return -1
+        weights = self._runner.vector(norm.weight)
+        self.norms.append([self._vector(weights), len(weights)])
+        self.eps.append(norm.eps)
+        return len(self.norms) - 1
+
+    def _matrix(self, weight: Weight, bias: Optional[Weight]) -> int:
+        matrix = self._runner.matrix(weight)
+        acts = activations(matrix.activations, np.zeros((1, matrix.k), np.float32))
+        rows_at = matrix.rows_address(acts, np.zeros((1, matrix.rows), np.float32))
+        blocks = matrix.blocks
+        bias_at = self._vector(self._runner.vector(bias)) if bias is not None else -1
+        self.matrices.append([rows_at, blocks.ctypes.data, matrix.rows, blocks.shape[1], blocks.itemsize,
+                              _ACTS[matrix.activations], bias_at])
+        self.kept.append(matrix)
+        return len(self.matrices) - 1
+
+    def _vector(self, values: np.ndarray) -> int:
+        self.floats.append(values)
+        self._size += len(values)
+        return self._size - len(values)
+
+
+def _heads_count(attention: Attention) -> int:
+    """The query heads an attention kernel call takes, as ops.attend counts them."""
+    return min(IN_FLIGHT, ops.head_count(attention.n_head // attention.n_head_kv))
+
+
+def _code(head_dim: int, count: int, gelu: bool) -> np.ndarray:
+    """Plan.code: where the code the pass calls by address is, compiled (or loaded from numba's cache) for the
+    arrays' types as the pass makes them (their sizes do not matter), ATTEND and GATE for the model's head count
+    and activation."""
+    code = np.zeros(CODE, np.int64)
+    plan, step, x, room, taken, finished = _samples()
+    code[WALK] = compiled_address(fused.walk, (plan, step, x, room, taken, finished, 0, 0))
+    phase = (plan, step, x, room, taken, finished, 0, 0, 0, 0, 0)
+    code[SERIAL] = compiled_address(fused.serial_phase, phase)
+    code[PRODUCTS] = compiled_address(fused.products_phase, phase)
+    code[JOBS] = compiled_address(fused.jobs_phase, phase)
+    q, d, sums = activations("q8_0", np.zeros((1, 32), np.float32))
+    code[QUANTIZE] = compiled_address(_rows_serial, (0, x, q, d, sums))
+    code[ATTEND] = _attend_address(head_dim, count)
+    code[GATE] = _gate_address(gelu)
+    return code
+
+
+def _samples() -> tuple:
+    """A plan, step, rows, room and phase counters of the types the pass gives the code it calls by address."""
+    table, flat = np.zeros((1, 1), np.int64), np.zeros(1, np.int64)
+    plan = Plan(table, table, table, np.zeros(1), np.zeros(1, np.float32), np.zeros(1), np.zeros(CODE, np.int64),
+                1.0, 0, 0, 0, 0, 0)
+    step = Step(flat, flat, np.zeros((1, 1, 2), np.int64), table, table, np.zeros((1, 1, 1)), np.zeros((1, 1, 1)))
+    return (plan, step, np.zeros((1, 1), np.float32), np.zeros(ROOM_FIELDS, np.int64), np.zeros((1, 1, 1), np.int64),
+            table)
+
+
+def _attend_address(head_dim: int, count: int) -> int:
+    """ops._attend_group's address for the fused pass's attention jobs, compiled for a call of `count` heads
+    (the arrays' types as kernels/torque.py's _attention makes them; their sizes do not matter)."""
+    f64, u16 = np.float64, np.uint16
+    jobs = ops._HeadGroups(np.zeros((1, 1, head_dim)), np.zeros((1, 1, head_dim, KEY_BLOCK), u16),
+                           np.zeros((1, 1, head_dim), u16), np.zeros((1, 2), np.int64), np.zeros(1, np.int64),
+                           np.zeros(1, np.int64), np.zeros(1, np.int64), 1.0, np.zeros((1, head_dim), np.float32),
+                           np.zeros((1, count, head_dim)), np.zeros((1, count, 1)), np.zeros((1, count, head_dim)),
+                           np.zeros(0, f64), heads(count))
+    return compiled_address(ops._attend_group, (jobs, 0, 0))
+
+
+def _gate_address(gelu: bool) -> int:
+    """ops._gate_chunk's address for the fused pass's gate jobs, compiled for the activation."""
+    rows = np.zeros((1, 1), np.float32)
+    return compiled_address(ops._gate_chunk, (ops._GateChunks(rows, rows, gates.activation(gelu), rows), 0, 0))
+
+
+def _index(seen: list, item, same) -> int:
+    """item's index in seen, added if no known one is the same."""
+    for i, known in enumerate(seen):
+        if same(known, item):
+            return i
+    seen.append(item)
+    return len(seen) - 1

@@ -1,0 +1,105 @@
+"""Torque: the CPU's fused pass gives, bit for bit, the logits and caches of the kernel-at-a-time pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from greedy_golden import load_golden
+
+from kinetic.contracts.device import Row, UploadOptions
+from kinetic.engine.options import SessionOptions
+from kinetic.engine.session import Session
+from kinetic.model.load import load_stack
+from kinetic.plugins import plugins
+from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_random_model
+
+# the families whose blocks are all attention and gated feed-forward blocks Torque runs; the others (short
+# convolutions, recurrent states, experts, sinks) keep the kernel-at-a-time pass
+FUSED = {"llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense"}
+ROWS = 40
+
+
+def uploaded(path: Path, torque: bool, caches: tuple[str, str] = ("f16", "f16")):
+    runner = plugins().devices["cpu"].upload(load_stack(path), UploadOptions(context_length=256, cache_types=caches,
+                                                                             threads=2))
+    assert not torque or runner.start_torque()
+    return runner
+
+
+@pytest.fixture(scope="module", params=ARCHITECTURES)
+def family(request, tmp_path_factory) -> tuple[str, Path]:
+    path = tmp_path_factory.mktemp("torque") / f"{request.param}.gguf"
+    write_random_model(path, request.param, Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256), weight_type="Q8_0",
+                       seed=7)
+    return request.param, path
+
+
+def passes(runner, tokens: list[int], size: int) -> tuple[np.ndarray, bytes]:
+    """Every row's logits, the tokens run in passes of `size` rows of one sequence, and its saved state."""
+    seq, out = runner.new_sequence(), []
+    for start in range(0, len(tokens), size):
+        chunk = tokens[start : start + size]
+        out.append(runner.forward([Row(seq, t, start + i, parent=i - 1, logits=True) for i, t in enumerate(chunk)]))
+    return np.concatenate(out), seq.save()
+
+
+def test_torque_takes_the_families_of_attention_and_feed_forward_blocks(family):
+    name, path = family
+    assert uploaded(path, False).start_torque() == (name in FUSED)
+
+
+@pytest.mark.parametrize("size", [1, 7, 32, 33])
+def test_fused_passes_give_the_unfused_bits(family, size):
+    """One row at a time, drafted rows, and beyond the rows Torque takes (33: unfused, the same bits)."""
+    name, path = family
+    if name not in FUSED:
+        pytest.skip(f"Torque does not run {name}'s blocks")
+    tokens = np.random.default_rng(3).integers(0, load_stack(path).n_vocab, ROWS).tolist()
+    fused, plain = passes(uploaded(path, True), tokens, size), passes(uploaded(path, False), tokens, size)
+    assert np.array_equal(fused[0], plain[0]) and fused[1] == plain[1]
+
+
+def test_a_fused_pass_of_several_sequences_gives_each_its_unfused_bits(family):
+    """Convoy's passes: a decode row, a prompt chunk and drafted rows of three sequences side by side."""
+    name, path = family
+    if name not in FUSED:
+        pytest.skip(f"Torque does not run {name}'s blocks")
+    tokens = np.random.default_rng(5).integers(0, load_stack(path).n_vocab, (3, 30)).tolist()
+    held, counts = (12, 3, 20), (1, 9, 4)
+    results = []
+    for runner in (uploaded(path, True), uploaded(path, False)):
+        seqs = [runner.new_sequence() for _ in held]
+        for seq, h, row in zip(seqs, held, tokens):
+            runner.forward([Row(seq, t, p, parent=p - 1) for p, t in enumerate(row[:h])])
+        rows = []
+        for seq, h, count, row in zip(seqs, held, counts, tokens):
+            first = len(rows)
+            rows += [Row(seq, row[h + j], h + j, parent=first + j - 1 if j else -1, logits=True) for j in range(count)]
+        results.append((runner.forward(rows), [seq.save() for seq in seqs]))
+    assert np.array_equal(results[0][0], results[1][0]) and results[0][1] == results[1][1]
+
+
+def test_a_quantized_cache_keeps_the_unfused_pass(tmp_path):
+    path = write_random_model(tmp_path / "m.gguf", "llama", Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256),
+                              weight_type="Q8_0", seed=7)
+    assert not uploaded(path, False, ("q8_0", "q8_0")).start_torque()
+
+
+@pytest.mark.parametrize("key", ["qwen", "gemma"])
+def test_real_models_fused_decoding_gives_the_unfused_logits(key, request):
+    """A golden prompt, then llama.cpp's answer a token at a time: every step's logits identical."""
+    path = request.getfixturevalue(f"{key}_gguf")
+    prompt = load_golden(key, path, 32)["prompts"][0]
+    tokens = prompt["prompt_ids"] + prompt["as_shipped"]["tokens"][:32]
+    fused, plain = passes(uploaded(path, True), tokens, 1), passes(uploaded(path, False), tokens, 1)
+    assert np.array_equal(fused[0], plain[0]) and fused[1] == plain[1]
+
+
+def test_off_torque_keeps_the_unfused_pass(tmp_path):
+    path = write_random_model(tmp_path / "m.gguf", "llama", Dims(), "Q8_0")
+    on = Session(path, SessionOptions(device="cpu", ctx_size=64), announce=lambda line: None)
+    off = Session(path, SessionOptions(device="cpu", ctx_size=64, off=("torque",)), announce=lambda line: None)
+    assert "torque" in [t.name for t in on.speed_on] and on.runner._torque is not None
+    assert "torque" not in [t.name for t in off.speed_on] and off.runner._torque is None
