@@ -15,10 +15,9 @@ import numpy as np
 
 from kinetic.contracts.blocks import Attention, GatedFeedForward, Norm, RmsNorm, Weight
 from kinetic_cpu import ops
-from kinetic_cpu.kernels import gates
 from kinetic_cpu.kernels import torque as fused
 from kinetic_cpu.kernels.activations import _rows_serial
-from kinetic_cpu.kernels.attention import IN_FLIGHT, KEY_BLOCK, heads
+from kinetic_cpu.kernels.attention import IN_FLIGHT, KEY_BLOCK
 from kinetic_cpu.kernels.intrinsics import compiled_address
 from kinetic_cpu.kernels.matmul import activations
 from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, FEED_FORWARD, FLOAT,
@@ -151,7 +150,7 @@ class _Tables:
         return Plan(np.array(self.blocks, np.int64), np.array(self.matrices, np.int64),
                     np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
                     np.concatenate(self.floats), np.array(self.scales, np.float64),
-                    _code(first.head_dim, count, self.gelu), float(residual_scale), first.head_dim, count,
+                    _code(count, self.gelu), float(residual_scale), first.head_dim, count,
                     -(-context // KEY_BLOCK), context, n_phases)
 
     def room(self, most_rows: int, context: int, workers: int) -> list[np.ndarray]:
@@ -195,7 +194,7 @@ def _heads_count(attention: Attention) -> int:
     return min(IN_FLIGHT, ops.head_count(attention.n_head // attention.n_head_kv))
 
 
-def _code(head_dim: int, count: int, gelu: bool) -> np.ndarray:
+def _code(count: int, gelu: bool) -> np.ndarray:
     """Plan.code: where the code the pass calls by address is, compiled (or loaded from numba's cache) for the
     arrays' types as the pass makes them (their sizes do not matter), ATTEND and GATE for the model's head count
     and activation."""
@@ -208,8 +207,8 @@ def _code(head_dim: int, count: int, gelu: bool) -> np.ndarray:
     code[JOBS] = compiled_address(fused.jobs_phase, phase)
     q, d, sums = activations("q8_0", np.zeros((1, 32), np.float32))
     code[QUANTIZE] = compiled_address(_rows_serial, (0, x, q, d, sums))
-    code[ATTEND] = _attend_address(head_dim, count)
-    code[GATE] = _gate_address(gelu)
+    code[ATTEND] = ops.attend_address(np.dtype(np.uint16), np.dtype(np.uint16), count)  # f16 caches
+    code[GATE] = ops.gate_address(gelu)
     return code
 
 
@@ -221,24 +220,6 @@ def _samples() -> tuple:
     step = Step(flat, flat, np.zeros((1, 1, 2), np.int64), table, table, np.zeros((1, 1, 1)), np.zeros((1, 1, 1)))
     return (plan, step, np.zeros((1, 1), np.float32), np.zeros(ROOM_FIELDS, np.int64), np.zeros((1, 1, 1), np.int64),
             table)
-
-
-def _attend_address(head_dim: int, count: int) -> int:
-    """ops._attend_group's address for the fused pass's attention jobs, compiled for a call of `count` heads
-    (the arrays' types as kernels/torque.py's _attention makes them; their sizes do not matter)."""
-    f64, u16 = np.float64, np.uint16
-    jobs = ops._HeadGroups(np.zeros((1, 1, head_dim)), np.zeros((1, 1, head_dim, KEY_BLOCK), u16),
-                           np.zeros((1, 1, head_dim), u16), np.zeros((1, 2), np.int64), np.zeros(1, np.int64),
-                           np.zeros(1, np.int64), np.zeros(1, np.int64), 1.0, np.zeros((1, head_dim), np.float32),
-                           np.zeros((1, count, head_dim)), np.zeros((1, count, 1)), np.zeros((1, count, head_dim)),
-                           np.zeros(0, f64), heads(count))
-    return compiled_address(ops._attend_group, (jobs, 0, 0))
-
-
-def _gate_address(gelu: bool) -> int:
-    """ops._gate_chunk's address for the fused pass's gate jobs, compiled for the activation."""
-    rows = np.zeros((1, 1), np.float32)
-    return compiled_address(ops._gate_chunk, (ops._GateChunks(rows, rows, gates.activation(gelu), rows), 0, 0))
 
 
 def _index(seen: list, item, same) -> int:

@@ -12,15 +12,26 @@ A kind of job is a NamedTuple of what its jobs read and write, whose class attri
 function run_job(jobs, job, worker) that does job number `job` as worker `worker`; the loop is compiled once
 per kind, with that function picked at compile time from the NamedTuple's class. Compiled code builds the
 NamedTuple and calls run_jobs: numba takes a NamedTuple from Python several times slower than its fields.
+
+Addressed jobs call their run_job by address (intrinsics.call_at), so its code is compiled once, on its own,
+rather than again inside every loop that runs it: numba optimizes a function again with all the code it calls
+linked in. Such jobs hold ANY where their run_job was compiled for a token (ir.token: attention's head count, a
+gate's activation): every token is an empty array of one-byte records, passed alike, so the code called reads
+the token it was compiled for.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
-from kinetic_cpu.kernels.intrinsics import fetch_add
+from kinetic_cpu.kernels import ir
+from kinetic_cpu.kernels.intrinsics import call_at, fetch_add
+
+ANY = ir.token("any")
 
 
 def do(jobs, job, worker):
@@ -49,6 +60,21 @@ def take_jobs(jobs, n_jobs, workers, worker, taken):  # taken: [workers, 1] int6
     return done
 
 
+@njit(cache=True, nogil=True)
+def _addressed_job(jobs, job, worker):
+    """Job `job` of jobs.jobs, by the code at jobs.address."""
+    call_at(jobs.address, (jobs.jobs, job, worker))
+
+
+class Addressed(NamedTuple):
+    """Jobs whose run_job is the code at `address`: jobs.run_job compiled on its own for jobs' types (with its
+    token where jobs holds ANY), by intrinsics.compiled_address."""
+
+    address: int
+    jobs: tuple
+    run_job = _addressed_job
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def share_out(jobs, n_jobs, workers):
     """Every job, on `workers` threads. numba's parallel loops take a NamedTuple's fields apart, one level
@@ -59,6 +85,27 @@ def share_out(jobs, n_jobs, workers):
         take_jobs(jobs, n_jobs, workers, worker, taken)
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def share_out_at(address, jobs, n_jobs, workers):
+    """share_out of Addressed(address, jobs): numba's parallel loops take only one level of a NamedTuple apart,
+    so the Addressed jobs are made inside the loop."""
+    taken = np.zeros((workers, 1), np.int64)
+    for worker in prange(workers):
+        take_jobs(Addressed(address, jobs), n_jobs, workers, worker, taken)
+
+
+def share(jobs, n_jobs, workers):
+    raise NotImplementedError  # compiled code only
+
+
+@overload(share, inline="always")
+def _share(jobs, n_jobs, workers):
+    """share_out, or share_out_at for Addressed jobs."""
+    if jobs.instance_class is Addressed:
+        return lambda jobs, n_jobs, workers: share_out_at(jobs.address, jobs.jobs, n_jobs, workers)
+    return lambda jobs, n_jobs, workers: share_out(jobs, n_jobs, workers)
+
+
 @njit(cache=True, nogil=True, inline="always")  # into its caller, as take_jobs
 def run_jobs(jobs, n_jobs, workers):
     """Every job: on `workers` threads, or with one worker in order on this thread (for work too small to wake
@@ -67,4 +114,4 @@ def run_jobs(jobs, n_jobs, workers):
         for job in range(n_jobs):
             do(jobs, job, 0)
     else:
-        share_out(jobs, n_jobs, workers)
+        share(jobs, n_jobs, workers)

@@ -12,13 +12,11 @@ What each phase computes is torque_work.py's, bit for bit the unfused pass's.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numba
 import numpy as np
 
 from kinetic_cpu.kernels.intrinsics import arrive, call_at, fetch_add, load_acquire, spin_pause
-from kinetic_cpu.kernels.shares import take_jobs
+from kinetic_cpu.kernels.shares import Addressed, take_jobs
 from kinetic_cpu.kernels import torque_work as work
 from kinetic_cpu.kernels.torque_plan import ATTEND, ATTEND_ROWS, GATE, KIND, N_KV, STAGE_CODE, STAGES, WALK
 
@@ -76,13 +74,13 @@ def products_phase(plan, step, x, room, taken, finished, b, stage, phase, worker
 @numba.njit(**_JIT)
 def jobs_phase(plan, step, x, room, taken, finished, b, stage, phase, worker, workers):
     """Block b's attention (ATTEND_ROWS: a row and a KV head a job) or gate (a chunk of a row a job), each job
-    by code compiled for the model's token (_Addressed)."""
+    by the unfused pass's code for the model's head count or activation (shares.Addressed)."""
     n = x.shape[0]
     if stage == ATTEND_ROWS:
-        jobs = _Addressed(plan.code[ATTEND], work.attention_jobs(plan, step, room, b, n, workers))
+        jobs = Addressed(plan.code[ATTEND], work.attention_jobs(plan, step, room, b, n, workers))
         _jobs(jobs, n * plan.blocks[b, N_KV], taken, finished, phase, worker, workers)
     else:
-        jobs = _Addressed(plan.code[GATE], work.gate_jobs(plan, x, room, b))
+        jobs = Addressed(plan.code[GATE], work.gate_jobs(plan, x, room, b))
         _jobs(jobs, n * work.gate_chunks(plan, b), taken, finished, phase, worker, workers)
 
 
@@ -98,18 +96,3 @@ def _finish(finished, phase, done, n_jobs):
     arrive(finished[phase], done)
     while load_acquire(finished[phase]) < n_jobs:
         spin_pause()
-
-
-@numba.njit(**_JIT)
-def _addressed_job(jobs, job, worker):
-    """Job `job` of jobs.jobs, by the code at jobs.address."""
-    call_at(jobs.address, (jobs.jobs, job, worker))
-
-
-class _Addressed(NamedTuple):
-    """Jobs whose run_job is called by address (call_at), compiled once, on its own, for the token it takes
-    (attention's head count, a gate's activation); jobs holds ANY in that token's place."""
-
-    address: int
-    jobs: tuple
-    run_job = _addressed_job

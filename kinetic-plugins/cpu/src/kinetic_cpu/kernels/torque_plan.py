@@ -15,7 +15,6 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from kinetic_cpu.kernels import ir
 from kinetic_cpu.kernels.driver import PAD
 from kinetic_cpu.kernels.intrinsics import pointer_at
 
@@ -33,8 +32,8 @@ MATRIX_FIELDS = 7
 FLOAT = 2
 # Plan.code: what the pass calls by address, each compiled once on its own (numba optimizes a function again
 # with all the code it calls linked in): the walk, its three kinds of phase, and the unfused pass's kernels,
-# so that the compiled code is the one the unfused pass runs. ATTEND and GATE are compiled for the model's
-# head count and activation (the pass's jobs hold ANY in their place).
+# so that the compiled code is the one the unfused pass runs: ATTEND and GATE for the model's head count and
+# activation (ops.attend_address, ops.gate_address; the pass's jobs hold shares.ANY in their place).
 WALK, SERIAL, PRODUCTS, JOBS, QUANTIZE, ATTEND, GATE = range(7)
 CODE = 7
 # a block's stages, in the order its phases run them: one-thread work (NORMED: x normed and its activations
@@ -45,9 +44,6 @@ NORMED, QUERIES, SECOND, OUTPUT, FIRST, LAST, ATTEND_ROWS, GATE_ROWS = range(8)
 STAGES = np.array([[NORMED, FIRST, QUERIES, ATTEND_ROWS, SECOND, LAST, OUTPUT],  # by KIND, -1 past the last
                    [NORMED, FIRST, GATE_ROWS, SECOND, LAST, OUTPUT, -1]], np.int64)
 STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2, np.int64)  # the code of each stage's phase
-# the token the pass's jobs hold for any other (ir.token): every token is an empty array of one-byte records,
-# passed alike by call_at, so code called by address reads the token it was compiled for
-ANY = ir.token("any")
 # the room's rows: float32 h (a product's input), outs (a product phase's outputs, matrix after matrix),
 # attended, ones; the input as Q8_0 and Q8_K activations (q int8, d float32, sums int32); the queries at float16
 # precision (float64);

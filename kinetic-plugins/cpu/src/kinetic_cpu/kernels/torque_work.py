@@ -19,7 +19,8 @@ from kinetic_cpu.kernels.activations import Q8_0, Q8_K, f16_round
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.driver import PAD, ROWS
 from kinetic_cpu.kernels.intrinsics import blocks_at, call_at, half_bits, pointer_at
-from kinetic_cpu.kernels.torque_plan import (ACC, ACTS, ADDRESS, AFTER_ROPE, ANY, ATTENDED, ATTENTION, BIAS, FIRST, H,
+from kinetic_cpu.kernels.shares import ANY
+from kinetic_cpu.kernels.torque_plan import (ACC, ACTS, ADDRESS, AFTER_ROPE, ATTENDED, ATTENTION, BIAS, FIRST, H,
                                              HALF_QUERIES, HEADS, K_NORM, KIND, LAYER, M1, M2, M3, M4, N_HEAD, N_KV,
                                              N_ROWS, NEOX, NORM, NORMED, ONES, OUTS, POST_NORM, Q_NORM, QUANTIZE,
                                              QUERIES, ROPE, ROWS_AT, SCORES, SECOND, SIZE, STEPS, SUMS, VISIBLE, floats,
