@@ -16,6 +16,7 @@ import numpy as np
 from kinetic.contracts.blocks import Attention, GatedFeedForward, Norm, RmsNorm, Weight
 from kinetic_cpu import ops
 from kinetic_cpu.kernels import torque as fused
+from kinetic_cpu.kernels import torque_work as work
 from kinetic_cpu.kernels.activations import _rows_serial
 from kinetic_cpu.kernels.attention import IN_FLIGHT, KEY_BLOCK
 from kinetic_cpu.kernels.intrinsics import compiled_address
@@ -23,7 +24,7 @@ from kinetic_cpu.kernels.matmul import activations
 from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, FEED_FORWARD, FLOAT,
                                              GATE, JOBS, K_NORM, KIND, LAYER, M1, M2, M3, M4, N_HEAD, N_KV, NEOX,
                                              NORM, POST_NORM, PRODUCTS, Q_NORM, QUANTIZE, ROOM_FIELDS, ROPE, SERIAL,
-                                             STAGES, VISIBLE, WALK, Plan, Step, room_arrays)
+                                             STAGES, VISIBLE, WALK, WORK, Plan, Step, room_arrays)
 
 if TYPE_CHECKING:
     from kinetic_cpu.runner import CpuRunner, _Attending
@@ -203,6 +204,7 @@ def _code(count: int, gelu: bool) -> np.ndarray:
     code[WALK] = compiled_address(fused.walk, (plan, step, x, room, taken, finished, 0, 0))
     phase = (plan, step, x, room, taken, finished, 0, 0, 0, 0, 0)
     code[SERIAL] = compiled_address(fused.serial_phase, phase)
+    code[WORK] = compiled_address(work.serial, (plan, step, x, room, 0, 0))
     code[PRODUCTS] = compiled_address(fused.products_phase, phase)
     code[JOBS] = compiled_address(fused.jobs_phase, phase)
     q, d, sums = activations("q8_0", np.zeros((1, 32), np.float32))

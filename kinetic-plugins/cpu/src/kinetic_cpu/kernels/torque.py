@@ -18,7 +18,7 @@ import numpy as np
 from kinetic_cpu.kernels.intrinsics import arrive, call_at, fetch_add, load_acquire, spin_pause
 from kinetic_cpu.kernels.shares import Addressed, take_jobs
 from kinetic_cpu.kernels import torque_work as work
-from kinetic_cpu.kernels.torque_plan import ATTEND, ATTEND_ROWS, GATE, KIND, N_KV, STAGE_CODE, STAGES, WALK
+from kinetic_cpu.kernels.torque_plan import ATTEND, ATTEND_ROWS, GATE, KIND, N_KV, STAGE_CODE, STAGES, WALK, WORK
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
@@ -60,7 +60,7 @@ def serial_phase(plan, step, x, room, taken, finished, b, stage, phase, worker, 
     """A phase of one job, taken by the first worker to ask: block b's one-thread work at `stage` (SERIAL)."""
     mine = 1 if fetch_add(taken[phase, 0]) == 0 else 0
     if mine:
-        work.serial(plan, step, x, room, b, stage)
+        call_at(plan.code[WORK], (plan, step, x, room, b, stage))
     _finish(finished, phase, mine, 1)
 
 

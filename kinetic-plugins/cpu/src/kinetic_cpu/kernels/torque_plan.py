@@ -31,11 +31,12 @@ ROWS_AT, ADDRESS, N_ROWS, STEPS, SIZE, ACTS, BIAS = range(7)
 MATRIX_FIELDS = 7
 FLOAT = 2
 # Plan.code: what the pass calls by address, each compiled once on its own (numba optimizes a function again
-# with all the code it calls linked in): the walk, its three kinds of phase, and the unfused pass's kernels,
+# with all the code it calls linked in): the walk, its three kinds of phase, the one-thread work (WORK), and the
+# unfused pass's kernels,
 # so that the compiled code is the one the unfused pass runs: ATTEND and GATE for the model's head count and
 # activation (ops.attend_address, ops.gate_address; the pass's jobs hold shares.ANY in their place).
-WALK, SERIAL, PRODUCTS, JOBS, QUANTIZE, ATTEND, GATE = range(7)
-CODE = 7
+WALK, SERIAL, PRODUCTS, JOBS, WORK, QUANTIZE, ATTEND, GATE = range(8)
+CODE = 8
 # a block's stages, in the order its phases run them: one-thread work (NORMED: x normed and its activations
 # for the first products; QUERIES: q and k normed and rotated, the queries, k and v into the caches; SECOND:
 # the activations for the last product; OUTPUT: its output added to x), products (FIRST: q, k, v, or gate
@@ -95,26 +96,26 @@ def room_arrays(most_rows: int, widest: int, most_out: int, most_heads: int, hea
             np.empty((workers, heads_count, context)), np.empty(scratch)]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_JIT, inline="always")
 def floats(room, field, rows, columns):
     """Room row `field` (float32) as a [rows, columns] array."""
     return numba.carray(pointer_at(room[field]), (rows, columns), np.float32)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_JIT, inline="always")
 def scratch(room, field, workers, count, width):
     """Room row `field` (float64 per worker) as [workers, count, width]."""
     return numba.carray(pointer_at(room[field]), (workers, count, width), np.float64)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_JIT, inline="always")
 def q8_0_acts(room, n, k):
     """The room's Q8_0 activations of [n, k] values, as activations.quantize_q8_0 gives them."""
     return (numba.carray(pointer_at(room[Q8_0_Q]), (n, k), np.int8), floats(room, Q8_0_D, n, k // 32),
             numba.carray(pointer_at(room[Q8_0_SUMS]), (n, k // 32), np.int32))
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_JIT, inline="always")
 def q8_k_acts(room, n, k):
     """The room's Q8_K activations of [n, k] values, as activations.quantize_q8_k gives them."""
     return (numba.carray(pointer_at(room[Q8_K_Q]), (n, k), np.int8), floats(room, Q8_K_D, n, k // 256),

@@ -109,7 +109,7 @@ def gate_chunks(plan, b):
     return (plan.matrices[plan.blocks[b, M2], N_ROWS] + ops.GATE_CHUNK - 1) // ops.GATE_CHUNK
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_JIT, inline="always")
 def _matrices(block, stage):
     """The matrices of block's products at stage FIRST (q, k, v; gate and up, or up) or SECOND (o; down)."""
     if block[KIND] == ATTENTION:
@@ -119,7 +119,7 @@ def _matrices(block, stage):
     return block[M3 : M3 + 1]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_JIT, inline="always")
 def _input(plan, x, room, b, stage):
     """What block b's products at stage FIRST read (x itself, or x normed into H), or at SECOND: attention's output
     (ATTENDED), or act(gate) * up (in H, as the first products' activations are made by then)."""
@@ -131,7 +131,7 @@ def _input(plan, x, room, b, stage):
     return floats(room, H, n, plan.matrices[block[M2], N_ROWS])
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_JIT, inline="always")
 def _norm_pieces(plan, norm, x, out):  # x, out: float32, C-contiguous, the same size (out may be x)
     """RMS norm `norm` over pieces of its width (a head, or the whole row), as the runner's _norm."""
     at, width = plan.norms[norm, 0], plan.norms[norm, 1]
@@ -157,7 +157,7 @@ def _quantize(plan, x, room, which):  # x: [n, k] float32
         call_at(plan.code[QUANTIZE], (np.int64(Q8_K), x, q, d, sums))
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_JIT, inline="always")
 def _zero(values):  # values: 1-d
     for i in range(values.size):  # a loop: numba compiles slice assignment slowly
         values[i] = 0
@@ -232,7 +232,7 @@ def _queries_and_cache(plan, step, block, q, k, v, queries):  # q: [n, n_head * 
                 values[p, h, j] = half_bits(f16_round(v[i, h * hd + j]))
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_JIT, inline="always")
 def _head_norms(plan, block, q, k):
     """q_norm and k_norm, where the block has them, on q and k in place."""
     if block[Q_NORM] >= 0:
