@@ -1,9 +1,10 @@
-"""Scalar numba intrinsics: float bit casts, atomic counters, a prefetch hint, a pointer from an address, weight
-blocks at an address and a call by address."""
+"""Scalar numba intrinsics: float bit casts, atomic counters, waiting hints, a prefetch hint, a pointer from an
+address, weight blocks at an address and a call by address."""
 
 from __future__ import annotations
 
 import platform
+import sys
 
 from numba import types
 from numba.core import cgutils
@@ -101,6 +102,21 @@ def spin_pause(typingctx):
         if platform.machine().lower() in ("x86_64", "amd64"):
             pause = llvm.FunctionType(llvm.VoidType(), [])
             builder.call(builder.module.declare_intrinsic("llvm.x86.sse2.pause", fnty=pause), [])
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
+@intrinsic
+def yield_thread(typingctx):
+    """yield_thread(): give the core to another thread that is ready to run, if any (sched_yield, or
+    SwitchToThread on Windows): a waiting thread's way not to hold up the thread it waits for where threads
+    outnumber cores."""
+
+    def codegen(context, builder, signature, args):
+        name = "SwitchToThread" if sys.platform == "win32" else "sched_yield"
+        function = builder.module.globals.get(name) or llvm.Function(builder.module, llvm.FunctionType(I32, []), name)
+        builder.call(function, [])
         return context.get_dummy_value()
 
     return types.none(), codegen

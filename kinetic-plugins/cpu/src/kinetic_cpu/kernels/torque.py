@@ -15,12 +15,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from kinetic_cpu.kernels.intrinsics import arrive, call_at, fetch_add, load_acquire, spin_pause
+from kinetic_cpu.kernels.intrinsics import arrive, call_at, fetch_add, load_acquire, spin_pause, yield_thread
 from kinetic_cpu.kernels.shares import Addressed, take_jobs
 from kinetic_cpu.kernels import torque_work as work
 from kinetic_cpu.kernels.torque_plan import ATTEND, ATTEND_ROWS, GATE, KIND, N_KV, STAGE_CODE, STAGES, WALK, WORK
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
+YIELD_SPINS = 1024  # spins of a waiting worker between yields of its core (a phase's wait is mostly far shorter)
 
 
 @numba.njit(**_JIT)
@@ -94,5 +95,10 @@ def _jobs(jobs, n_jobs, taken, finished, phase, worker, workers):
 def _finish(finished, phase, done, n_jobs):
     """Count the `done` jobs of the phase this worker did, then wait until all n_jobs are done."""
     arrive(finished[phase], done)
+    spins = 0
     while load_acquire(finished[phase]) < n_jobs:
-        spin_pause()
+        spins += 1
+        if spins % YIELD_SPINS == 0:  # the thread it waits for may be waiting for this core
+            yield_thread()
+        else:
+            spin_pause()
