@@ -21,7 +21,7 @@ from numba import njit, prange
 
 from kinetic_cpu.kernels import decoders, dots, halves, ir
 from kinetic_cpu.kernels.activations import q8_0_group
-from kinetic_cpu.kernels.bitfields import bit_lanes, field
+from kinetic_cpu.kernels.bitfields import field
 from kinetic_cpu.kernels.ir import F32, I16, I32
 from kinetic_cpu.kernels.kernel import Kernel, step_intrinsic
 
@@ -92,8 +92,16 @@ def _kept_runs(builder, spec: _Spec, group, n: int) -> list:
     runs = [field(builder, p, 4, 0) for p in packed] + [field(builder, p, 4, 1) for p in packed]
     if spec.highs_at is None:
         return [spec.values(builder, run) for run in runs]
-    highs = [bit_lanes(builder, group, head + 16 * n + n // 2 * i, 0, 4 * n) for i in range(RUNS)]
-    return [builder.or_(run, builder.shl(high, ir.const(high.type, 4))) for run, high in zip(runs, highs)]
+    plane = ir.load_bytes(builder, group, head + 16 * n, 4 * n)  # bit i of byte p: run i's lane p's fifth bit
+    return [builder.or_(run, _fifth_bits(builder, plane, i)) for i, run in enumerate(runs)]
+
+
+def _fifth_bits(builder, plane, i: int) -> llvm.Value:
+    """Run i's fifth bits in place (16 or 0 in each lane): bit i of every byte of plane moved to bit 4, one
+    shift and one mask."""
+    moved = plane if i == 4 else (builder.shl(plane, ir.const(plane.type, 4 - i)) if i < 4 else
+                                  builder.lshr(plane, ir.const(plane.type, i - 4)))
+    return builder.and_(moved, ir.const(plane.type, 16))
 
 
 def scales(builder, spec: _Spec, at, n: int, which: int = 0) -> llvm.Value:
@@ -184,8 +192,8 @@ KERNELS = {name: _kernel(spec) for name, spec in SPECS.items()}
 def keep_in_runs(weight: np.ndarray, name: str, kept: np.ndarray) -> None:  # both: [rows, row_bytes] uint8
     """kept = the raw blocks `weight` with each group of n blocks (whole groups of 8, then one of 4 where 4 or
     more remain: activations.q8_0_group) kept in runs: n d's, n m's, then run i of block l at 4 * (n * i + l)
-    (for nibbles, byte run i of 4 holding runs i and i + 4), then each run's fifth bits, bit 4 * l + j of
-    run i's 4n for weight j of the run in block l. Single blocks at a row's end stay as they are."""
+    (for nibbles, byte run i of 4 holding runs i and i + 4), then the fifth bits as a plane of 4n bytes, bit i
+    of byte 4l + j for weight 4i + j of block l (run i's lane 4l + j). Single blocks at a row's end stay as they are."""
     spec = SPECS[name]
     n_blocks, block, groups = weight.shape[1] // spec.size, 0, []
     while block < n_blocks:
@@ -223,6 +231,6 @@ def _keep_in_runs(weight, kept, groups, layout):  # weight, kept: [rows, row_byt
                     for j in range(4):
                         kept[r, base + head + 4 * (n * i + l) + j] = weight[r, block + quants_at + 4 * i + j]
                 if highs_at >= 0:
-                    for i in range(RUNS):  # run i's fifth bits: the block's nibble i, the run's nibble l
-                        nibble = (weight[r, block + highs_at + i // 2] >> (4 * (i % 2))) & 15
-                        kept[r, highs + n // 2 * i + l // 2] |= nibble << (4 * (l % 2))
+                    for q in range(32):  # weight q = 4i + j's fifth bit: bit i of the plane's byte 4l + j
+                        bit = (weight[r, block + highs_at + q // 8] >> (q % 8)) & 1
+                        kept[r, highs + 4 * l + q % 4] |= bit << (q // 4)

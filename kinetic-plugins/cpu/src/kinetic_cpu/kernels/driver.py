@@ -48,6 +48,10 @@ def half_steps(w):
     raise NotImplementedError
 
 
+def full_bytes(w):
+    raise NotImplementedError
+
+
 def half(w, at, s, acts, acc):
     raise NotImplementedError
 
@@ -59,6 +63,13 @@ def one(w, at, s, acts, acc):
 @overload(full_steps, inline="always")
 def _full_steps(w):
     n = kernel_of(w).full_steps
+    return lambda w: n
+
+
+@overload(full_bytes, inline="always")
+def _full_bytes(w):
+    """The bytes a full call reads, a constant, so that the loop prefetching them is unrolled."""
+    n = kernel_of(w).full_steps * w.dtype.size
     return lambda w: n
 
 
@@ -119,7 +130,7 @@ def step_rows(w, r0, r1, acts, acc, out):
         at = r * steps * size
         s = 0
         while s + step <= steps:
-            for line in range(0, step * size, 64):  # the bytes this call reads, PREFETCH ahead
+            for line in range(0, full_bytes(w), 64):  # the bytes this call reads, PREFETCH ahead
                 prefetch(w, at + s * size + PREFETCH + line)
             full(w, at + s * size, s, acts, acc)
             s += step
