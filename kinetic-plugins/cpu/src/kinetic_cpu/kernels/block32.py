@@ -144,12 +144,14 @@ def _blocks(spec: _Spec, n: int):
         def flipped(q):
             return b.xor(q, ir.const(q.type, -128)) if flip else q
 
-        runs = quants(b, spec, step.weights, 1) if n == 1 else _kept_runs(b, spec, step.weights, n)
-        runs = [flipped(run) for run in runs]
+        def decoded():
+            runs = quants(b, spec, step.weights, 1) if n == 1 else _kept_runs(b, spec, step.weights, n)
+            return [flipped(run) for run in runs]
+
         d_w = scales(b, spec, step.weights, n)
         m_w = scales(b, spec, step.weights, n, 1) if spec.has_min else None
 
-        def dot(x, sum_x):  # <n x i32>: each block's S
+        def dot(runs, x, sum_x):  # <n x i32>: each block's S
             if n == 1:
                 total = dots.int_sum(b, dots.quad_sums(b, runs[0], ir.load_bytes(b, x, 0, 32), signed))
                 sums = ir.as_lanes(b, total)
@@ -159,16 +161,23 @@ def _blocks(spec: _Spec, n: int):
                     sums = dots.quad_sums(b, run, ir.load_bytes(b, x, 4 * n * i, 4 * n), signed, into=sums)
             return b.sub(sums, b.mul(sum_x, ir.const(words, offset))) if offset else sums
 
-        with step.tokens() as t:
+        def token(t, runs):
             d_x = ir.load(b, step.activation(1, t, step.s), 0, lanes)
             sum_x = ir.load(b, step.activation(2, t, step.s), 0, words)
-            sums = b.sitofp(dot(step.activation(0, t, step.times_s(32)), sum_x), lanes)
+            sums = b.sitofp(dot(runs, step.activation(0, t, step.times_s(32)), sum_x), lanes)
 
             def update(acc):
                 acc = ir.fma(b, b.fmul(d_w, d_x), sums, acc)
                 return ir.fma(b, m_w, b.fmul(d_x, b.sitofp(sum_x, lanes)), acc) if spec.has_min else acc
 
             step.accumulate(t, n, update)
+
+        def several():  # decode the runs once, then each token
+            runs = decoded()
+            with step.tokens() as t:
+                token(t, runs)
+
+        step.by_batch_size(lambda t: token(t, decoded()), several)
 
     return step_intrinsic(body)
 
