@@ -50,6 +50,13 @@ class _Spec(NamedTuple):
         return quants if self.table is None else decoders.looked_up(builder, quants, self.table)
 
     @property
+    def q_max(self) -> int:
+        """The largest quant of the nibble types (unsigned), else 0."""
+        if not self.nibbles or self.signed:
+            return 0
+        return 31 if self.highs_at is not None else 15
+
+    @property
     def scale_bytes(self) -> int:
         return 1 if self.exponent else 2
 
@@ -156,9 +163,8 @@ def _blocks(spec: _Spec, n: int):
                 total = dots.int_sum(b, dots.quad_sums(b, runs[0], ir.load_bytes(b, x, 0, 32), signed))
                 sums = ir.as_lanes(b, total)
             else:
-                sums = ir.const(words, 0)
-                for i, run in enumerate(runs):
-                    sums = dots.quad_sums(b, run, ir.load_bytes(b, x, 4 * n * i, 4 * n), signed, into=sums)
+                xs = [ir.load_bytes(b, x, 4 * n * i, 4 * n) for i in range(RUNS)]
+                sums = dots.summed_quad_sums(b, runs, xs, signed, spec.q_max)
             return b.sub(sums, b.mul(sum_x, ir.const(words, offset))) if offset else sums
 
         def token(t, runs):

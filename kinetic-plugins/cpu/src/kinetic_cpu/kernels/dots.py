@@ -58,6 +58,29 @@ def quad_sums(builder, q, x, q_signed: bool, into=None) -> llvm.Value:
     return sums if into is None else builder.add(into, sums)
 
 
+def summed_quad_sums(builder, qs: list, xs: list, q_signed: bool, q_max: int = 0) -> llvm.Value:
+    """The sum of quad_sums(q, x) over the pairs of <n x i8> quants qs and signed xs. With AVX2 but not VNNI,
+    for unsigned quants of at most q_max, the pmaddubsw pair sums of as many pairs as cannot leave int16
+    (|x| <= 127) are added as int16 before one pmaddwd: fewer multiplies, the same integers."""
+    merged = 32767 // (2 * q_max * 127) if AVX2 and not VNNI and not q_signed and q_max else 1
+    if merged <= 1:
+        total = None
+        for q, x in zip(qs, xs):
+            total = quad_sums(builder, q, x, q_signed, into=total)
+        return total
+    words = vector(I32, qs[0].type.count // 4)
+    pmaddwd = "llvm.x86.avx2.pmadd.wd" if qs[0].type.count == 32 else "llvm.x86.sse2.pmadd.wd"
+    total = None
+    for first in range(0, len(qs), merged):
+        pairs = None
+        for q, x in zip(qs[first : first + merged], xs[first : first + merged]):
+            part = _x86_pairs(builder, q, x, False)
+            pairs = part if pairs is None else builder.add(pairs, part)
+        sums = call_intrinsic(builder, pmaddwd, words, pairs, const(vector(I16, words.count * 2), 1))
+        total = sums if total is None else builder.add(total, sums)
+    return total
+
+
 def scaled_quad_sums(builder, q, x, pair_scales, q_signed: bool = False) -> llvm.Value:
     """quad_sums of <n x i8> q (unsigned <= 63, or signed with n 32) with each adjacent pair's sum times its
     <n/2 x i16> pair_scales lane; n is 32, or 64 where WIDE."""
