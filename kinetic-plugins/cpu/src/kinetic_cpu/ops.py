@@ -168,7 +168,7 @@ def attend(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, sinks
     span = int(lasts.max()) + 1
     workers = 1 if n * n_head * span * hd < SERIAL_TERMS else min(numba.get_num_threads(), n * keys.shape[0])
     group = n_head // keys.shape[0]  # query heads per KV head: a job takes them together
-    width = min(attention.IN_FLIGHT, head_count(group))  # the most heads a kernel call takes
+    width = heads_per_call(group)
     heads = np.zeros((workers, width, hd))
     scores, sums = np.empty((workers, width, span)), np.empty((workers, width, hd))
     sinks = np.empty(0) if sinks is None else sinks.astype(np.float64)
@@ -211,10 +211,11 @@ def cache_addresses(caches) -> np.ndarray:
     return np.array([[keys.ctypes.data, values.ctypes.data] for keys, values in caches], np.int64)
 
 
-def head_count(heads: int) -> int:
-    """The count of heads a kernel call runs for `heads` heads (attention.HEAD_COUNTS): the power of two at
-    or above. The padding heads' query rows are zeros, and what they give is never read."""
-    return 1 << (heads - 1).bit_length()
+def heads_per_call(group: int) -> int:
+    """The count of heads a kernel call runs for a KV head's `group` query heads (attention.HEAD_COUNTS): the
+    power of two at or above, at most IN_FLIGHT. The padding heads' query rows are zeros, and what they give
+    is never read."""
+    return min(attention.IN_FLIGHT, 1 << (group - 1).bit_length())
 
 
 @numba.njit(**_JIT)

@@ -18,7 +18,7 @@ from kinetic_cpu import ops
 from kinetic_cpu.kernels import torque as fused
 from kinetic_cpu.kernels import torque_work as work
 from kinetic_cpu.kernels.activations import _rows_serial
-from kinetic_cpu.kernels.attention import IN_FLIGHT, KEY_BLOCK
+from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.intrinsics import compiled_address
 from kinetic_cpu.kernels.matmul import activations
 from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, FEED_FORWARD, FLOAT,
@@ -144,9 +144,14 @@ class _Tables:
             self._outputs([m for m in row[M1 : M3] if m >= 0], [row[M3]])
         self.blocks.append(row)
 
-    def plan(self, residual_scale: float, context: int) -> Plan:
+    @property
+    def heads_per_call(self) -> int:
+        """The query heads an attention kernel call takes (one head size and group for every block: _refusal)."""
         first = self._attentions[0]
-        count = _heads_count(first)
+        return ops.heads_per_call(first.n_head // first.n_head_kv)
+
+    def plan(self, residual_scale: float, context: int) -> Plan:
+        first, count = self._attentions[0], self.heads_per_call
         n_phases = sum(int((STAGES[row[KIND]] >= 0).sum()) for row in self.blocks)
         return Plan(np.array(self.blocks, np.int64), np.array(self.matrices, np.int64),
                     np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
@@ -158,7 +163,7 @@ class _Tables:
         first = self._attentions[0]
         widest = -(-max(m.k for m in self.kept) // 256) * 256  # whole Q8_K blocks
         most_heads = max(a.n_head for a in self._attentions)
-        return room_arrays(most_rows, widest, self.most_out, most_heads, first.head_dim, _heads_count(first),
+        return room_arrays(most_rows, widest, self.most_out, most_heads, first.head_dim, self.heads_per_call,
                            context, workers)
 
     def _outputs(self, *phases: list[int]) -> None:
@@ -188,11 +193,6 @@ class _Tables:
         self.floats.append(values)
         self._size += len(values)
         return self._size - len(values)
-
-
-def _heads_count(attention: Attention) -> int:
-    """The query heads an attention kernel call takes, as ops.attend counts them."""
-    return min(IN_FLIGHT, ops.head_count(attention.n_head // attention.n_head_kv))
 
 
 def _code(count: int, gelu: bool) -> np.ndarray:
