@@ -52,25 +52,39 @@ __device__ __forceinline__ float2 cache2(const void* cache, long at, long plane,
 
 // acc[g] += each of this warp's positions t = warp, warp + WARPS, ... in order: head g's exponential p_g[t] (at
 // sc + g * sc_stride) times the values of t (from element v0 of the cache values); each value row read once for
-// all G heads
+// all G heads. U positions' values and exponentials are loaded before any of their products, so U loads are in
+// flight at once; a lane past the head's dims loads its last pair and keeps none of it.
 template <int G, int P>
 __device__ __forceinline__ void weigh_values(const float* sc, long sc_stride, const void* __restrict__ values, long v0,
                                              long plane, int q8, long stride, int length, int head_dim, int warp,
                                              int lane, float2 (&acc)[G][P]) {
-#pragma unroll 4
-    for (int t = warp; t < length; t += WARPS) {  // unrolled: the loads of four positions in flight at once
-        long row = v0 + t * stride + 2 * lane;
-        float p[G];
+    constexpr int U = G * P == 1 ? 16 : (G * P == 2 ? 8 : 4);  // as many as registers allow
+    int dims[P];
 #pragma unroll
-        for (int g = 0; g < G; g++) p[g] = sc[g * sc_stride + t];
+    for (int m = 0; m < P; m++) dims[m] = min(64 * m + 2 * lane, head_dim - 2);
+    for (int t0 = warp; t0 < length; t0 += U * WARPS) {
+        float2 pairs[U][P];
+        float p[U][G];
 #pragma unroll
-        for (int m = 0; m < P; m++) {
-            if (64 * m + 2 * lane < head_dim) {
-                float2 pair = cache2(values, row + 64 * m, plane, q8);
+        for (int u = 0; u < U; u++) {
+            int t = min(t0 + u * WARPS, length - 1);  // a position past the end is loaded, never used
+            long row = v0 + t * stride;
 #pragma unroll
-                for (int g = 0; g < G; g++) {
-                    acc[g][m].x = __fmaf_rn(p[g], pair.x, acc[g][m].x);
-                    acc[g][m].y = __fmaf_rn(p[g], pair.y, acc[g][m].y);
+            for (int g = 0; g < G; g++) p[u][g] = sc[g * sc_stride + t];
+#pragma unroll
+            for (int m = 0; m < P; m++) pairs[u][m] = cache2(values, row + dims[m], plane, q8);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (t0 + u * WARPS >= length) break;
+#pragma unroll
+            for (int m = 0; m < P; m++) {
+                if (64 * m + 2 * lane < head_dim) {
+#pragma unroll
+                    for (int g = 0; g < G; g++) {
+                        acc[g][m].x = __fmaf_rn(p[u][g], pairs[u][m].x, acc[g][m].x);
+                        acc[g][m].y = __fmaf_rn(p[u][g], pairs[u][m].y, acc[g][m].y);
+                    }
                 }
             }
         }
