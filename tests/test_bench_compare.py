@@ -48,3 +48,15 @@ def test_compare_reports_llama_benchs_speeds_and_peak_memory(tmp_path):
     assert "| 40.0 |" in next(line for line in card if line.startswith("| generate tg128 |"))
     memory = next(line for line in card if line.startswith("peak memory: Kinetic "))
     assert memory.endswith(f", llama-bench {llama['peak_rss_bytes'] / (1 << 30):.2f} GiB")
+
+
+def test_a_missing_or_unrunnable_llama_bench_is_one_line_before_the_model_loads(tmp_path):
+    not_a_model = tmp_path / "m.gguf"
+    not_a_model.write_bytes(b"not a model")  # were it read first, the error would be about it
+    not_a_program = tmp_path / "llama-bench"
+    not_a_program.write_text("not a program")
+    for given, says in [(tmp_path / "nowhere" / "llama-bench", "llama-bench not found at "),
+                        (not_a_program, "llama-bench is not executable at ")]:
+        done = bench(str(not_a_model), "--compare", str(given))
+        assert done.returncode == 1 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+        assert "--compare PATH" in done.stderr

@@ -10,7 +10,7 @@ from typing import Collection, Optional
 import typer
 
 from kinetic import progress
-from kinetic.cli.llama_bench import compare_card, run_llama_bench
+from kinetic.cli.llama_bench import compare_card, find_llama_bench, run_llama_bench
 from kinetic.contracts.drafting import Drafter
 from kinetic.engine.bench import EDIT_TOKENS, edit_prompt, edit_run, peak_rss_bytes, run_bench
 from kinetic.engine.options import SessionOptions
@@ -24,6 +24,7 @@ NEEDS_REQUESTS = {"warm-start": "Warm Start", "zero-wait": "Zero Wait", "convoy"
 def bench_command(model: Path, repetitions: int, threads: Optional[int], device: str, as_json: bool,
                   compare: Optional[str], off: Collection[str] = (), gpu_layers: Optional[int] = None,
                   cache_types: tuple[str, str] = ("f16", "f16"), gpu_memory: Optional[int] = None) -> None:
+    llama_bench = find_llama_bench(compare) if compare is not None else None  # a bad path fails before the model loads
     start = time.perf_counter()
     options = SessionOptions(device=device, threads=threads, ctx_size=2048, off=off,  # room for edit256
                              gpu_layers=gpu_layers, cache_types=cache_types, gpu_memory=gpu_memory)
@@ -50,7 +51,7 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
     llama = None
     if compare is not None:
         with progress.showing("running llama-bench"):
-            llama = run_llama_bench(compare, model, n_threads, repetitions, gpu, cache_types)
+            llama = run_llama_bench(str(llama_bench), model, n_threads, repetitions, gpu, cache_types)
     if as_json:
         print(json.dumps({**report, "llama_cpp": llama} if llama else report, indent=2))
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,7 +20,12 @@ USUAL_FOLDERS = ("/usr/local/bin", "/opt/llama.cpp/bin", "~/llama.cpp/build/bin"
 def find_llama_bench(given: str) -> Path:
     """The llama-bench given, else on PATH, in the usual folders or a build in Kinetic's cache. Never downloaded."""
     if given:
-        return Path(given).expanduser()
+        path = Path(given).expanduser()
+        if not path.is_file() or not os.access(path, os.X_OK):
+            what = "is not executable" if path.is_file() else "not found"
+            raise KineticError(f"llama-bench {what} at {path}; give the path of llama.cpp's llama-bench: "
+                               "--compare PATH")
+        return path
     found = shutil.which("llama-bench")
     candidates = [Path(found)] if found else []
     candidates += [Path(folder).expanduser() / "llama-bench" for folder in USUAL_FOLDERS]
@@ -39,7 +45,10 @@ def run_llama_bench(given: str, model: Path, threads: int, repetitions: int, gpu
     command = [str(binary), "-m", str(model), "-p", "512", "-n", "128", "-r", str(repetitions), "-t", str(threads),
                "-ngl", "99" if gpu else "0", "-fa", "1", "-ctk", cache_types[0], "-ctv", cache_types[1], "-o", "json",
                *extra]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as error:
+        raise KineticError(f"llama-bench could not start: {error.strerror} ({binary})") from None
     peak = 0
     while True:  # its high-water mark, read while it runs: a finished child's ru_maxrss counts this process too
         peak = max(peak, _high_water(process.pid) or 0)
