@@ -50,9 +50,7 @@ def quad_sums(builder, q, x, q_signed: bool, into=None) -> llvm.Value:
         start = const(words, 0) if into is None else into
         return call_intrinsic(builder, name, words, start, builder.bitcast(q, words), builder.bitcast(x, words))
     if AVX2:
-        pairs = _x86_pairs(builder, q, x, q_signed)
-        name = "llvm.x86.avx2.pmadd.wd" if q.type.count == 32 else "llvm.x86.sse2.pmadd.wd"
-        sums = call_intrinsic(builder, name, words, pairs, const(vector(I16, words.count * 2), 1))
+        sums = _pairs_summed(builder, _x86_pairs(builder, q, x, q_signed))
     else:
         sums = fold_pairs(builder, _pair_products(builder, q, x, q_signed))
     return sums if into is None else builder.add(into, sums)
@@ -68,17 +66,22 @@ def summed_quad_sums(builder, qs: list, xs: list, q_signed: bool, q_max: int = 0
         for q, x in zip(qs, xs):
             total = quad_sums(builder, q, x, q_signed, into=total)
         return total
-    words = vector(I32, qs[0].type.count // 4)
-    pmaddwd = "llvm.x86.avx2.pmadd.wd" if qs[0].type.count == 32 else "llvm.x86.sse2.pmadd.wd"
     total = None
     for first in range(0, len(qs), merged):
         pairs = None
         for q, x in zip(qs[first : first + merged], xs[first : first + merged]):
             part = _x86_pairs(builder, q, x, False)
             pairs = part if pairs is None else builder.add(pairs, part)
-        sums = call_intrinsic(builder, pmaddwd, words, pairs, const(vector(I16, words.count * 2), 1))
+        sums = _pairs_summed(builder, pairs)
         total = sums if total is None else builder.add(total, sums)
     return total
+
+
+def _pairs_summed(builder, pairs) -> llvm.Value:
+    """AVX2: <m/2 x i32> adjacent lanes of <m x i16> pairs added (pmaddwd by ones)."""
+    words = vector(I32, pairs.type.count // 2)
+    name = "llvm.x86.avx2.pmadd.wd" if pairs.type.count == 16 else "llvm.x86.sse2.pmadd.wd"
+    return call_intrinsic(builder, name, words, pairs, const(pairs.type, 1))
 
 
 def scaled_quad_sums(builder, q, x, pair_scales, q_signed: bool = False) -> llvm.Value:
