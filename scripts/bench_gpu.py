@@ -138,7 +138,7 @@ def llama_bench(binary: Path, path: Path, reps: int, extra: tuple[str, ...]) -> 
     recorded = binary.resolve().parent.parent.parent / "ld_library_path"
     if recorded.exists():
         os.environ["LD_LIBRARY_PATH"] = recorded.read_text().strip() + ":" + os.environ.get("LD_LIBRARY_PATH", "")
-    return run_llama_bench(str(binary), path, os.cpu_count() or 1, reps, gpu=True, extra=extra)
+    return run_llama_bench(binary, path, os.cpu_count() or 1, reps, gpu=True, extra=extra)
 
 
 def main() -> None:

@@ -49,9 +49,9 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
     }
     gpu = session.device.name != "cpu"
     llama = None
-    if compare is not None:
+    if llama_bench is not None:
         with progress.showing("running llama-bench"):
-            llama = run_llama_bench(str(llama_bench), model, n_threads, repetitions, gpu, cache_types)
+            llama = run_llama_bench(llama_bench, model, n_threads, repetitions, gpu, cache_types)
     if as_json:
         print(json.dumps({**report, "llama_cpp": llama} if llama else report, indent=2))
     else:

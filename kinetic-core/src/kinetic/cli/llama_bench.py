@@ -36,12 +36,11 @@ def find_llama_bench(given: str) -> Path:
     raise KineticError("llama-bench not found on PATH or in the usual folders; give its path: --compare PATH")
 
 
-def run_llama_bench(given: str, model: Path, threads: int, repetitions: int, gpu: bool = False,
+def run_llama_bench(binary: Path, model: Path, threads: int, repetitions: int, gpu: bool = False,
                     cache_types: tuple[str, str] = ("f16", "f16"), extra: tuple[str, ...] = ()) -> dict:
     """llama-bench's best pp512 and tg128, flash attention on, with its build: on the CPU (-ngl 0), or with
     every layer on the GPU (-ngl 99); with Kinetic's KV cache types (-ctk, -ctv), its extra arguments (say
-    -ncmoe 48); and its peak memory."""
-    binary = find_llama_bench(given)
+    -ncmoe 48); and its peak memory. binary: find_llama_bench's."""
     command = [str(binary), "-m", str(model), "-p", "512", "-n", "128", "-r", str(repetitions), "-t", str(threads),
                "-ngl", "99" if gpu else "0", "-fa", "1", "-ctk", cache_types[0], "-ctv", cache_types[1], "-o", "json",
                *extra]
