@@ -32,15 +32,15 @@ from device_checks import (assert_a_saved_sequence_resumes, assert_batches_equal
 
 kinetic_vulkan = pytest.importorskip("kinetic_vulkan.device", reason="the kinetic-vulkan plugin is not installed")
 import kinetic_vulkan.adapter as vulkan_adapter  # noqa: E402
-from kinetic_vulkan.weights import NATIVE  # noqa: E402
+from kinetic_vulkan.weights import FLOATS, NATIVE  # noqa: E402
 
 REASON = kinetic_vulkan.probe()
 gpu = pytest.mark.skipif(REASON is not None, reason=f"Vulkan is not usable here: {REASON}")
 
 FAMILIES = ("llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense")
-# float32 activations against the float reference: measured on lavapipe, mean differences of 3e-6 to 2e-4 of the
-# logits' spread for Q8_0 files
-TOLERANCE = {"Q8_0": 0.002, "Q4_K_M": 0.002}
+# int8 activations against the float reference (as CUDA's and the CPU's): the mean difference, a fraction of the
+# logits' spread, under TOLERANCE and the largest under 10 times it
+TOLERANCE = {"Q8_0": 0.02, "Q4_K_M": 0.04}
 WEIGHTS = {
     "Q8_0": lambda path, arch: write_random_model(path, arch, Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256),
                                                   weight_type="Q8_0", seed=7),
@@ -155,7 +155,7 @@ def test_matmul_exact_across_batches_and_close_to_float(name):
     assert np.array_equal(matmul(weight, name, k, x[40:45], binding_limit=40 * weight.shape[1] + 4), batch[40:45])
     exact = x.astype(np.float64) @ floats.astype(np.float64).T
     error = np.linalg.norm(batch - exact, axis=1) / np.linalg.norm(exact, axis=1)
-    assert error.max() < (1e-3 if kind.name in NATIVE else 2e-3)
+    assert error.max() < (1e-3 if name in FLOATS else 0.02)  # the quantized types against int8 activations
 
 
 @gpu

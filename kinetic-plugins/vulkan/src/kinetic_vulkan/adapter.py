@@ -16,6 +16,7 @@ from typing import Any, Iterator, Optional
 # the adapters wgpu reports, best first; a CPU adapter is a software driver (Mesa's lavapipe)
 PREFERRED = ("DiscreteGPU", "IntegratedGPU", "VirtualGPU", "Unknown", "CPU")
 LOADERS = ("libvulkan.so.1", "vulkan-1.dll")
+OPTIONAL_FEATURES = ("timestamp-query",)  # asked for where offered: scripts/profile_vulkan.py times dispatches
 
 
 def loader_present() -> bool:
@@ -109,7 +110,8 @@ def gpu() -> Gpu:
     adapter = _adapter()[0]
     limits = {name: adapter.limits[name] for name in ("max-storage-buffer-binding-size", "max-buffer-size",
                                                          "max-compute-workgroup-storage-size")}
-    device = adapter.request_device_sync(required_limits=limits)
+    features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
+    device = adapter.request_device_sync(required_features=features, required_limits=limits)
     info = adapter.info
     binding = min(limits["max-storage-buffer-binding-size"], limits["max-buffer-size"])
     return Gpu(device, info["device"], info["description"], info["adapter_type"] == "CPU", binding // 4 * 4)

@@ -1,7 +1,7 @@
 """The WGSL shaders (shaders/*.wgsl) compiled into compute pipelines, once per set of override constants, timed.
 
-Each shader is preceded by run.wgsl; a matrix product's is matmul.wgsl with its weight type's `dequantize`
-(shaders/quants/<type>.wgsl).
+Each shader is preceded by run.wgsl; a matrix product's is matmul.wgsl with its float type's `dequantize`, or
+matmul_q8.wgsl with its quantized type's `chunk` (shaders/quants/<type>.wgsl).
 """
 
 from __future__ import annotations
@@ -13,14 +13,17 @@ from typing import Any, Optional
 from kinetic.progress import CompileClock
 
 CLOCK = CompileClock("compiling Vulkan shaders")  # the driver may keep its own cache across processes
+INCLUDES = {"quantize": "int8", "norm": "int8", "gate": "int8"}  # shaders that quantize activations
 
 
 @lru_cache(maxsize=None)
 def source(name: str, weight_type: Optional[str] = None) -> str:
-    """run.wgsl (the pass's counts), the shader, and a matrix product's weight type's dequantize."""
+    """run.wgsl (the pass's counts), the shader, a matrix product's weight type's dequantize or chunk, and the
+    functions the shader includes."""
     folder = resources.files("kinetic_vulkan") / "shaders"
     parts = [folder / "run.wgsl", folder / f"{name}.wgsl"] + ([folder / "quants" / f"{weight_type}.wgsl"]
                                                               if weight_type else [])
+    parts += [folder / f"{INCLUDES[name]}.wgsl"] if name in INCLUDES else []
     return "".join(part.read_text() for part in parts)
 
 
@@ -33,7 +36,8 @@ def _module(device: Any, name: str, weight_type: Optional[str]):
 def _pipeline(device: Any, name: str, weight_type: Optional[str], constants: tuple[tuple[str, float], ...]):
     with CLOCK.during():
         stage = {"module": _module(device, name, weight_type), "entry_point": "main", "constants": dict(constants)}
-        return device.create_compute_pipeline(layout="auto", compute=stage)
+        return device.create_compute_pipeline(label=f"{name} {weight_type or ''}".strip(), layout="auto",
+                                              compute=stage)
 
 
 def pipeline(device: Any, name: str, weight_type: Optional[str] = None, **constants: float):

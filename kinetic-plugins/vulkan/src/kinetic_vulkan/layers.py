@@ -13,8 +13,8 @@ import numpy as np
 from kinetic import rotary
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic_vulkan import kernels
-from kinetic_vulkan.plan import MATMUL_ROWS, TILE, Step, Workspace, bind, grid
-from kinetic_vulkan.weights import VkMatrix, storage, vector
+from kinetic_vulkan.plan import MATMUL_ROWS, Q8_THREADS, TILE, Step, Workspace, bind, grid
+from kinetic_vulkan.weights import FLOATS, VkMatrix, storage, vector
 
 
 class Uploads:
@@ -47,26 +47,50 @@ class Uploads:
         return self._tables[key]
 
 
-def norm_step(up: Uploads, ws: Workspace, norm: RmsNorm, src: Any, dst: Any, width: int,
-              gather: bool = False) -> Step:
-    """dst = norm(src) over pieces of the norm's width, width / that a row; of the asking rows with gather."""
+def norm_step(up: Uploads, ws: Workspace, norm: RmsNorm, src: Any, dst: Any, width: int, gather: bool = False,
+              quantize: bool = False) -> Step:
+    """dst = norm(src) over pieces of the norm's width, width / that a row; of the asking rows with gather; also as
+    int8 chunks in ws.xq, ws.xd and ws.xs with quantize."""
     piece = norm.weight.shape[0]
     pieces = width // piece
-    pipeline = kernels.pipeline(up.device, "norm", WIDTH=piece, EPS=norm.eps, PIECES=pieces, GATHER=gather)
-    group = bind(up.device, pipeline, src, dst, up.vector(norm.weight), ws.logit_rows, ws.run)
+    pipeline = kernels.pipeline(up.device, "norm", WIDTH=piece, EPS=norm.eps, PIECES=pieces, GATHER=gather,
+                                QUANTIZE=quantize)
+    group = bind(up.device, pipeline, src, dst, up.vector(norm.weight), ws.logit_rows, ws.xq, ws.xd, ws.xs, ws.run)
     return Step(pipeline, group, lambda n, n_logits: grid((n_logits if gather else n) * pieces))
+
+
+def quantized(matrices: list[VkMatrix]) -> bool:
+    """Whether a product by one of these matrices reads its input as int8 chunks (products)."""
+    return any(m.type not in FLOATS for m in matrices)
+
+
+def quantize(up: Uploads, ws: Workspace, x: Any, width: int, matrices: list[VkMatrix]) -> list[Step]:
+    """x[:n] as int8 chunks in ws.xq, ws.xd and ws.xs, where one of the matrices that multiply it next is quantized;
+    a norm or a gate in front of the products quantizes its output itself instead."""
+    if not quantized(matrices):
+        return []
+    pipeline = kernels.pipeline(up.device, "quantize", WIDTH=width)
+    group = bind(up.device, pipeline, x, ws.xq, ws.xd, ws.xs, ws.run)
+    return [Step(pipeline, group, lambda n, n_logits: grid(-(-n * width // (32 * 64))))]
 
 
 def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_width: int, bias: Any = None,
              scale: float = 1.0, accumulate: bool = False, logits: bool = False) -> list[Step]:
-    """out[:n] (+)= (x[:n] . m^T + bias) * scale, a step for each of m's parts."""
+    """out[:n] (+)= (x[:n] . m^T + bias) * scale, a step for each of m's parts: x itself for a float type, else
+    x's int8 chunks (quantize)."""
     steps = []
+    lanes = 1 << min(5, (m.k // 32).bit_length() - 1)  # a power of two, at most a row's chunks
     for buffer, first, rows in m.parts:
-        pipeline = kernels.pipeline(up.device, "matmul", m.type, K=m.k, ROWS=rows, ROW_WORDS=m.row_words, X_STRIDE=m.k,
-                                    OUT_STRIDE=out_width, OFFSET=first, SCALE=scale, ACCUMULATE=accumulate,
-                                    BIAS=bias is not None, LOGITS=logits)
-        group = bind(up.device, pipeline, buffer, x, out, bias if bias is not None else ws.none, ws.run)
-        groups = -(-rows // MATMUL_ROWS)
+        constants = dict(K=m.k, ROWS=rows, ROW_WORDS=m.row_words, OUT_STRIDE=out_width, OFFSET=first, SCALE=scale,
+                         ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits)
+        if m.type in FLOATS:
+            pipeline = kernels.pipeline(up.device, "matmul", m.type, X_STRIDE=m.k, **constants)
+            inputs, per_group = (x,), MATMUL_ROWS
+        else:
+            pipeline = kernels.pipeline(up.device, "matmul_q8", m.type, LANES=lanes, **constants)
+            inputs, per_group = (ws.xq, ws.xd, ws.xs), Q8_THREADS // lanes
+        group = bind(up.device, pipeline, buffer, *inputs, out, bias if bias is not None else ws.none, ws.run)
+        groups = -(-rows // per_group)
         steps.append(Step(pipeline, group, lambda n, n_logits, groups=groups: grid(groups, -(-(n_logits if logits
                                                                                                else n) // TILE))))
     return steps
@@ -77,18 +101,30 @@ def elementwise(up: Uploads, ws: Workspace, name: str, buffers: tuple, width: in
     return Step(pipeline, bind(up.device, pipeline, *buffers, ws.run), lambda n, n_logits: grid(-(-n * width // 256)))
 
 
+def gate_step(up: Uploads, ws: Workspace, width: int, gelu: bool, down: VkMatrix) -> Step:
+    """ws.gate = act(ws.gate) * ws.up, also as int8 chunks where down is quantized; a thread a chunk of 32."""
+    pipeline = kernels.pipeline(up.device, "gate", WIDTH=width, GELU=gelu, QUANTIZE=quantized([down]))
+    group = bind(up.device, pipeline, ws.gate, ws.up, ws.xq, ws.xd, ws.xs, ws.run)
+    return Step(pipeline, group, lambda n, n_logits: grid(-(-n * width // (32 * 64))))
+
+
 def residual(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, bias: Any, post_norm: Optional[RmsNorm],
              scale: float, d: int) -> list[Step]:
-    """ws.x += post_norm(x . m^T + bias) * scale: straight into ws.x without a post-norm."""
+    """ws.x += post_norm(x . m^T + bias) * scale: straight into ws.x without a post-norm (x already quantized where
+    m is)."""
     if post_norm is None:
         return products(up, ws, x, m, ws.x, d, bias, scale, accumulate=True)
     return [*products(up, ws, x, m, ws.y, d, bias), norm_step(up, ws, post_norm, ws.y, ws.h, d),
             elementwise(up, ws, "add", (ws.x, ws.h), d, SCALE=scale)]
 
 
-def _input(up: Uploads, ws: Workspace, norm: Optional[RmsNorm], d: int) -> tuple[Any, list[Step]]:
-    """The block's input: ws.h = norm(ws.x), or ws.x itself for a block without a norm."""
-    return (ws.x, []) if norm is None else (ws.h, [norm_step(up, ws, norm, ws.x, ws.h, d)])
+def _input(up: Uploads, ws: Workspace, norm: Optional[RmsNorm], d: int,
+           matrices: list[VkMatrix]) -> tuple[Any, list[Step]]:
+    """The block's input, quantized for the matrices that multiply it: ws.h = norm(ws.x), or ws.x itself for a block
+    without a norm."""
+    if norm is None:
+        return ws.x, quantize(up, ws, ws.x, d, matrices)
+    return ws.h, [norm_step(up, ws, norm, ws.x, ws.h, d, quantize=quantized(matrices))]
 
 
 class VkAttention:
@@ -97,11 +133,12 @@ class VkAttention:
         self.q_width, self.kv_width = a.n_head * a.head_dim, a.n_head_kv * a.head_dim
         self.q, self.k, self.v, self.o = (up.matrix(w) for w in (a.q, a.k, a.v, a.o))
         self.before = self._before()  # the steps up to the cache's
-        self.after = residual(up, ws, ws.att, self.o, up.vector(a.o_bias), a.post_norm, residual_scale, d)
+        self.after = quantize(up, ws, ws.att, self.q_width, [self.o]) + residual(up, ws, ws.att, self.o, up.vector(
+            a.o_bias), a.post_norm, residual_scale, d)
 
     def _before(self) -> list[Step]:
         a, up, ws = self.block, self.up, self.ws
-        h, steps = _input(up, ws, a.norm, self.d)
+        h, steps = _input(up, ws, a.norm, self.d, [self.q, self.k, self.v])
         for m, bias, out, width in ((self.q, a.q_bias, ws.qa, self.q_width), (self.k, a.k_bias, ws.ka, self.kv_width),
                                     (self.v, a.v_bias, ws.v, self.kv_width)):
             steps += products(up, ws, h, m, out, width, up.vector(bias))
@@ -156,10 +193,10 @@ class VkFeedForward:
     def __init__(self, f: GatedFeedForward, up: Uploads, ws: Workspace, d: int, residual_scale: float):
         gate, up_matrix, down = (up.matrix(w) for w in (f.gate, f.up, f.down))
         width = gate.rows
-        h, steps = _input(up, ws, f.norm, d)
+        h, steps = _input(up, ws, f.norm, d, [gate, up_matrix])
         steps += products(up, ws, h, gate, ws.gate, width)
         steps += products(up, ws, h, up_matrix, ws.up, width, up.vector(f.up_bias))
-        steps.append(elementwise(up, ws, "gate", (ws.gate, ws.up), width, GELU=f.activation == "gelu_tanh"))
+        steps.append(gate_step(up, ws, width, f.activation == "gelu_tanh", down))
         self._steps = steps + residual(up, ws, ws.gate, down, up.vector(f.down_bias), f.post_norm, residual_scale, d)
 
     def steps(self) -> list[Step]:

@@ -11,7 +11,8 @@ import numpy as np
 
 Groups = Callable[[int, int], tuple[int, int, int]]  # (n, n_logits) -> workgroups x, y, z
 MOST_GROUPS = 65535  # workgroups along one dimension (WebGPU's default limit)
-TILE, MATMUL_ROWS = 8, 8  # tokens and rows a matmul.wgsl workgroup takes
+TILE, MATMUL_ROWS = 8, 8  # tokens and rows a matmul.wgsl workgroup takes (tokens: matmul_q8.wgsl's too)
+Q8_THREADS = 128  # a matmul_q8.wgsl workgroup's threads, LANES a row
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ def record(device: Any, steps: list[Step], n: int, n_logits: int):
 
 class Workspace:
     """The buffers of a pass of up to `rows` rows: its inputs (the run's counts, the rows' positions, which rows ask
-    for logits), the residual stream x, scratch rows, and the logits."""
+    for logits), the residual stream x, scratch rows, a product's input as int8 chunks (xq: four to a word; xd:
+    their scales; xs: their sums), and the logits."""
 
     def __init__(self, device: Any, rows: int, d: int, q_width: int, kv_width: int, ff_width: int, n_vocab: int):
         import wgpu
@@ -74,6 +76,8 @@ class Workspace:
         self.qa, self.qb, self.att = (floats(q_width, name) for name in ("qa", "qb", "att"))
         self.ka, self.kb, self.v = (floats(kv_width, name) for name in ("ka", "kb", "v"))
         self.gate, self.up = floats(ff_width, "gate"), floats(ff_width, "up")
+        widest = max(d, q_width, ff_width)
+        self.xq, self.xd, self.xs = (floats(widest // size, name) for size, name in ((4, "xq"), (32, "xd"), (32, "xs")))
         self.logits = floats(n_vocab, "logits")
         self.none = floats(1, "none")  # bound where a shader's optional input (a bias) is off
 

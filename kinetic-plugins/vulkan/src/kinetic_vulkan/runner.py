@@ -13,7 +13,7 @@ from kinetic.contracts.device import Row, UploadOptions, forward_by_sequence, st
 from kinetic.errors import KineticError
 from kinetic_vulkan import kernels
 from kinetic_vulkan.adapter import Gpu
-from kinetic_vulkan.layers import Uploads, VkAttention, VkFeedForward, ff_width, norm_step, products
+from kinetic_vulkan.layers import Uploads, VkAttention, VkFeedForward, ff_width, norm_step, products, quantized
 from kinetic_vulkan.plan import Step, Workspace, record
 
 STATE_MAGIC = b"KVULKKV1"
@@ -77,11 +77,14 @@ class VulkanRunner:
         scale = stack.residual_scale
         self.blocks = [VkAttention(b, up, self.ws, stack.n_embd, scale) if isinstance(b, Attention) else
                        VkFeedForward(b, up, self.ws, stack.n_embd, scale) for b in stack.blocks]
-        self._logit_steps = [norm_step(up, self.ws, stack.output_norm, self.ws.x, self.ws.h, stack.n_embd, gather=True),
-                             *products(up, self.ws, self.ws.h, up.matrix(stack.output), self.ws.logits, stack.n_vocab,
+        output = up.matrix(stack.output)
+        self._logit_steps = [norm_step(up, self.ws, stack.output_norm, self.ws.x, self.ws.h, stack.n_embd, gather=True,
+                                       quantize=quantized([output])),
+                             *products(up, self.ws, self.ws.h, output, self.ws.logits, stack.n_vocab,
                                        scale=stack.logit_scale, logits=True)]
         self._hidden_step = norm_step(up, self.ws, stack.output_norm, self.ws.x, self.ws.hidden, stack.n_embd)
         self._spare: list[Caches] = []
+        self._ahead: Optional[tuple[tuple, Any]] = None  # (a pass's shape, its command buffer), recorded ahead
 
     @property
     def compile_seconds(self) -> float:
@@ -125,19 +128,27 @@ class VulkanRunner:
         tokens = np.array([row.token for row in batch])
         x = self._embedding.rows_float32(tokens) * np.float32(self.stack.embedding_scale)
         self.ws.set_inputs(x, np.array([row.position for row in batch]), np.array(asks))
-        if seq.steps is None:
-            caches = iter(seq.caches)
-            seq.steps = [s for b in self.blocks for s in (b.steps(*next(caches)) if isinstance(b, VkAttention)
-                                                            else b.steps())]
-        hidden = any(row.hidden for row in batch)
-        steps = seq.steps + ([self._hidden_step] if hidden else []) + (self._logit_steps if asks else [])
-        self.gpu.device.queue.submit([record(self.gpu.device, steps, len(batch), len(asks))])
-        if hidden:
+        shape = (seq, len(batch), len(asks), any(row.hidden for row in batch))
+        ahead, self._ahead = self._ahead, None
+        self.gpu.device.queue.submit([ahead[1] if ahead and ahead[0] == shape else self._record(*shape)])
+        # While the GPU runs it, record the next pass, guessing it has this one's shape (a decode step's next step,
+        # a long prompt's next part): a command buffer is recorded once and submitted once.
+        self._ahead = (shape, self._record(*shape))
+        if shape[3]:
             normed = self.ws.read(self.ws.hidden, len(batch), self.stack.n_embd)
             seq.hidden.update((row.position, normed[i].copy()) for i, row in enumerate(batch) if row.hidden)
         logits = self.ws.read(self.ws.logits, len(asks), self.stack.n_vocab) if asks else None
         seq.n_tokens = batch[-1].position + 1
         return logits
+
+    def _record(self, seq: VulkanSequence, n: int, n_logits: int, hidden: bool):
+        """The command buffer of a pass of n rows of seq, n_logits of them asking for logits."""
+        if seq.steps is None:
+            caches = iter(seq.caches)
+            seq.steps = [s for b in self.blocks for s in (b.steps(*next(caches)) if isinstance(b, VkAttention)
+                                                            else b.steps())]
+        steps = seq.steps + ([self._hidden_step] if hidden else []) + (self._logit_steps if n_logits else [])
+        return record(self.gpu.device, steps, n, n_logits)
 
 
 def _context(wanted: int, widths: list[int], binding_limit: int) -> int:

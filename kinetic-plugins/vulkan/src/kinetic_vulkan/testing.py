@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kinetic_vulkan.adapter import gpu
-from kinetic_vulkan.layers import Uploads, products
+from kinetic_vulkan.layers import Uploads, products, quantize
 from kinetic_vulkan.plan import Workspace, record
 from kinetic_vulkan.weights import VkMatrix, padded_words
 
@@ -18,7 +18,8 @@ def matmul(weight: np.ndarray, type_name: str, k: int, x: np.ndarray, binding_li
     limit = binding_limit or gpu().binding_limit
     m = VkMatrix(device, padded_words(weight, type_name), type_name, k, limit)
     ws = Workspace(device, len(x), k, 1, 1, 1, m.rows)
-    steps = products(Uploads(device, limit, 1), ws, ws.x, m, ws.logits, m.rows)
+    up = Uploads(device, limit, 1)
+    steps = quantize(up, ws, ws.x, k, [m]) + products(up, ws, ws.x, m, ws.logits, m.rows)
     ws.set_inputs(x, np.zeros(len(x)), np.zeros(0))
     device.queue.submit([record(device, steps, len(x), 0)])
     return ws.read(ws.logits, len(x), m.rows)

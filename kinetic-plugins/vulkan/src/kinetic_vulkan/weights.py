@@ -11,6 +11,7 @@ import numpy as np
 from kinetic.contracts.blocks import Weight
 
 NATIVE = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")  # shaders/quants
+FLOATS = ("F32", "F16", "BF16")  # matmul.wgsl's types; the others run matmul_q8.wgsl
 # blocks whose words the shaders read padded with 2 bytes: (block bytes, where the padding goes), so that every
 # block and its quants start on a word
 PADDED = {"Q8_0": (34, 2), "Q4_0": (18, 2), "Q5_0": (22, 2), "Q6_K": (210, 210)}

@@ -1,19 +1,17 @@
-// g = act(g) * u over the pass's rows of WIDTH: SiLU, or GELU's tanh approximation (Hendrycks and Gimpel, 2016)
+// g = act(g) * u over the pass's rows of WIDTH: SiLU, or GELU's tanh approximation (Hendrycks and Gimpel, 2016);
+// with QUANTIZE, g's rows also as int8 chunks (int8.wgsl) for the product that reads them next. A thread a chunk.
 override WIDTH: u32;
 override GELU: bool = false;
+override QUANTIZE: bool = false;
 
 @group(0) @binding(0) var<storage, read_write> g: array<f32>;
 @group(0) @binding(1) var<storage, read> u: array<f32>;
-@group(0) @binding(2) var<uniform> run: Run;
+@group(0) @binding(2) var<storage, read_write> xq: array<u32>;
+@group(0) @binding(3) var<storage, read_write> xd: array<f32>;
+@group(0) @binding(4) var<storage, read_write> xs: array<i32>;
+@group(0) @binding(5) var<uniform> run: Run;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) t: u32) {
-    let i = (group.x + group.y * groups.x) * 256u + t;
-    if (i >= run.n * WIDTH) {
-        return;
-    }
-    let x = g[i];
+fn gated(x: f32, up: f32) -> f32 {
     var y: f32;
     if (GELU) {
         // tanh's argument clamped: some drivers' tanh gives NaN far out, where it is 1 in float32 anyway
@@ -21,5 +19,22 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     } else {
         y = x / (1.0 + exp(-x));
     }
-    g[i] = y * u[i];
+    return y * up;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+    let c = (group.x + group.y * groups.x) * 64u + t;
+    if (c >= run.n * (WIDTH / 32u)) {
+        return;
+    }
+    var v: array<f32, 32>;
+    for (var i = 0u; i < 32u; i++) {
+        v[i] = gated(g[32u * c + i], u[32u * c + i]);
+        g[32u * c + i] = v[i];
+    }
+    if (QUANTIZE) {
+        quantize_chunk(c, &v);
+    }
 }

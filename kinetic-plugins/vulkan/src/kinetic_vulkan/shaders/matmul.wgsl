@@ -1,5 +1,5 @@
 // out[t, OFFSET + r] = (x[t] . w[r] + bias[OFFSET + r]) * SCALE (+ out[t, OFFSET + r]) for the pass's tokens t and
-// this part's rows r of a weight matrix, its blocks read from raw GGUF bytes (quants/*.wgsl: dequantize).
+// this part's rows r of a float matrix (quants/*.wgsl: dequantize; the quantized types run matmul_q8.wgsl).
 // A workgroup takes ROWS_A_GROUP rows and up to TILE tokens, LANES threads a row. Each thread sums whole chunks of
 // 32 weights, a chunk's products in order, and a row's LANES sums meet in a fixed tree: a token's bits never depend
 // on the other tokens.
@@ -78,29 +78,4 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
         }
         out[at] = y;
     }
-}
-
-// the raw bytes of the weights, little-endian in words
-fn byte_at(base: u32, offset: u32) -> u32 {
-    return (w[base + (offset >> 2u)] >> ((offset & 3u) * 8u)) & 0xffu;
-}
-
-fn as_int8(b: u32) -> i32 {  // a byte as int8
-    return bitcast<i32>(b << 24u) >> 24u;
-}
-
-// d * scale and dmin * min of chunk j of a K-quant super-block at word b (Q4_K, Q5_K): d and dmin (f16) in word 0,
-// the 6-bit scales and mins in its 12 bytes at offset 4
-fn scale_min_k4(b: u32, j: u32) -> vec2<f32> {
-    var scale: u32;
-    var minimum: u32;
-    if (j < 4u) {
-        scale = byte_at(b, 4u + j) & 63u;
-        minimum = byte_at(b, 8u + j) & 63u;
-    } else {
-        scale = (byte_at(b, 8u + j) & 15u) | ((byte_at(b, j) >> 6u) << 4u);
-        minimum = (byte_at(b, 8u + j) >> 4u) | ((byte_at(b, 4u + j) >> 6u) << 4u);
-    }
-    let dm = unpack2x16float(w[b]);
-    return vec2<f32>(dm.x * f32(scale), dm.y * f32(minimum));
 }

@@ -1,10 +1,12 @@
 // RMS norm (Zhang and Sennrich, 2019) of pieces of WIDTH values: dst[p] = src[p] / sqrt(mean(src[p]^2) + EPS) *
-// weight, PIECES of them a row (a head norm's pieces are heads); with GATHER, of the rows the pass's logits ask for.
+// weight, PIECES of them a row (a head norm's pieces are heads); with GATHER, of the rows the pass's logits ask for;
+// with QUANTIZE, dst's rows also as int8 chunks (int8.wgsl) for the products that read them next.
 // A workgroup takes one piece; its threads' sums of squares meet in a fixed tree.
 override WIDTH: u32;
 override EPS: f32;
 override PIECES: u32 = 1u;
 override GATHER: bool = false;
+override QUANTIZE: bool = false;  // (PIECES = 1)
 
 const THREADS = 64u;
 
@@ -12,7 +14,10 @@ const THREADS = 64u;
 @group(0) @binding(1) var<storage, read_write> dst: array<f32>;
 @group(0) @binding(2) var<storage, read> weight: array<f32>;
 @group(0) @binding(3) var<storage, read> logit_rows: array<u32>;
-@group(0) @binding(4) var<uniform> run: Run;
+@group(0) @binding(4) var<storage, read_write> xq: array<u32>;
+@group(0) @binding(5) var<storage, read_write> xd: array<f32>;
+@group(0) @binding(6) var<storage, read_write> xs: array<i32>;
+@group(0) @binding(7) var<uniform> run: Run;
 
 var<workgroup> partial: array<f32, THREADS>;
 
@@ -41,7 +46,18 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
         workgroupBarrier();
     }
     let scale = 1.0 / sqrt(partial[0] / f32(WIDTH) + EPS);
-    for (var i = t; i < WIDTH; i += THREADS) {
-        dst[piece * WIDTH + i] = src[src_at + i] * scale * weight[i];
+    if (QUANTIZE) {
+        for (var c = t; c < WIDTH / 32u; c += THREADS) {  // a thread a chunk
+            var v: array<f32, 32>;
+            for (var i = 0u; i < 32u; i++) {
+                v[i] = src[src_at + 32u * c + i] * scale * weight[32u * c + i];
+                dst[piece * WIDTH + 32u * c + i] = v[i];
+            }
+            quantize_chunk(piece * (WIDTH / 32u) + c, &v);
+        }
+    } else {
+        for (var i = t; i < WIDTH; i += THREADS) {
+            dst[piece * WIDTH + i] = src[src_at + i] * scale * weight[i];
+        }
     }
 }

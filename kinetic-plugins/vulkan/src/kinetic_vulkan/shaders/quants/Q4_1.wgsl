@@ -1,12 +1,9 @@
-// block of 32: d, m (f16), 16 bytes of two 4-bit values in words 1 to 4; q * d + m
-fn dequantize(base: u32, c: u32, out: ptr<function, array<f32, 32>>) {
+// block of 32: d, m (f16), 16 bytes of nibbles in words 1 to 4; q * d + m
+const HAS_MIN = true;
+fn chunk(base: u32, c: u32) -> Chunk {
     let b = base + c * 5u;
     let dm = unpack2x16float(w[b]);
-    for (var i = 0u; i < 4u; i++) {
-        let q = w[b + 1u + i];
-        for (var k = 0u; k < 4u; k++) {
-            (*out)[4u * i + k] = f32((q >> (8u * k)) & 15u) * dm.x + dm.y;
-            (*out)[16u + 4u * i + k] = f32((q >> (8u * k + 4u)) & 15u) * dm.x + dm.y;
-        }
-    }
+    var ch = unit_chunk(dm.x, dm.y);
+    nibbles(&ch, b + 1u, 0u, 0u);
+    return ch;
 }

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Where a Vulkan pass goes, shader by shader: a 512-token prompt and decode steps of a scripts/bench_gpu.py shape,
+each dispatch in a compute pass of its own between two GPU timestamps, summed per shader (and weight type).
+
+    python scripts/profile_vulkan.py --model 1b [--layers 16] [--steps 16]
+
+It first times plain decode steps (as bench_gpu.py does) and splits one step's wall time into what the host does
+(the inputs, recording, submitting) and what it waits for. Timestamps need the adapter's timestamp-query feature;
+a pass of its own per dispatch adds the driver's cost of a pass, so compare shaders with each other and speeds with
+bench_gpu.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench_gpu import SHAPES, write_model
+from kinetic.contracts.device import Row, UploadOptions
+from kinetic.model.load import load_stack
+from kinetic.plugins import plugins
+
+PROMPT = 512
+
+
+def timed_record(totals: collections.Counter, counts: collections.Counter):
+    """A stand-in for kinetic_vulkan.plan.record that brackets each dispatch with timestamps and, once the pass's
+    queue work is done, adds each one's nanoseconds to totals under its pipeline's label."""
+    import wgpu
+
+    def record(device, steps, n, n_logits):
+        live = [s for s in steps if all(s.groups(n, n_logits))]
+        queries = device.create_query_set(type=wgpu.QueryType.timestamp, count=2 * len(live))
+        resolved = device.create_buffer(size=16 * len(live), usage=wgpu.BufferUsage.QUERY_RESOLVE
+                                        | wgpu.BufferUsage.COPY_SRC)
+        encoder = device.create_command_encoder()
+        for i, step in enumerate(live):
+            writes = {"query_set": queries, "beginning_of_pass_write_index": 2 * i,
+                      "end_of_pass_write_index": 2 * i + 1}
+            compute = encoder.begin_compute_pass(timestamp_writes=writes)
+            compute.set_pipeline(step.pipeline)
+            compute.set_bind_group(0, step.bind_group)
+            compute.dispatch_workgroups(*step.groups(n, n_logits))
+            compute.end()
+        encoder.resolve_query_set(queries, 0, 2 * len(live), resolved, 0)
+        pending.append((live, resolved))
+        return encoder.finish()
+
+    pending: list = []
+
+    def collect(device) -> None:
+        from wgpu.backends.wgpu_native._ffi import lib
+
+        period = lib.wgpuQueueGetTimestampPeriod(device.queue._internal)  # nanoseconds a tick
+        for live, resolved in pending:
+            stamps = np.frombuffer(device.queue.read_buffer(resolved), np.uint64).reshape(-1, 2)
+            if not stamps.any():
+                continue  # recorded ahead (kinetic_vulkan.runner) and never submitted
+            for step, (start, end) in zip(live, stamps):
+                totals[step.pipeline.label] += int(end - start) * period
+                counts[step.pipeline.label] += 1
+        pending.clear()
+
+    return record, collect
+
+
+def decode_split(runner, seq, tokens: list[int], steps: int) -> None:
+    """Plain decode steps' speed, and where a step's wall time goes on the host."""
+    import kinetic_vulkan.runner as vk_runner
+
+    spent = collections.Counter()
+    original_record, original_read = vk_runner.record, runner.ws.read
+
+    def record(*args):
+        start = time.perf_counter()
+        buffer = original_record(*args)
+        spent["record"] += time.perf_counter() - start
+        return buffer
+
+    def read(*args):
+        start = time.perf_counter()
+        out = original_read(*args)
+        spent["wait and read the logits"] += time.perf_counter() - start
+        return out
+
+    vk_runner.record, runner.ws.read = record, read
+    try:
+        start = time.perf_counter()
+        for p in range(PROMPT, PROMPT + steps):
+            runner.forward([Row(seq, tokens[p], p, logits=True)])
+        wall = time.perf_counter() - start
+    finally:
+        vk_runner.record, runner.ws.read = original_record, original_read
+    print(f"decode after a {PROMPT}-token prompt: {steps / wall:.1f} t/s, {1e3 * wall / steps:.2f} ms a step: "
+          + ", ".join(f"{k} {1e3 * v / steps:.2f} ms" for k, v in spent.items())
+          + f", the rest {1e3 * (wall - sum(spent.values())) / steps:.2f} ms")
+
+
+def report(title: str, totals: collections.Counter, counts: collections.Counter, passes: int) -> None:
+    whole = sum(totals.values())
+    print(f"{title}: {whole / passes / 1e3:.1f} us of dispatches a {title} ({sum(counts.values()) // passes} "
+          "dispatches)")
+    for label, ns in totals.most_common():
+        print(f"  {label:28} {ns / passes / 1e3:9.1f} us  {counts[label] // passes:4} a {title}  "
+              f"{100 * ns / whole:5.1f}%")
+
+
+def profile(name: str, layers: int, steps: int, folder: Path) -> None:
+    import kinetic_vulkan.runner as vk_runner
+
+    shape = SHAPES[name]._replace(n_layer=layers, label=f"{SHAPES[name].label}-{layers}l")
+    path = folder / f"{shape.label}-shape-q4_k_m.gguf"
+    if not path.exists():
+        write_model(path, shape)
+    runner = plugins().devices["vulkan"].upload(load_stack(path), UploadOptions(context_length=4096))
+    print(f"{shape.label} on {runner.device_name}")
+    seq = runner.new_sequence()
+    tokens = np.random.default_rng(1).integers(0, shape.n_vocab, PROMPT + steps).tolist()
+    prompt = [Row(seq, t, p, parent=p - 1, logits=p == PROMPT - 1) for p, t in enumerate(tokens[:PROMPT])]
+    runner.forward(prompt)
+    decode_split(runner, seq, tokens, steps)
+    plain = vk_runner.record
+    for title, rows, passes in (("prompt", prompt, 1), ("decode step", None, steps)):
+        totals, counts = collections.Counter(), collections.Counter()
+        record, collect = timed_record(totals, counts)
+        vk_runner.record = record
+        try:
+            seq.truncate(0)
+            runner.forward(prompt)
+            if rows is None:
+                collect(runner.gpu.device)
+                totals.clear(), counts.clear()
+                for p in range(PROMPT, PROMPT + steps):
+                    runner.forward([Row(seq, tokens[p], p, logits=True)])
+            collect(runner.gpu.device)
+        finally:
+            vk_runner.record = plain
+        report(title, totals, counts, passes)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="1b", choices=[k for k, s in SHAPES.items() if s.experts is None])
+    parser.add_argument("--layers", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=16)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/kinetic-bench"))
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    profile(args.model, args.layers, args.steps, args.dir)
+
+
+if __name__ == "__main__":
+    main()
