@@ -132,21 +132,19 @@ class VkAttention:
         self.block, self.up, self.ws, self.d, self.residual_scale = a, up, ws, d, residual_scale
         self.q_width, self.kv_width = a.n_head * a.head_dim, a.n_head_kv * a.head_dim
         self.q, self.k, self.v, self.o = (up.matrix(w) for w in (a.q, a.k, a.v, a.o))
-        self.before = self._before()  # the steps up to the cache's
+        self.before = self._before()
         self.after = quantize(up, ws, ws.att, self.q_width, [self.o]) + residual(up, ws, ws.att, self.o, up.vector(
             a.o_bias), a.post_norm, residual_scale, d)
 
     def _before(self) -> list[Step]:
+        """The steps up to the ones that read or write the cache: the input, q, k and v, the head norms that come
+        before rotary."""
         a, up, ws = self.block, self.up, self.ws
         h, steps = _input(up, ws, a.norm, self.d, [self.q, self.k, self.v])
         for m, bias, out, width in ((self.q, a.q_bias, ws.qa, self.q_width), (self.k, a.k_bias, ws.ka, self.kv_width),
                                     (self.v, a.v_bias, ws.v, self.kv_width)):
             steps += products(up, ws, h, m, out, width, up.vector(bias))
-        if a.norms_after_rope:
-            steps += self._rope(ws.qa, ws.ka) + self._head_norms()
-        else:
-            steps += self._head_norms() + self._rope(*self.qk)
-        return steps
+        return steps + ([] if a.norms_after_rope else self._head_norms())
 
     @property
     def qk(self) -> tuple[Any, Any]:
@@ -160,31 +158,38 @@ class VkAttention:
         return [norm_step(self.up, ws, a.q_norm, ws.qa, ws.qb, self.q_width),
                 norm_step(self.up, ws, a.k_norm, ws.ka, ws.kb, self.kv_width)]
 
-    def _rope(self, q: Any, k: Any) -> list[Step]:
+    def _rope(self, q: Any, k: Any, keys: Any, values: Any, store: bool) -> Step:
+        """Rotary on q and k in one step, then with store the keys and values into the cache."""
         a, up, ws = self.block, self.up, self.ws
-        if a.rope.n_dims == 0:
-            return []
         cos, sin = up.table(a.rope)
-        steps = []
-        for x, heads in ((q, a.n_head), (k, a.n_head_kv)):
-            pipeline = kernels.pipeline(up.device, "rope", HEADS=heads, HEAD_DIM=a.head_dim, HALF=a.rope.n_dims // 2,
-                                        NEOX=a.rope.neox)
-            steps.append(Step(pipeline, bind(up.device, pipeline, x, cos, sin, ws.positions, ws.run),
-                              lambda n, n_logits: (n, 1, 1)))
-        return steps
+        pipeline = kernels.pipeline(up.device, "rope", Q_HEADS=a.n_head, K_HEADS=a.n_head_kv, HEAD_DIM=a.head_dim,
+                                    HALF=a.rope.n_dims // 2, NEOX=a.rope.neox, STORE=store)
+        group = bind(up.device, pipeline, q, k, cos, sin, ws.positions, ws.v, keys, values, ws.run)
+        return Step(pipeline, group, lambda n, n_logits: (n, 1, 1))
+
+    def _store(self, keys: Any, values: Any) -> Step:
+        ws = self.ws
+        pipeline = kernels.pipeline(self.up.device, "store", WIDTH=self.kv_width)
+        group = bind(self.up.device, pipeline, self.qk[1], ws.v, keys, values, ws.positions, ws.run)
+        return Step(pipeline, group, lambda n, n_logits: (n, 1, 1))
+
+    def _rope_and_store(self, keys: Any, values: Any) -> list[Step]:
+        """Rotary, the head norms that come after it, and the keys and values into the cache."""
+        a, ws = self.block, self.ws
+        if a.rope.n_dims == 0:
+            return [self._store(keys, values)]
+        if a.norms_after_rope:
+            return [self._rope(ws.qa, ws.ka, keys, values, False), *self._head_norms(), self._store(keys, values)]
+        return [self._rope(*self.qk, keys, values, True)]
 
     def steps(self, keys: Any, values: Any) -> list[Step]:
         """The block's steps on a sequence's cache: keys, values [context, kv_width / 2] words of float16 pairs."""
         a, up, ws = self.block, self.up, self.ws
-        q, k = self.qk
-        store = kernels.pipeline(up.device, "store", WIDTH=self.kv_width)
         attend = kernels.pipeline(up.device, "attention", HEAD_DIM=a.head_dim, N_HEAD=a.n_head,
                                   GROUP=a.n_head // a.n_head_kv, KV_WIDTH=self.kv_width, SCALE=a.scale,
                                   WINDOW=a.sliding_window or 0)
-        return [*self.before,
-                Step(store, bind(up.device, store, k, ws.v, keys, values, ws.positions, ws.run),
-                     lambda n, n_logits: (n, 1, 1)),
-                Step(attend, bind(up.device, attend, q, keys, values, ws.att, ws.positions, ws.run),
+        return [*self.before, *self._rope_and_store(keys, values),
+                Step(attend, bind(up.device, attend, self.qk[0], keys, values, ws.att, ws.positions, ws.run),
                      lambda n, n_logits: (a.n_head, n, 1)),
                 *self.after]
 

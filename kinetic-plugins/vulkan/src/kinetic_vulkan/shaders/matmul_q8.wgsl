@@ -30,7 +30,7 @@ struct Chunk {
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
-@group(0) @binding(1) var<storage, read> xq: array<u32>;
+@group(0) @binding(1) var<storage, read> xq: array<vec4<u32>>;  // a chunk's 32 int8 in two
 @group(0) @binding(2) var<storage, read> xd: array<f32>;
 @group(0) @binding(3) var<storage, read> xs: array<i32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
@@ -39,14 +39,14 @@ struct Chunk {
 
 var<workgroup> partial: array<f32, 1024>;  // [THREADS, TILE]
 
-fn exact(ch: Chunk, word: u32) -> i32 {  // the chunk's integer product with the int8 chunk at xq[word]
-    var lo = 0;
-    var hi = 0;
-    for (var i = 0u; i < 4u; i++) {
-        lo += dot4I8Packed(ch.q[i], xq[word + i]);
-        hi += dot4I8Packed(ch.q[4u + i], xq[word + 4u + i]);
-    }
-    return ch.sa * lo + ch.sb * hi;
+fn exact(ch: Chunk, at: u32) -> i32 {  // the chunk's integer product with int8 chunk `at`
+    let lo = xq[2u * at];
+    let hi = xq[2u * at + 1u];
+    let low = dot4I8Packed(ch.q[0], lo.x) + dot4I8Packed(ch.q[1], lo.y) + dot4I8Packed(ch.q[2], lo.z)
+              + dot4I8Packed(ch.q[3], lo.w);
+    let high = dot4I8Packed(ch.q[4], hi.x) + dot4I8Packed(ch.q[5], hi.y) + dot4I8Packed(ch.q[6], hi.z)
+               + dot4I8Packed(ch.q[7], hi.w);
+    return ch.sa * low + ch.sb * high;
 }
 
 @compute @workgroup_size(128)
@@ -70,7 +70,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
                 if (j < count) {
                     let at = (first + j) * chunks + c;
                     let dx = xd[at];
-                    var p = fma(ch.d * dx, f32(exact(ch, 8u * at)), acc[j]);
+                    var p = fma(ch.d * dx, f32(exact(ch, at)), acc[j]);
                     if (HAS_MIN) {
                         p = fma(ch.m * dx, f32(xs[at]), p);
                     }

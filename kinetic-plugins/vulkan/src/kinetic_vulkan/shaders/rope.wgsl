@@ -1,16 +1,32 @@
-// Rotary position embedding (Su et al., 2021) in place: each row's HEADS heads turn their first 2 HALF values in
-// pairs, (k, k + HALF) as GPT-NeoX does or (2k, 2k + 1), by the row's position's angles (cos and sin tables
-// [context, HALF], the rotated values' factor in them: layers.rope_table).
-override HEADS: u32;
+// Rotary position embedding (Su et al., 2021) in place: each row's Q_HEADS query heads (q) and K_HEADS key heads (k)
+// turn their first 2 HALF values in pairs, (j, j + HALF) as GPT-NeoX does or (2j, 2j + 1), by the row's position's
+// angles (cos and sin tables [context, HALF], the rotated values' factor in them: layers.Uploads.table). With STORE,
+// the row's keys and values (v) then go into the block's cache at its position as float16 pairs, as store.wgsl
+// writes them. A workgroup a row.
+override Q_HEADS: u32;
+override K_HEADS: u32;
 override HEAD_DIM: u32;
 override HALF: u32;
 override NEOX: bool;
+override STORE: bool = false;
 
-@group(0) @binding(0) var<storage, read_write> x: array<f32>;
-@group(0) @binding(1) var<storage, read> cosines: array<f32>;
-@group(0) @binding(2) var<storage, read> sines: array<f32>;
-@group(0) @binding(3) var<storage, read> positions: array<u32>;
-@group(0) @binding(4) var<uniform> run: Run;
+@group(0) @binding(0) var<storage, read_write> q: array<f32>;
+@group(0) @binding(1) var<storage, read_write> k: array<f32>;
+@group(0) @binding(2) var<storage, read> cosines: array<f32>;
+@group(0) @binding(3) var<storage, read> sines: array<f32>;
+@group(0) @binding(4) var<storage, read> positions: array<u32>;
+@group(0) @binding(5) var<storage, read> v: array<f32>;
+@group(0) @binding(6) var<storage, read_write> keys: array<u32>;
+@group(0) @binding(7) var<storage, read_write> values: array<u32>;
+@group(0) @binding(8) var<uniform> run: Run;
+
+fn pair(base: u32, j: u32) -> vec2<u32> {  // where the values that turn by angle j are
+    return vec2<u32>(base + select(2u * j, j, NEOX), base + select(2u * j + 1u, j + HALF, NEOX));
+}
+
+fn turned(a: f32, b: f32, c: f32, s: f32) -> vec2<f32> {
+    return vec2<f32>(a * c - b * s, a * s + b * c);
+}
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -18,17 +34,31 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     if (row >= run.n) {
         return;
     }
-    let angles = positions[row] * HALF;
-    for (var i = t; i < HEADS * HALF; i += 64u) {
-        let k = i % HALF;
-        let base = row * HEADS * HEAD_DIM + (i / HALF) * HEAD_DIM;
-        let first = base + select(2u * k, k, NEOX);
-        let second = base + select(2u * k + 1u, k + HALF, NEOX);
-        let c = cosines[angles + k];
-        let s = sines[angles + k];
-        let a = x[first];
-        let b = x[second];
-        x[first] = a * c - b * s;
-        x[second] = a * s + b * c;
+    let position = positions[row];
+    for (var i = t; i < (Q_HEADS + K_HEADS) * HALF; i += 64u) {
+        let j = i % HALF;
+        let head = i / HALF;
+        let c = cosines[position * HALF + j];
+        let s = sines[position * HALF + j];
+        if (head < Q_HEADS) {
+            let at = pair((row * Q_HEADS + head) * HEAD_DIM, j);
+            let y = turned(q[at.x], q[at.y], c, s);
+            q[at.x] = y.x;
+            q[at.y] = y.y;
+        } else {
+            let at = pair((row * K_HEADS + head - Q_HEADS) * HEAD_DIM, j);
+            let y = turned(k[at.x], k[at.y], c, s);
+            k[at.x] = y.x;
+            k[at.y] = y.y;
+        }
+    }
+    if (STORE) {
+        storageBarrier();  // the row's turned keys, written by other threads
+        let width = K_HEADS * HEAD_DIM;
+        for (var i = t; i < width / 2u; i += 64u) {
+            let at = row * width + 2u * i;
+            keys[position * (width / 2u) + i] = pack2x16float(vec2<f32>(k[at], k[at + 1u]));
+            values[position * (width / 2u) + i] = pack2x16float(vec2<f32>(v[at], v[at + 1u]));
+        }
     }
 }
