@@ -106,6 +106,20 @@ def test_sequences_sharing_a_pass_and_truncation(random_model):
 
 
 @gpu
+def test_gate_and_up_as_one_matrix_give_the_bits_of_two(tmp_path, monkeypatch):
+    """A feed-forward's gate and up matrices, uploaded as one and multiplied in one step, give each row the bits
+    two products give."""
+    from kinetic_vulkan import layers
+
+    path = mixed_model(tmp_path / "m.gguf", "llama", Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512))
+    tokens = tokens_for(path, 9)
+    one = in_batches(kinetic_vulkan.upload(load_stack(path), UploadOptions(context_length=64)), tokens, 9)
+    monkeypatch.setattr(layers, "stackable", lambda weights: False)
+    two = in_batches(kinetic_vulkan.upload(load_stack(path), UploadOptions(context_length=64)), tokens, 9)
+    assert np.array_equal(one, two)
+
+
+@gpu
 def test_a_saved_sequence_resumes_exactly(random_model):
     blob = assert_a_saved_sequence_resumes(runner_for(random_model), random_model)
     with pytest.raises(KineticError, match="not a saved Vulkan sequence state"):

@@ -14,7 +14,7 @@ from kinetic import rotary
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic_vulkan import kernels
 from kinetic_vulkan.plan import MATMUL_ROWS, Q8_THREADS, TILE, Step, Workspace, bind, grid
-from kinetic_vulkan.weights import FLOATS, VkMatrix, storage, vector
+from kinetic_vulkan.weights import FLOATS, VkMatrix, stackable, storage, vector
 
 
 class Uploads:
@@ -26,10 +26,12 @@ class Uploads:
         self._vectors: dict[str, Any] = {}
         self._tables: dict[tuple, tuple] = {}
 
-    def matrix(self, weight: Weight) -> VkMatrix:
-        if weight.key not in self._matrices:
-            self._matrices[weight.key] = VkMatrix.of(self.device, weight, self.binding_limit)
-        return self._matrices[weight.key]
+    def matrix(self, *weights: Weight) -> VkMatrix:
+        """The weights as one matrix, their rows one after another (weights.stackable)."""
+        key = "+".join(w.key for w in weights)
+        if key not in self._matrices:
+            self._matrices[key] = VkMatrix.of(self.device, list(weights), self.binding_limit)
+        return self._matrices[key]
 
     def vector(self, weight: Optional[Weight]):
         if weight is not None and weight.key not in self._vectors:
@@ -75,14 +77,14 @@ def quantize(up: Uploads, ws: Workspace, x: Any, width: int, matrices: list[VkMa
 
 
 def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_width: int, bias: Any = None,
-             scale: float = 1.0, accumulate: bool = False, logits: bool = False) -> list[Step]:
-    """out[:n] (+)= (x[:n] . m^T + bias) * scale, a step for each of m's parts: x itself for a float type, else
-    x's int8 chunks (quantize)."""
+             scale: float = 1.0, accumulate: bool = False, logits: bool = False, out_offset: int = 0) -> list[Step]:
+    """out[:n, out_offset:][:, :m.rows] (+)= (x[:n] . m^T + bias) * scale, a step for each of m's parts: x itself for
+    a float type, else x's int8 chunks (quantize)."""
     steps = []
     lanes = 1 << min(5, (m.k // 32).bit_length() - 1)  # a power of two, at most a row's chunks
     for buffer, first, rows in m.parts:
-        constants = dict(K=m.k, ROWS=rows, ROW_WORDS=m.row_words, OUT_STRIDE=out_width, OFFSET=first, SCALE=scale,
-                         ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits)
+        constants = dict(K=m.k, ROWS=rows, ROW_WORDS=m.row_words, OUT_STRIDE=out_width, OUT_OFFSET=out_offset,
+                         OFFSET=first, SCALE=scale, ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits)
         if m.type in FLOATS:
             pipeline = kernels.pipeline(up.device, "matmul", m.type, X_STRIDE=m.k, **constants)
             inputs, per_group = (x,), MATMUL_ROWS
@@ -102,9 +104,9 @@ def elementwise(up: Uploads, ws: Workspace, name: str, buffers: tuple, width: in
 
 
 def gate_step(up: Uploads, ws: Workspace, width: int, gelu: bool, down: VkMatrix) -> Step:
-    """ws.gate = act(ws.gate) * ws.up, also as int8 chunks where down is quantized; a thread a chunk of 32."""
+    """ws.gate = act(gate) * up of ws.gu's halves, also as int8 chunks where down is quantized; a thread a chunk."""
     pipeline = kernels.pipeline(up.device, "gate", WIDTH=width, GELU=gelu, QUANTIZE=quantized([down]))
-    group = bind(up.device, pipeline, ws.gate, ws.up, ws.xq, ws.xd, ws.xs, ws.run)
+    group = bind(up.device, pipeline, ws.gu, ws.gate, ws.xq, ws.xd, ws.xs, ws.run)
     return Step(pipeline, group, lambda n, n_logits: grid(-(-n * width // (32 * 64))))
 
 
@@ -196,11 +198,13 @@ class VkAttention:
 
 class VkFeedForward:
     def __init__(self, f: GatedFeedForward, up: Uploads, ws: Workspace, d: int, residual_scale: float):
-        gate, up_matrix, down = (up.matrix(w) for w in (f.gate, f.up, f.down))
-        width = gate.rows
-        h, steps = _input(up, ws, f.norm, d, [gate, up_matrix])
-        steps += products(up, ws, h, gate, ws.gate, width)
-        steps += products(up, ws, h, up_matrix, ws.up, width, up.vector(f.up_bias))
+        width, down = f.gate.shape[0], up.matrix(f.down)
+        one = stackable([f.gate, f.up]) and f.up_bias is None
+        halves = [up.matrix(f.gate, f.up)] if one else [up.matrix(f.gate), up.matrix(f.up)]
+        h, steps = _input(up, ws, f.norm, d, halves)
+        for i, m in enumerate(halves):  # ws.gu[:n] = the gate's products, then up's
+            steps += products(up, ws, h, m, ws.gu, 2 * width, up.vector(f.up_bias) if i else None,
+                              out_offset=i * width)
         steps.append(gate_step(up, ws, width, f.activation == "gelu_tanh", down))
         self._steps = steps + residual(up, ws, ws.gate, down, up.vector(f.down_bias), f.post_norm, residual_scale, d)
 

@@ -75,7 +75,7 @@ class Workspace:
         self.x, self.y, self.h, self.hidden = (floats(d, name) for name in ("x", "y", "h", "hidden"))
         self.qa, self.qb, self.att = (floats(q_width, name) for name in ("qa", "qb", "att"))
         self.ka, self.kb, self.v = (floats(kv_width, name) for name in ("ka", "kb", "v"))
-        self.gate, self.up = floats(ff_width, "gate"), floats(ff_width, "up")
+        self.gu, self.gate = floats(2 * ff_width, "gate and up"), floats(ff_width, "gate")
         widest = max(d, q_width, ff_width)
         self.xq, self.xd, self.xs = (floats(widest // size, name) for size, name in ((4, "xq"), (32, "xd"), (32, "xs")))
         self.logits = floats(n_vocab, "logits")

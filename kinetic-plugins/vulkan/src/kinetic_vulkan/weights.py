@@ -45,13 +45,28 @@ class VkMatrix:
                        min(per_part, self.rows - first)) for first in range(0, self.rows, per_part)]
 
     @staticmethod
-    def of(device: Any, weight: Weight, binding_limit: int) -> "VkMatrix":
-        type_name = weight.type.name if weight.type.name in NATIVE else "F16"  # other types as float16
-        if type_name != weight.type.name:
-            words = weight.to_float32().astype(np.float16).view(np.uint32).reshape(weight.shape[0], -1)
-        else:
-            words = padded_words(weight.raw(), type_name)
-        return VkMatrix(device, words, type_name, weight.shape[-1], binding_limit, weight.key)
+    def of(device: Any, weights: list[Weight], binding_limit: int) -> "VkMatrix":
+        """The weights' rows one after another (matrices of one type and row length, as stacked() says)."""
+        type_name = gpu_type(weights[0])
+        words = np.concatenate([_words(w, type_name) for w in weights]) if len(weights) > 1 else \
+            _words(weights[0], type_name)
+        return VkMatrix(device, words, type_name, weights[0].shape[-1], binding_limit, "+".join(w.key for w in weights))
+
+
+def gpu_type(weight: Weight) -> str:
+    """The type the GPU keeps weight in: its own where a shader has it, else float16."""
+    return weight.type.name if weight.type.name in NATIVE else "F16"
+
+
+def stackable(weights: list[Weight]) -> bool:
+    """Whether the matrices can be one: the same type on the GPU and the same row length."""
+    return len({(gpu_type(w), w.shape[-1]) for w in weights}) == 1
+
+
+def _words(weight: Weight, type_name: str) -> np.ndarray:
+    if type_name != weight.type.name:
+        return weight.to_float32().astype(np.float16).view(np.uint32).reshape(weight.shape[0], -1)
+    return padded_words(weight.raw(), type_name)
 
 
 def padded_words(raw: np.ndarray, type_name: str) -> np.ndarray:

@@ -1,11 +1,12 @@
-// g = act(g) * u over the pass's rows of WIDTH: SiLU, or GELU's tanh approximation (Hendrycks and Gimpel, 2016);
-// with QUANTIZE, g's rows also as int8 chunks (int8.wgsl) for the product that reads them next. A thread a chunk.
+// g = act(gate) * up over the pass's rows, gate and up the halves of a row of gu [rows, 2 WIDTH]: SiLU, or GELU's
+// tanh approximation (Hendrycks and Gimpel, 2016); with QUANTIZE, g's rows also as int8 chunks (int8.wgsl) for the
+// product that reads them next. A thread a chunk.
 override WIDTH: u32;
 override GELU: bool = false;
 override QUANTIZE: bool = false;
 
-@group(0) @binding(0) var<storage, read_write> g: array<f32>;
-@group(0) @binding(1) var<storage, read> u: array<f32>;
+@group(0) @binding(0) var<storage, read> gu: array<f32>;
+@group(0) @binding(1) var<storage, read_write> g: array<f32>;
 @group(0) @binding(2) var<storage, read_write> xq: array<u32>;
 @group(0) @binding(3) var<storage, read_write> xd: array<f32>;
 @group(0) @binding(4) var<storage, read_write> xs: array<i32>;
@@ -31,7 +32,8 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     }
     var v: array<f32, 32>;
     for (var i = 0u; i < 32u; i++) {
-        v[i] = gated(g[32u * c + i], u[32u * c + i]);
+        let at = (c / (WIDTH / 32u)) * 2u * WIDTH + 32u * (c % (WIDTH / 32u)) + i;
+        v[i] = gated(gu[at], gu[at + WIDTH]);
         g[32u * c + i] = v[i];
     }
     if (QUANTIZE) {

@@ -1,4 +1,4 @@
-// out[t, OFFSET + r] = (x[t] . w[r] + bias[OFFSET + r]) * SCALE (+ out[t, OFFSET + r]) for the pass's tokens t and
+// out[t, OUT_OFFSET + OFFSET + r] = (x[t] . w[r] + bias[OFFSET + r]) * SCALE (+ that) for the pass's tokens t and
 // this part's rows r of a float matrix (quants/*.wgsl: dequantize; the quantized types run matmul_q8.wgsl).
 // A workgroup takes ROWS_A_GROUP rows and up to TILE tokens, LANES threads a row. Each thread sums whole chunks of
 // 32 weights, a chunk's products in order, and a row's LANES sums meet in a fixed tree: a token's bits never depend
@@ -8,6 +8,7 @@ override ROWS: u32;               // rows of this part
 override ROW_WORDS: u32;          // words a row takes
 override X_STRIDE: u32;
 override OUT_STRIDE: u32;
+override OUT_OFFSET: u32 = 0u;    // the matrix's first column in out
 override OFFSET: u32 = 0u;        // the part's first row in the whole matrix
 override SCALE: f32 = 1.0;
 override ACCUMULATE: bool = false;
@@ -67,7 +68,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
         workgroupBarrier();
     }
     if (row < ROWS && lane < count) {
-        let at = (first + lane) * OUT_STRIDE + OFFSET + row;
+        let at = (first + lane) * OUT_STRIDE + OUT_OFFSET + OFFSET + row;
         var y = partial[mine + lane * LANES];
         if (BIAS) {
             y += bias[OFFSET + row];

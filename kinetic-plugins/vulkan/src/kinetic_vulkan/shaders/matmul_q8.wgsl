@@ -1,4 +1,4 @@
-// out[t, OFFSET + r] = (x[t] . w[r] + bias[OFFSET + r]) * SCALE (+ out[t, OFFSET + r]) for the pass's tokens t and
+// out[t, OUT_OFFSET + OFFSET + r] = (x[t] . w[r] + bias[OFFSET + r]) * SCALE (+ that) for the pass's tokens t and
 // this part's rows r of a quantized matrix, its 32-weight chunks (quants/*.wgsl: chunk) against the tokens' int8
 // chunks (quantize.wgsl). Each output is summed in one order that depends on its row and K alone:
 //     lane l of LANES: p = fma(d * dx, exact, p), then p = fma(m * dx, sx, p) where the type has a min,
@@ -11,6 +11,7 @@ override K: u32;                  // the row length
 override ROWS: u32;               // rows of this part
 override ROW_WORDS: u32;          // words a row takes
 override OUT_STRIDE: u32;
+override OUT_OFFSET: u32 = 0u;    // the matrix's first column in out
 override OFFSET: u32 = 0u;        // the part's first row in the whole matrix
 override SCALE: f32 = 1.0;
 override ACCUMULATE: bool = false;
@@ -93,7 +94,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     }
     if (row < ROWS) {
         for (var j = lane; j < count; j += LANES) {  // a row's lanes write its tokens
-            let at = (first + j) * OUT_STRIDE + OFFSET + row;
+            let at = (first + j) * OUT_STRIDE + OUT_OFFSET + OFFSET + row;
             var y = partial[(t - lane) * TILE + j];
             if (BIAS) {
                 y += bias[OFFSET + row];
