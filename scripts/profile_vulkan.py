@@ -32,7 +32,9 @@ def timed_record(totals: collections.Counter, counts: collections.Counter):
     queue work is done, adds each one's nanoseconds to totals under its pipeline's label."""
     import wgpu
 
-    def record(device, steps, n, n_logits):
+    from kinetic_vulkan.plan import copy_outputs
+
+    def record(device, steps, n, n_logits, outputs, readback):
         live = [s for s in steps if all(s.groups(n, n_logits))]
         queries = device.create_query_set(type=wgpu.QueryType.timestamp, count=2 * len(live))
         resolved = device.create_buffer(size=16 * len(live), usage=wgpu.BufferUsage.QUERY_RESOLVE
@@ -46,6 +48,7 @@ def timed_record(totals: collections.Counter, counts: collections.Counter):
             compute.set_bind_group(0, step.bind_group)
             compute.dispatch_workgroups(*step.groups(n, n_logits))
             compute.end()
+        copy_outputs(encoder, outputs, readback)
         encoder.resolve_query_set(queries, 0, 2 * len(live), resolved, 0)
         pending.append((live, resolved))
         return encoder.finish()
@@ -73,7 +76,7 @@ def decode_split(runner, seq, tokens: list[int], steps: int) -> None:
     import kinetic_vulkan.runner as vk_runner
 
     spent = collections.Counter()
-    original_record, original_read = vk_runner.record, runner.ws.read
+    original_record, original_read = vk_runner.record, runner.ws.read_back
 
     def record(*args):
         start = time.perf_counter()
@@ -87,14 +90,14 @@ def decode_split(runner, seq, tokens: list[int], steps: int) -> None:
         spent["wait and read the logits"] += time.perf_counter() - start
         return out
 
-    vk_runner.record, runner.ws.read = record, read
+    vk_runner.record, runner.ws.read_back = record, read
     try:
         start = time.perf_counter()
         for p in range(PROMPT, PROMPT + steps):
             runner.forward([Row(seq, tokens[p], p, logits=True)])
         wall = time.perf_counter() - start
     finally:
-        vk_runner.record, runner.ws.read = original_record, original_read
+        vk_runner.record, runner.ws.read_back = original_record, original_read
     print(f"decode after a {PROMPT}-token prompt: {steps / wall:.1f} t/s, {1e3 * wall / steps:.2f} ms a step: "
           + ", ".join(f"{k} {1e3 * v / steps:.2f} ms" for k, v in spent.items())
           + f", the rest {1e3 * (wall - sum(spent.values())) / steps:.2f} ms")

@@ -33,8 +33,10 @@ def bind(device: Any, pipeline: Any, *buffers: Any):
     return device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
 
 
-def record(device: Any, steps: list[Step], n: int, n_logits: int):
-    """The command buffer running steps for a pass of n rows.
+def record(device: Any, steps: list[Step], n: int, n_logits: int, outputs: list[tuple[Any, int]],
+           readback: Any) -> Any:
+    """The command buffer running steps for a pass of n rows, then copying outputs ((buffer, bytes) each, the first
+    bytes of each) one after another into readback.
 
     The dispatches go straight to wgpu-native's functions: wgpu-py's checked wrappers cost three times as much a
     dispatch, and a decode step makes hundreds of them. A mistake in the pass still raises, from finish(), where
@@ -53,13 +55,23 @@ def record(device: Any, steps: list[Step], n: int, n_logits: int):
             set_bind_group(handle, 0, step.bind_group._internal, 0, none)
             dispatch(handle, x, y, z)
     compute.end()
+    copy_outputs(encoder, outputs, readback)
     return encoder.finish()
+
+
+def copy_outputs(encoder: Any, outputs: list[tuple[Any, int]], readback: Any) -> None:
+    """Copies the first bytes of each output buffer, one after another, into readback."""
+    at = 0
+    for buffer, size in outputs:
+        if size:
+            encoder.copy_buffer_to_buffer(buffer, 0, readback, at, size)
+        at += size
 
 
 class Workspace:
     """The buffers of a pass of up to `rows` rows: its inputs (the run's counts, the rows' positions, which rows ask
     for logits), the residual stream x, scratch rows, a product's input as int8 chunks (xq: four to a word; xd:
-    their scales; xs: their sums), and the logits."""
+    their scales; xs: their sums), the logits, and what the host reads back."""
 
     def __init__(self, device: Any, rows: int, d: int, q_width: int, kv_width: int, ff_width: int, n_vocab: int):
         import wgpu
@@ -79,6 +91,9 @@ class Workspace:
         widest = max(d, q_width, ff_width)
         self.xq, self.xd, self.xs = (floats(widest // size, name) for size, name in ((4, "xq"), (32, "xd"), (32, "xs")))
         self.logits = floats(n_vocab, "logits")
+        # what a pass sends back, its logits then its hidden rows, copied where the host can map them
+        self.readback = device.create_buffer(label="readback", size=4 * rows * (n_vocab + d),
+                                             usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
         self.none = floats(1, "none")  # bound where a shader's optional input (a bias) is off
 
     def set_inputs(self, x: np.ndarray, positions: np.ndarray, logit_rows: np.ndarray) -> None:
@@ -90,7 +105,18 @@ class Workspace:
         if len(logit_rows):
             queue.write_buffer(self.logit_rows, 0, logit_rows.astype(np.uint32))
 
-    def read(self, buffer: Any, count: int, width: int) -> np.ndarray:
-        """[count, width] float32: the first rows of buffer, once the queue's work is done."""
-        data = self.device.queue.read_buffer(buffer, 0, 4 * count * width)
-        return np.frombuffer(data, np.float32).reshape(count, width)
+    def read_back(self, *shapes: tuple[int, int]) -> list[np.ndarray]:
+        """The float32 arrays of these (rows, width) shapes that the pass copied into readback one after another
+        (record's outputs), once the queue's work is done."""
+        import wgpu
+
+        total = 4 * sum(rows * width for rows, width in shapes)
+        if not total:
+            return [np.empty(shape, np.float32) for shape in shapes]
+        self.readback.map_sync(wgpu.MapMode.READ, 0, total)
+        try:
+            data = np.frombuffer(self.readback.read_mapped(0, total, copy=True), np.float32)
+        finally:
+            self.readback.unmap()
+        ends = np.cumsum([rows * width for rows, width in shapes])
+        return [part.reshape(shape) for part, shape in zip(np.split(data, ends[:-1]), shapes)]

@@ -134,12 +134,11 @@ class VulkanRunner:
         # While the GPU runs it, record the next pass, guessing it has this one's shape (a decode step's next step,
         # a long prompt's next part): a command buffer is recorded once and submitted once.
         self._ahead = (shape, self._record(*shape))
-        if shape[3]:
-            normed = self.ws.read(self.ws.hidden, len(batch), self.stack.n_embd)
-            seq.hidden.update((row.position, normed[i].copy()) for i, row in enumerate(batch) if row.hidden)
-        logits = self.ws.read(self.ws.logits, len(asks), self.stack.n_vocab) if asks else None
+        logits, normed = self.ws.read_back((len(asks), self.stack.n_vocab), (len(batch) if shape[3] else 0,
+                                                                              self.stack.n_embd))
+        seq.hidden.update((row.position, normed[i].copy()) for i, row in enumerate(batch) if row.hidden)
         seq.n_tokens = batch[-1].position + 1
-        return logits
+        return logits if asks else None
 
     def _record(self, seq: VulkanSequence, n: int, n_logits: int, hidden: bool):
         """The command buffer of a pass of n rows of seq, n_logits of them asking for logits."""
@@ -148,7 +147,9 @@ class VulkanRunner:
             seq.steps = [s for b in self.blocks for s in (b.steps(*next(caches)) if isinstance(b, VkAttention)
                                                             else b.steps())]
         steps = seq.steps + ([self._hidden_step] if hidden else []) + (self._logit_steps if n_logits else [])
-        return record(self.gpu.device, steps, n, n_logits)
+        outputs = [(self.ws.logits, 4 * n_logits * self.stack.n_vocab),
+                   (self.ws.hidden, 4 * n * self.stack.n_embd if hidden else 0)]
+        return record(self.gpu.device, steps, n, n_logits, outputs, self.ws.readback)
 
 
 def _context(wanted: int, widths: list[int], binding_limit: int) -> int:

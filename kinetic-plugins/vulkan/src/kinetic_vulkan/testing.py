@@ -21,5 +21,5 @@ def matmul(weight: np.ndarray, type_name: str, k: int, x: np.ndarray, binding_li
     up = Uploads(device, limit, 1)
     steps = quantize(up, ws, ws.x, k, [m]) + products(up, ws, ws.x, m, ws.logits, m.rows)
     ws.set_inputs(x, np.zeros(len(x)), np.zeros(0))
-    device.queue.submit([record(device, steps, len(x), 0)])
-    return ws.read(ws.logits, len(x), m.rows)
+    device.queue.submit([record(device, steps, len(x), 0, [(ws.logits, 4 * len(x) * m.rows)], ws.readback)])
+    return ws.read_back((len(x), m.rows))[0]
