@@ -13,7 +13,7 @@ from typing import Any, Optional
 from kinetic.progress import CompileClock
 
 CLOCK = CompileClock("compiling Vulkan shaders")  # the driver may keep its own cache across processes
-INCLUDES = {"quantize": "int8", "norm": "int8", "gate": "int8"}  # shaders that quantize activations
+INCLUDES = {"quantize": "int8", "norm": "int8", "gate": "int8", "attention": "int8"}  # shaders that quantize
 
 
 @lru_cache(maxsize=None)

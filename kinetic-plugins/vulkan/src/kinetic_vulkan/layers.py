@@ -135,8 +135,10 @@ class VkAttention:
         self.q_width, self.kv_width = a.n_head * a.head_dim, a.n_head_kv * a.head_dim
         self.q, self.k, self.v, self.o = (up.matrix(w) for w in (a.q, a.k, a.v, a.o))
         self.before = self._before()
-        self.after = quantize(up, ws, ws.att, self.q_width, [self.o]) + residual(up, ws, ws.att, self.o, up.vector(
-            a.o_bias), a.post_norm, residual_scale, d)
+        # attention quantizes its output itself where its heads are whole chunks
+        self.quantize_in_attention = quantized([self.o]) and a.head_dim % 32 == 0
+        self.after = ([] if self.quantize_in_attention else quantize(up, ws, ws.att, self.q_width, [self.o])) + \
+            residual(up, ws, ws.att, self.o, up.vector(a.o_bias), a.post_norm, residual_scale, d)
 
     def _before(self) -> list[Step]:
         """The steps up to the ones that read or write the cache: the input, q, k and v, the head norms that come
@@ -189,11 +191,10 @@ class VkAttention:
         a, up, ws = self.block, self.up, self.ws
         attend = kernels.pipeline(up.device, "attention", HEAD_DIM=a.head_dim, N_HEAD=a.n_head,
                                   GROUP=a.n_head // a.n_head_kv, KV_WIDTH=self.kv_width, SCALE=a.scale,
-                                  WINDOW=a.sliding_window or 0)
+                                  WINDOW=a.sliding_window or 0, QUANTIZE=self.quantize_in_attention)
+        group = bind(up.device, attend, self.qk[0], keys, values, ws.att, ws.positions, ws.xq, ws.xd, ws.xs, ws.run)
         return [*self.before, *self._rope_and_store(keys, values),
-                Step(attend, bind(up.device, attend, self.qk[0], keys, values, ws.att, ws.positions, ws.run),
-                     lambda n, n_logits: (a.n_head, n, 1)),
-                *self.after]
+                Step(attend, group, lambda n, n_logits: (a.n_head, n, 1)), *self.after]
 
 
 class VkFeedForward:

@@ -1,13 +1,15 @@
 // Causal attention of each (row, head) over its sequence's cache, the positions the row sees (up to its own, the
 // last WINDOW with a sliding window: kinetic.visibility), in tiles of 64 positions from the first it sees, with
 // the softmax's running peak and sum carried across tiles (Milakov and Gimelshein, 2018). The order of every sum
-// depends on the row's own position alone, so a row's bits never depend on the others in the pass.
+// depends on the row's own position alone, so a row's bits never depend on the others in the pass. With QUANTIZE
+// (heads of whole 32-value chunks), the output also as int8 chunks (int8.wgsl) for the product that reads it next.
 override HEAD_DIM: u32;
 override N_HEAD: u32;
 override GROUP: u32;              // query heads per key/value head
 override KV_WIDTH: u32;           // n_head_kv * HEAD_DIM
 override SCALE: f32;
 override WINDOW: u32 = 0u;        // 0: none
+override QUANTIZE: bool = false;
 
 const THREADS = 64u;
 const MOST_DIMS = 4u;             // head dims a thread keeps: heads of up to 256 (support.MAX_HEAD_DIM)
@@ -17,7 +19,10 @@ const MOST_DIMS = 4u;             // head dims a thread keeps: heads of up to 25
 @group(0) @binding(2) var<storage, read> values: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> positions: array<u32>;
-@group(0) @binding(5) var<uniform> run: Run;
+@group(0) @binding(5) var<storage, read_write> xq: array<u32>;
+@group(0) @binding(6) var<storage, read_write> xd: array<f32>;
+@group(0) @binding(7) var<storage, read_write> xs: array<i32>;
+@group(0) @binding(8) var<uniform> run: Run;
 
 var<workgroup> query: array<f32, 256>;
 var<workgroup> weights: array<f32, THREADS>;
@@ -103,6 +108,16 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         let d = t + i * THREADS;
         if (d < HEAD_DIM) {
             out[src_at + d] = acc[i] / total;
+        }
+    }
+    if (QUANTIZE) {
+        storageBarrier();  // the head's output, written by other threads
+        if (t < HEAD_DIM / 32u) {
+            var v: array<f32, 32>;
+            for (var i = 0u; i < 32u; i++) {
+                v[i] = out[src_at + 32u * t + i];
+            }
+            quantize_chunk(src_at / 32u + t, &v);
         }
     }
 }
