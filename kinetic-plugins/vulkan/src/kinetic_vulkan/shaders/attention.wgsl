@@ -29,6 +29,12 @@ var<workgroup> weights: array<f32, THREADS>;
 var<workgroup> partial: array<f32, THREADS>;
 var<workgroup> last: u32;
 
+fn value(p: u32, at: u32) -> f32 {  // the cached value at position p, offset at of its row
+    let i = p * KV_WIDTH + at;
+    let pair = unpack2x16float(values[i / 2u]);
+    return select(pair.x, pair.y, (i & 1u) == 1u);
+}
+
 fn reduce(t: u32, is_max: bool) -> f32 {  // partial's THREADS values folded in a fixed tree
     workgroupBarrier();
     for (var stride = THREADS / 2u; stride > 0u; stride >>= 1u) {
@@ -72,7 +78,16 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         if (p <= position) {
             let at = (p * KV_WIDTH + kv) / 2u;
             var s = 0.0;
-            for (var d = 0u; d < HEAD_DIM / 2u; d++) {
+            var d = 0u;
+            for (; d + 2u <= HEAD_DIM / 2u; d += 2u) {  // two words' loads in flight
+                let k0 = unpack2x16float(keys[at + d]);
+                let k1 = unpack2x16float(keys[at + d + 1u]);
+                s += query[2u * d] * k0.x;
+                s += query[2u * d + 1u] * k0.y;
+                s += query[2u * d + 2u] * k1.x;
+                s += query[2u * d + 3u] * k1.y;
+            }
+            if (d < HEAD_DIM / 2u) {
                 let key = unpack2x16float(keys[at + d]);
                 s += query[2u * d] * key.x;
                 s += query[2u * d + 1u] * key.y;
@@ -94,10 +109,27 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
             let d = t + i * THREADS;
             if (d < HEAD_DIM) {
                 var a = acc[i] * factor;
-                for (var j = 0u; j < seen; j++) {
-                    let at = (start + j) * KV_WIDTH + kv + d;
-                    let pair = unpack2x16float(values[at / 2u]);
-                    a += weights[j] * select(pair.x, pair.y, (at & 1u) == 1u);
+                var j = 0u;
+                for (; j + 8u <= seen; j += 8u) {  // 8 positions' loads in flight, then their sums in order
+                    let v0 = value(start + j, kv + d);
+                    let v1 = value(start + j + 1u, kv + d);
+                    let v2 = value(start + j + 2u, kv + d);
+                    let v3 = value(start + j + 3u, kv + d);
+                    let v4 = value(start + j + 4u, kv + d);
+                    let v5 = value(start + j + 5u, kv + d);
+                    let v6 = value(start + j + 6u, kv + d);
+                    let v7 = value(start + j + 7u, kv + d);
+                    a += weights[j] * v0;
+                    a += weights[j + 1u] * v1;
+                    a += weights[j + 2u] * v2;
+                    a += weights[j + 3u] * v3;
+                    a += weights[j + 4u] * v4;
+                    a += weights[j + 5u] * v5;
+                    a += weights[j + 6u] * v6;
+                    a += weights[j + 7u] * v7;
+                }
+                for (; j < seen; j++) {  // a row takes the same loops at every batch size: its position decides
+                    a += weights[j] * value(start + j, kv + d);
                 }
                 acc[i] = a;
             }

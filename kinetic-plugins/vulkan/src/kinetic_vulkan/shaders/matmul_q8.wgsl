@@ -6,7 +6,8 @@
 //     the lanes' p in a fixed tree (stride LANES / 2 first), + bias, * SCALE, then fma'd onto out
 // where exact = sa * (q[0:16] . x[0:16]) + sb * (q[16:32] . x[16:32]) is an integer under 2^24 (so is its float),
 // and every float operation is written out: no compiler may contract one shader's and not another's.
-// A workgroup takes THREADS / LANES rows and up to TILE tokens; one pipeline serves every batch.
+// A workgroup takes THREADS / LANES rows and up to TILE tokens, a lane two chunks at a time (their loads in flight
+// together); one pipeline serves every batch.
 override K: u32;                  // the row length
 override ROWS: u32;               // rows of this part
 override ROW_WORDS: u32;          // words a row takes
@@ -50,6 +51,21 @@ fn exact(ch: Chunk, at: u32) -> i32 {  // the chunk's integer product with int8 
     return ch.sa * low + ch.sb * high;
 }
 
+// acc[j] of the tile's token j gains chunk c's value against that token's int8 chunk
+fn add_chunk(acc: ptr<function, array<f32, TILE>>, ch: Chunk, first: u32, count: u32, chunks: u32, c: u32) {
+    for (var j = 0u; j < TILE; j++) {
+        if (j < count) {
+            let at = (first + j) * chunks + c;
+            let dx = xd[at];
+            var p = fma(ch.d * dx, f32(exact(ch, at)), (*acc)[j]);
+            if (HAS_MIN) {
+                p = fma(ch.m * dx, f32(xs[at]), p);
+            }
+            (*acc)[j] = p;
+        }
+    }
+}
+
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
@@ -65,28 +81,24 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     var acc: array<f32, TILE>;
     if (row < ROWS) {
         let base = row * ROW_WORDS;
-        for (var c = lane; c < chunks; c += LANES) {
+        var c = lane;
+        for (; c + LANES < chunks; c += 2u * LANES) {  // two chunks' loads in flight, then their sums in order
             let ch = chunk(base, c);
-            for (var j = 0u; j < TILE; j++) {
-                if (j < count) {
-                    let at = (first + j) * chunks + c;
-                    let dx = xd[at];
-                    var p = fma(ch.d * dx, f32(exact(ch, at)), acc[j]);
-                    if (HAS_MIN) {
-                        p = fma(ch.m * dx, f32(xs[at]), p);
-                    }
-                    acc[j] = p;
-                }
-            }
+            let next = chunk(base, c + LANES);
+            add_chunk(&acc, ch, first, count, chunks, c);
+            add_chunk(&acc, next, first, count, chunks, c + LANES);
+        }
+        if (c < chunks) {
+            add_chunk(&acc, chunk(base, c), first, count, chunks, c);
         }
     }
-    for (var j = 0u; j < TILE; j++) {
+    for (var j = 0u; j < count; j++) {
         partial[t * TILE + j] = acc[j];
     }
     workgroupBarrier();
     for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
         if (lane < stride) {
-            for (var j = 0u; j < TILE; j++) {
+            for (var j = 0u; j < count; j++) {
                 partial[t * TILE + j] += partial[(t + stride) * TILE + j];
             }
         }

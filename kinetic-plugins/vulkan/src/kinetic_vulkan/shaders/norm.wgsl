@@ -8,7 +8,7 @@ override PIECES: u32 = 1u;
 override GATHER: bool = false;
 override QUANTIZE: bool = false;  // (PIECES = 1)
 
-const THREADS = 64u;
+const THREADS = 256u;
 
 @group(0) @binding(0) var<storage, read> src: array<f32>;
 @group(0) @binding(1) var<storage, read_write> dst: array<f32>;
@@ -21,7 +21,7 @@ const THREADS = 64u;
 
 var<workgroup> partial: array<f32, THREADS>;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
     let piece = group.x + group.y * groups.x;
