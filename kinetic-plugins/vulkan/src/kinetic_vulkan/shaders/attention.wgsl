@@ -145,11 +145,11 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     if (QUANTIZE) {
         storageBarrier();  // the head's output, written by other threads
         if (t < HEAD_DIM / 32u) {
-            var v: array<f32, 32>;
-            for (var i = 0u; i < 32u; i++) {
-                v[i] = out[src_at + 32u * t + i];
-            }
-            quantize_chunk(src_at / 32u + t, &v);
+            quantize_chunk(src_at / 32u + t);
         }
     }
+}
+
+fn chunk_value(c: u32, i: u32) -> f32 {
+    return out[32u * c + i];
 }

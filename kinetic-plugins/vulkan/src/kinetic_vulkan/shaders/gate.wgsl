@@ -30,13 +30,15 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     if (c >= run.n * (WIDTH / 32u)) {
         return;
     }
-    var v: array<f32, 32>;
     for (var i = 0u; i < 32u; i++) {
-        let at = (c / (WIDTH / 32u)) * 2u * WIDTH + 32u * (c % (WIDTH / 32u)) + i;
-        v[i] = gated(gu[at], gu[at + WIDTH]);
-        g[32u * c + i] = v[i];
+        g[32u * c + i] = chunk_value(c, i);
     }
     if (QUANTIZE) {
-        quantize_chunk(c, &v);
+        quantize_chunk(c);
     }
+}
+
+fn chunk_value(c: u32, i: u32) -> f32 {  // g's value i of chunk c
+    let at = (c / (WIDTH / 32u)) * 2u * WIDTH + 32u * (c % (WIDTH / 32u)) + i;
+    return gated(gu[at], gu[at + WIDTH]);
 }

@@ -46,18 +46,22 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
         workgroupBarrier();
     }
     let scale = 1.0 / sqrt(partial[0] / f32(WIDTH) + EPS);
+    for (var i = t; i < WIDTH; i += THREADS) {
+        dst[piece * WIDTH + i] = src[src_at + i] * scale * weight[i];
+    }
     if (QUANTIZE) {
+        row_at = src_at;
+        row_scale = scale;
         for (var c = t; c < WIDTH / 32u; c += THREADS) {  // a thread a chunk
-            var v: array<f32, 32>;
-            for (var i = 0u; i < 32u; i++) {
-                v[i] = src[src_at + 32u * c + i] * scale * weight[32u * c + i];
-                dst[piece * WIDTH + 32u * c + i] = v[i];
-            }
-            quantize_chunk(piece * (WIDTH / 32u) + c, &v);
-        }
-    } else {
-        for (var i = t; i < WIDTH; i += THREADS) {
-            dst[piece * WIDTH + i] = src[src_at + i] * scale * weight[i];
+            quantize_chunk(piece * (WIDTH / 32u) + c);
         }
     }
+}
+
+var<private> row_at: u32;     // where the piece's src starts
+var<private> row_scale: f32;
+
+fn chunk_value(c: u32, i: u32) -> f32 {  // dst's value, as main computes it
+    let at = 32u * (c % (WIDTH / 32u)) + i;
+    return src[row_at + at] * row_scale * weight[at];
 }

@@ -16,9 +16,9 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     if (c >= select(run.n, run.n_logits, LOGITS) * (WIDTH / 32u)) {
         return;
     }
-    var v: array<f32, 32>;
-    for (var i = 0u; i < 32u; i++) {
-        v[i] = x[32u * c + i];
-    }
-    quantize_chunk(c, &v);
+    quantize_chunk(c);
+}
+
+fn chunk_value(c: u32, i: u32) -> f32 {
+    return x[32u * c + i];
 }
