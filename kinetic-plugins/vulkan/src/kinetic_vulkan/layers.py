@@ -104,10 +104,10 @@ def elementwise(up: Uploads, ws: Workspace, name: str, buffers: tuple, width: in
 
 
 def gate_step(up: Uploads, ws: Workspace, width: int, gelu: bool, down: VkMatrix) -> Step:
-    """ws.gate = act(gate) * up of ws.gu's halves, also as int8 chunks where down is quantized; a thread a chunk."""
+    """ws.gate = act(gate) * up of ws.gu's halves, also as int8 chunks where down is quantized; a thread a value."""
     pipeline = kernels.pipeline(up.device, "gate", WIDTH=width, GELU=gelu, QUANTIZE=quantized([down]))
     group = bind(up.device, pipeline, ws.gu, ws.gate, ws.xq, ws.xd, ws.xs, ws.run)
-    return Step(pipeline, group, lambda n, n_logits: grid(-(-n * width // (32 * 64))))
+    return Step(pipeline, group, lambda n, n_logits: grid(-(-n * width // 256)))
 
 
 def residual(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, bias: Any, post_norm: Optional[RmsNorm],

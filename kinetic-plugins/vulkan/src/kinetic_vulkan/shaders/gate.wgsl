@@ -1,6 +1,7 @@
 // g = act(gate) * up over the pass's rows, gate and up the halves of a row of gu [rows, 2 WIDTH]: SiLU, or GELU's
 // tanh approximation (Hendrycks and Gimpel, 2016); with QUANTIZE, g's rows also as int8 chunks (int8.wgsl) for the
-// product that reads them next. A thread a chunk.
+// product that reads them next. A thread a value; with QUANTIZE, then a thread of the workgroup a chunk of its 256
+// values.
 override WIDTH: u32;
 override GELU: bool = false;
 override QUANTIZE: bool = false;
@@ -23,22 +24,23 @@ fn gated(x: f32, up: f32) -> f32 {
     return y * up;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-    let c = (group.x + group.y * groups.x) * 64u + t;
-    if (c >= run.n * (WIDTH / 32u)) {
-        return;
-    }
-    for (var i = 0u; i < 32u; i++) {
-        g[32u * c + i] = chunk_value(c, i);
+    let first = (group.x + group.y * groups.x) * 256u;  // WIDTH is whole chunks, so these are 8 whole chunks
+    let i = first + t;
+    if (i < run.n * WIDTH) {
+        g[i] = gated(gu[(i / WIDTH) * 2u * WIDTH + i % WIDTH], gu[(i / WIDTH) * 2u * WIDTH + WIDTH + i % WIDTH]);
     }
     if (QUANTIZE) {
-        quantize_chunk(c);
+        storageBarrier();  // the workgroup's values, written by its other threads
+        let c = first / 32u + t;
+        if (t < 8u && c < run.n * (WIDTH / 32u)) {
+            quantize_chunk(c);
+        }
     }
 }
 
-fn chunk_value(c: u32, i: u32) -> f32 {  // g's value i of chunk c
-    let at = (c / (WIDTH / 32u)) * 2u * WIDTH + 32u * (c % (WIDTH / 32u)) + i;
-    return gated(gu[at], gu[at + WIDTH]);
+fn chunk_value(c: u32, i: u32) -> f32 {
+    return g[32u * c + i];
 }

@@ -50,18 +50,13 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
         dst[piece * WIDTH + i] = src[src_at + i] * scale * weight[i];
     }
     if (QUANTIZE) {
-        row_at = src_at;
-        row_scale = scale;
+        storageBarrier();  // dst's values, written by the other threads
         for (var c = t; c < WIDTH / 32u; c += THREADS) {  // a thread a chunk
             quantize_chunk(piece * (WIDTH / 32u) + c);
         }
     }
 }
 
-var<private> row_at: u32;     // where the piece's src starts
-var<private> row_scale: f32;
-
-fn chunk_value(c: u32, i: u32) -> f32 {  // dst's value, as main computes it
-    let at = 32u * (c % (WIDTH / 32u)) + i;
-    return src[row_at + at] * row_scale * weight[at];
+fn chunk_value(c: u32, i: u32) -> f32 {
+    return dst[32u * c + i];
 }
