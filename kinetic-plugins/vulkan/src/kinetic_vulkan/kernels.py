@@ -13,7 +13,9 @@ from typing import Any, Optional
 from kinetic.progress import CompileClock
 
 CLOCK = CompileClock("compiling Vulkan shaders")  # the driver may keep its own cache across processes
-INCLUDES = {"quantize": "int8", "norm": "int8", "gate": "int8", "attention": "int8"}  # shaders that quantize
+# what shaders include: the matrix products' rows.wgsl, and int8.wgsl where a shader quantizes its output
+INCLUDES = {"matmul": "rows", "matmul_q8": "rows", "quantize": "int8", "norm": "int8", "gate": "int8",
+            "attention": "int8"}
 
 
 @lru_cache(maxsize=None)

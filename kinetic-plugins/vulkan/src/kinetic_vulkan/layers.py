@@ -13,7 +13,7 @@ import numpy as np
 from kinetic import rotary
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic_vulkan import kernels
-from kinetic_vulkan.plan import MATMUL_ROWS, Q8_THREADS, TILE, Step, Workspace, bind, grid
+from kinetic_vulkan.plan import MATMUL_THREADS, TILE, Step, Workspace, bind, grid
 from kinetic_vulkan.weights import FLOATS, VkMatrix, stackable, storage, vector
 
 
@@ -85,14 +85,11 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
     for buffer, first, rows in m.parts:
         constants = dict(K=m.k, ROWS=rows, ROW_WORDS=m.row_words, OUT_STRIDE=out_width, OUT_OFFSET=out_offset,
                          OFFSET=first, SCALE=scale, ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits)
-        if m.type in FLOATS:
-            pipeline = kernels.pipeline(up.device, "matmul", m.type, X_STRIDE=m.k, **constants)
-            inputs, per_group = (x,), MATMUL_ROWS
-        else:
-            pipeline = kernels.pipeline(up.device, "matmul_q8", m.type, LANES=lanes, **constants)
-            inputs, per_group = (ws.xq, ws.xd, ws.xs), Q8_THREADS // lanes
+        floats = m.type in FLOATS
+        pipeline = kernels.pipeline(up.device, "matmul" if floats else "matmul_q8", m.type, LANES=lanes, **constants)
+        inputs = (x,) if floats else (ws.xq, ws.xd, ws.xs)
         group = bind(up.device, pipeline, buffer, *inputs, out, bias if bias is not None else ws.none, ws.run)
-        groups = -(-rows // per_group)
+        groups = -(-rows // (MATMUL_THREADS // lanes))
         steps.append(Step(pipeline, group, lambda n, n_logits, groups=groups: grid(groups, -(-(n_logits if logits
                                                                                                else n) // TILE))))
     return steps

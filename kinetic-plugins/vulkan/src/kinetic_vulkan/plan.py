@@ -11,8 +11,7 @@ import numpy as np
 
 Groups = Callable[[int, int], tuple[int, int, int]]  # (n, n_logits) -> workgroups x, y, z
 MOST_GROUPS = 65535  # workgroups along one dimension (WebGPU's default limit)
-TILE, MATMUL_ROWS = 8, 8  # tokens and rows a matmul.wgsl workgroup takes (tokens: matmul_q8.wgsl's too)
-Q8_THREADS = 128  # a matmul_q8.wgsl workgroup's threads, LANES a row
+TILE, MATMUL_THREADS = 8, 128  # a matrix product's workgroup: tokens and threads, LANES a row (rows.wgsl)
 
 
 @dataclass(frozen=True)

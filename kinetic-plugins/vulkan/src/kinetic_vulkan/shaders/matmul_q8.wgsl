@@ -1,28 +1,9 @@
-// out[t, OUT_OFFSET + OFFSET + r] = (x[t] . w[r] + bias[OFFSET + r]) * SCALE (+ that) for the pass's tokens t and
-// this part's rows r of a quantized matrix, its 32-weight chunks (quants/*.wgsl: chunk) against the tokens' int8
-// chunks (quantize.wgsl). Each output is summed in one order that depends on its row and K alone:
-//     lane l of LANES: p = fma(d * dx, exact, p), then p = fma(m * dx, sx, p) where the type has a min,
-//         over chunks c = l, l + LANES, ... in order, from p = 0
-//     the lanes' p in a fixed tree (stride LANES / 2 first), + bias, * SCALE, then fma'd onto out
-// where exact = sa * (q[0:16] . x[0:16]) + sb * (q[16:32] . x[16:32]) is an integer under 2^24 (so is its float),
-// and every float operation is written out: no compiler may contract one shader's and not another's.
-// A workgroup takes THREADS / LANES rows and up to TILE tokens, a lane two chunks at a time (their loads in flight
-// together); one pipeline serves every batch.
-override K: u32;                  // the row length
-override ROWS: u32;               // rows of this part
-override ROW_WORDS: u32;          // words a row takes
-override OUT_STRIDE: u32;
-override OUT_OFFSET: u32 = 0u;    // the matrix's first column in out
-override OFFSET: u32 = 0u;        // the part's first row in the whole matrix
-override SCALE: f32 = 1.0;
-override ACCUMULATE: bool = false;
-override BIAS: bool = false;
-override LOGITS: bool = false;    // the rows are the pass's n_logits rows, not its n
-override LANES: u32 = 32u;        // threads a row: a power of two up to 32
-
-const THREADS = 128u;
-const TILE = 8u;
-
+// x[t] . w[r] for the pass's tokens t and this part's rows r of a quantized matrix (rows.wgsl), its 32-weight chunks
+// (quants/*.wgsl: chunk) against the tokens' int8 chunks (quantize.wgsl). Lane l's sum, from p = 0, over its chunks
+// in order: p = fma(d * dx, exact, p), then p = fma(m * dx, sx, p) where the type has a min, where
+// exact = sa * (q[0:16] . x[0:16]) + sb * (q[16:32] . x[16:32]) is an integer under 2^24 (so is its float). Every
+// float operation is written out: no compiler may contract one shader's and not another's. A lane takes two chunks
+// at a time, their loads in flight together; one pipeline serves every batch.
 struct Chunk {
     q: array<u32, 8>,             // 32 int8 quants, four to a word
     sa: i32,                      // the integer scales of quants 0..15 and 16..31
@@ -38,8 +19,6 @@ struct Chunk {
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
 @group(0) @binding(6) var<uniform> run: Run;
-
-var<workgroup> partial: array<f32, 1024>;  // [THREADS, TILE]
 
 fn exact(ch: Chunk, at: u32) -> i32 {  // the chunk's integer product with int8 chunk `at`
     let lo = xq[2u * at];
@@ -69,55 +48,26 @@ fn add_chunk(acc: ptr<function, array<f32, TILE>>, ch: Chunk, first: u32, count:
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-    let first = group.z * TILE;
-    let n = select(run.n, run.n_logits, LOGITS);
-    if (first >= n) {
+    let tile = tile_of(group, groups, t);
+    if (tile.count == 0u) {
         return;
     }
-    let count = min(TILE, n - first);
-    let row = (group.x + group.y * groups.x) * (THREADS / LANES) + t / LANES;
-    let lane = t % LANES;
     let chunks = K / 32u;
     var acc: array<f32, TILE>;
-    if (row < ROWS) {
-        let base = row * ROW_WORDS;
-        var c = lane;
+    if (tile.row < ROWS) {
+        let base = tile.row * ROW_WORDS;
+        var c = tile.lane;
         for (; c + LANES < chunks; c += 2u * LANES) {  // two chunks' loads in flight, then their sums in order
             let ch = chunk(base, c);
             let next = chunk(base, c + LANES);
-            add_chunk(&acc, ch, first, count, chunks, c);
-            add_chunk(&acc, next, first, count, chunks, c + LANES);
+            add_chunk(&acc, ch, tile.first, tile.count, chunks, c);
+            add_chunk(&acc, next, tile.first, tile.count, chunks, c + LANES);
         }
         if (c < chunks) {
-            add_chunk(&acc, chunk(base, c), first, count, chunks, c);
+            add_chunk(&acc, chunk(base, c), tile.first, tile.count, chunks, c);
         }
     }
-    for (var j = 0u; j < count; j++) {
-        partial[t * TILE + j] = acc[j];
-    }
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
-        if (lane < stride) {
-            for (var j = 0u; j < count; j++) {
-                partial[t * TILE + j] += partial[(t + stride) * TILE + j];
-            }
-        }
-        workgroupBarrier();
-    }
-    if (row < ROWS) {
-        for (var j = lane; j < count; j += LANES) {  // a row's lanes write its tokens
-            let at = (first + j) * OUT_STRIDE + OUT_OFFSET + OFFSET + row;
-            var y = partial[(t - lane) * TILE + j];
-            if (BIAS) {
-                y += bias[OFFSET + row];
-            }
-            if (ACCUMULATE) {
-                out[at] = fma(y, SCALE, out[at]);
-            } else {
-                out[at] = y * SCALE;
-            }
-        }
-    }
+    store_rows(tile, t, acc);
 }
 
 // the raw bytes of the weights, little-endian in words
