@@ -112,9 +112,22 @@ def report(title: str, totals: collections.Counter, counts: collections.Counter,
               f"{100 * ns / whole:5.1f}%")
 
 
-def profile(name: str, layers: int, steps: int, folder: Path) -> None:
+def timed(runner, run) -> tuple[collections.Counter, collections.Counter]:
+    """Each dispatch's GPU nanoseconds and count, summed per pipeline label, over the passes run() makes."""
     import kinetic_vulkan.runner as vk_runner
 
+    totals, counts = collections.Counter(), collections.Counter()
+    record, collect = timed_record(totals, counts)
+    plain, vk_runner.record = vk_runner.record, record
+    try:
+        run()
+        collect(runner.gpu.device)
+    finally:
+        vk_runner.record = plain
+    return totals, counts
+
+
+def profile(name: str, layers: int, steps: int, folder: Path) -> None:
     shape = SHAPES[name]._replace(n_layer=layers, label=f"{SHAPES[name].label}-{layers}l")
     path = folder / f"{shape.label}-shape-q4_k_m.gguf"
     if not path.exists():
@@ -123,26 +136,20 @@ def profile(name: str, layers: int, steps: int, folder: Path) -> None:
     print(f"{shape.label} on {runner.device_name}")
     seq = runner.new_sequence()
     tokens = np.random.default_rng(1).integers(0, shape.n_vocab, PROMPT + steps).tolist()
-    prompt = [Row(seq, t, p, parent=p - 1, logits=p == PROMPT - 1) for p, t in enumerate(tokens[:PROMPT])]
-    runner.forward(prompt)
+
+    def prompt() -> None:
+        seq.truncate(0)
+        runner.forward([Row(seq, t, p, parent=p - 1, logits=p == PROMPT - 1) for p, t in enumerate(tokens[:PROMPT])])
+
+    def decode() -> None:
+        for p in range(PROMPT, PROMPT + steps):
+            runner.forward([Row(seq, tokens[p], p, logits=True)])
+
+    prompt()
     decode_split(runner, seq, tokens, steps)
-    plain = vk_runner.record
-    for title, rows, passes in (("prompt", prompt, 1), ("decode step", None, steps)):
-        totals, counts = collections.Counter(), collections.Counter()
-        record, collect = timed_record(totals, counts)
-        vk_runner.record = record
-        try:
-            seq.truncate(0)
-            runner.forward(prompt)
-            if rows is None:
-                collect(runner.gpu.device)
-                totals.clear(), counts.clear()
-                for p in range(PROMPT, PROMPT + steps):
-                    runner.forward([Row(seq, tokens[p], p, logits=True)])
-            collect(runner.gpu.device)
-        finally:
-            vk_runner.record = plain
-        report(title, totals, counts, passes)
+    report("prompt", *timed(runner, prompt), 1)
+    prompt()
+    report("decode step", *timed(runner, decode), steps)
 
 
 def main() -> None:
