@@ -46,7 +46,7 @@ class VkMatrix:
 
     @staticmethod
     def of(device: Any, weights: list[Weight], binding_limit: int) -> "VkMatrix":
-        """The weights' rows one after another (matrices of one type and row length, as stacked() says)."""
+        """The weights' rows one after another (matrices of one type and row length, as stackable() says)."""
         type_name = gpu_type(weights[0])
         words = np.concatenate([_words(w, type_name) for w in weights]) if len(weights) > 1 else \
             _words(weights[0], type_name)

@@ -30,7 +30,8 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     let first = (group.x + group.y * groups.x) * 256u;  // WIDTH is whole chunks, so these are 8 whole chunks
     let i = first + t;
     if (i < run.n * WIDTH) {
-        g[i] = gated(gu[(i / WIDTH) * 2u * WIDTH + i % WIDTH], gu[(i / WIDTH) * 2u * WIDTH + WIDTH + i % WIDTH]);
+        let at = (i / WIDTH) * 2u * WIDTH + i % WIDTH;  // the gate's value; up's is WIDTH on
+        g[i] = gated(gu[at], gu[at + WIDTH]);
     }
     if (QUANTIZE) {
         storageBarrier();  // the workgroup's values, written by its other threads

@@ -117,9 +117,9 @@ fn scale_min_k4(b: u32, j: u32) -> vec2<u32> {
                      (byte_at(b, 8u + j) >> 4u) | ((byte_at(b, 4u + j) >> 6u) << 4u));
 }
 
-// Q4_K (qh: none) and Q5_K: chunk j's low nibbles are the low or high halves (j % 2) of the 8 words at
+// Q4_K (qh 0: none) and Q5_K: chunk j's low nibbles are the low or high halves (j % 2) of the 8 words at
 // qs + 8 (j / 2); Q5_K's fifth bits are bit j of each byte of the 8 words at qh
-fn k4_chunk(b: u32, j: u32, qs: u32, qh: u32, fifth: bool) -> Chunk {
+fn k4_chunk(b: u32, j: u32, qs: u32, qh: u32) -> Chunk {
     let sm = scale_min_k4(b, j);
     let dm = unpack2x16float(w[b]);
     var ch = unit_chunk(dm.x, -(dm.y * f32(sm.y)));
@@ -128,7 +128,7 @@ fn k4_chunk(b: u32, j: u32, qs: u32, qh: u32, fifth: bool) -> Chunk {
     let shift = 4u * (j & 1u);
     for (var i = 0u; i < 8u; i++) {
         var q = (w[b + qs + 8u * (j >> 1u) + i] >> shift) & 0x0f0f0f0fu;
-        if (fifth) {
+        if (qh != 0u) {
             q |= ((w[b + qh + i] >> j) & 0x01010101u) << 4u;
         }
         ch.q[i] = q;

@@ -1,7 +1,5 @@
-// x [rows, WIDTH] float32 to int8 chunks of 32 (int8.wgsl), of the rows the pass's logits ask for with LOGITS; a
-// thread a chunk.
+// x [rows, WIDTH] float32 to int8 chunks of 32 (int8.wgsl); a thread a chunk.
 override WIDTH: u32;
-override LOGITS: bool = false;
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> xq: array<u32>;
@@ -13,7 +11,7 @@ override LOGITS: bool = false;
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
     let c = (group.x + group.y * groups.x) * 64u + t;
-    if (c >= select(run.n, run.n_logits, LOGITS) * (WIDTH / 32u)) {
+    if (c >= run.n * (WIDTH / 32u)) {
         return;
     }
     quantize_chunk(c);

@@ -2,5 +2,5 @@
 // nibbles from word 4; scale * d * q - min * dmin
 const HAS_MIN = true;
 fn chunk(base: u32, c: u32) -> Chunk {
-    return k4_chunk(base + (c / 8u) * 36u, c % 8u, 4u, 0u, false);
+    return k4_chunk(base + (c / 8u) * 36u, c % 8u, 4u, 0u);
 }

@@ -2,5 +2,5 @@
 // bits from word 4 (bit j of each byte for chunk j), 128 bytes of low 4 bits from word 12, as Q4_K's
 const HAS_MIN = true;
 fn chunk(base: u32, c: u32) -> Chunk {
-    return k4_chunk(base + (c / 8u) * 44u, c % 8u, 12u, 4u, true);
+    return k4_chunk(base + (c / 8u) * 44u, c % 8u, 12u, 4u);
 }
