@@ -136,6 +136,24 @@ def test_matches_reference(random_model):
 
 
 @gpu
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_long_attention_in_splits(tmp_path, family):
+    """Rows that see more positions than one split takes (splits.wgsl), gemma3's sliding window cutting across the
+    splits: near the reference, and bit for bit what one row at a time gives."""
+    window = {"gemma3.attention.sliding_window": 200} if family == "gemma3" else {}
+    path = write_random_model(tmp_path / "m.gguf", family, Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256),
+                              weight_type="Q8_0", seed=7, metadata=window)
+    tokens = tokens_for(path, 1100)
+    runner = kinetic_vulkan.upload(load_stack(path), UploadOptions(context_length=2048))
+    ours, reference = in_batches(runner, tokens, 64), reference_logits(path, tokens)
+    difference = np.abs(ours - reference) / reference.std(axis=1, keepdims=True)
+    assert difference.mean() < TOLERANCE["Q8_0"] and difference.max() < 10 * TOLERANCE["Q8_0"]
+    seq = runner.new_sequence()
+    in_batches(runner, tokens[:1096], 64, seq=seq)
+    assert np.array_equal(in_batches(runner, tokens[1096:], 1, seq=seq), ours[1096:])
+
+
+@gpu
 def test_greedy_tokens_are_the_references(random_model):
     assert_greedy_tokens_near_the_references(runner_for(random_model), random_model)
 

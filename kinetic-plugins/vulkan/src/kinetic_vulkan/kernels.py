@@ -13,9 +13,10 @@ from typing import Any, Optional
 from kinetic.progress import CompileClock
 
 CLOCK = CompileClock("compiling Vulkan shaders")  # the driver may keep its own cache across processes
-# what shaders include: the matrix products' rows.wgsl, and int8.wgsl where a shader quantizes its output
-INCLUDES = {"matmul": "rows", "matmul_q8": "rows", "quantize": "int8", "norm": "int8", "gate": "int8",
-            "attention": "int8"}
+# what shaders include: the matrix products' rows.wgsl, attention's splits.wgsl, and int8.wgsl where a shader
+# quantizes its output
+INCLUDES = {"matmul": ("rows",), "matmul_q8": ("rows",), "quantize": ("int8",), "norm": ("int8",),
+            "gate": ("int8",), "attention": ("splits",), "combine": ("splits", "int8")}
 
 
 @lru_cache(maxsize=None)
@@ -25,7 +26,7 @@ def source(name: str, weight_type: Optional[str] = None) -> str:
     folder = resources.files("kinetic_vulkan") / "shaders"
     parts = [folder / "run.wgsl", folder / f"{name}.wgsl"] + ([folder / "quants" / f"{weight_type}.wgsl"]
                                                               if weight_type else [])
-    parts += [folder / f"{INCLUDES[name]}.wgsl"] if name in INCLUDES else []
+    parts += [folder / f"{include}.wgsl" for include in INCLUDES.get(name, ())]
     return "".join(part.read_text() for part in parts)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from kinetic import rotary
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic_vulkan import kernels
-from kinetic_vulkan.plan import MATMUL_THREADS, TILE, Step, Workspace, bind, grid
+from kinetic_vulkan.plan import MATMUL_THREADS, SPLITS, TILE, Step, Workspace, bind, grid
 from kinetic_vulkan.weights import FLOATS, VkMatrix, stackable, storage, vector
 
 
@@ -101,10 +101,11 @@ def elementwise(up: Uploads, ws: Workspace, name: str, buffers: tuple, width: in
 
 
 def gate_step(up: Uploads, ws: Workspace, width: int, gelu: bool, down: VkMatrix) -> Step:
-    """ws.gate = act(gate) * up of ws.gu's halves, also as int8 chunks where down is quantized; a thread a value."""
+    """ws.gate = act(gate) * up of ws.gu's halves, also as int8 chunks where down is quantized; a thread eight
+    values."""
     pipeline = kernels.pipeline(up.device, "gate", WIDTH=width, GELU=gelu, QUANTIZE=quantized([down]))
     group = bind(up.device, pipeline, ws.gu, ws.gate, ws.xq, ws.xd, ws.xs, ws.run)
-    return Step(pipeline, group, lambda n, n_logits: grid(-(-n * width // 256)))
+    return Step(pipeline, group, lambda n, n_logits: grid(-(-n * width // 2048)))
 
 
 def residual(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, bias: Any, post_norm: Optional[RmsNorm],
@@ -185,13 +186,19 @@ class VkAttention:
 
     def steps(self, keys: Any, values: Any) -> list[Step]:
         """The block's steps on a sequence's cache: keys, values [context, kv_width / 2] words of float16 pairs."""
+        return [*self.before, *self._rope_and_store(keys, values), *self._attend(keys, values), *self.after]
+
+    def _attend(self, keys: Any, values: Any) -> list[Step]:
+        """Attention in splits of each row's positions, then the splits met (splits.wgsl)."""
         a, up, ws = self.block, self.up, self.ws
-        attend = kernels.pipeline(up.device, "attention", HEAD_DIM=a.head_dim, N_HEAD=a.n_head,
-                                  GROUP=a.n_head // a.n_head_kv, KV_WIDTH=self.kv_width, SCALE=a.scale,
-                                  WINDOW=a.sliding_window or 0, QUANTIZE=self.quantize_in_attention)
-        group = bind(up.device, attend, self.qk[0], keys, values, ws.att, ws.positions, ws.xq, ws.xd, ws.xs, ws.run)
-        return [*self.before, *self._rope_and_store(keys, values),
-                Step(attend, group, lambda n, n_logits: (a.n_head, n, 1)), *self.after]
+        shape = dict(HEAD_DIM=a.head_dim, N_HEAD=a.n_head, WINDOW=a.sliding_window or 0, SPLITS=SPLITS)
+        attend = kernels.pipeline(up.device, "attention", GROUP=a.n_head // a.n_head_kv, KV_WIDTH=self.kv_width,
+                                  SCALE=a.scale, **shape)
+        combine = kernels.pipeline(up.device, "combine", QUANTIZE=self.quantize_in_attention, **shape)
+        return [Step(attend, bind(up.device, attend, self.qk[0], keys, values, ws.positions, ws.part, ws.stats, ws.run),
+                     lambda n, n_logits: (a.n_head, SPLITS, n)),
+                Step(combine, bind(up.device, combine, ws.part, ws.stats, ws.positions, ws.att, ws.xq, ws.xd, ws.xs,
+                                   ws.run), lambda n, n_logits: (a.n_head, n, 1))]
 
 
 class VkFeedForward:

@@ -12,6 +12,7 @@ import numpy as np
 Groups = Callable[[int, int], tuple[int, int, int]]  # (n, n_logits) -> workgroups x, y, z
 MOST_GROUPS = 65535  # workgroups along one dimension (WebGPU's default limit)
 TILE, MATMUL_THREADS = 8, 128  # a matrix product's workgroup: tokens and threads, LANES a row (rows.wgsl)
+SPLITS = 16  # workgroups attention splits a row's positions among at most (splits.wgsl)
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,12 @@ def copy_outputs(encoder: Any, outputs: list[tuple[Any, int]], readback: Any) ->
 
 class Workspace:
     """The buffers of a pass of up to `rows` rows: its inputs (the run's counts, the rows' positions, which rows ask
-    for logits), the residual stream x, scratch rows, a product's input as int8 chunks (xq: four to a word; xd:
-    their scales; xs: their sums), the logits, and what the host reads back."""
+    for logits), the residual stream x, scratch rows, attention's splits (part: their outputs; stats: their peaks
+    and sums), a product's input as int8 chunks (xq: four to a word; xd: their scales; xs: their sums), the logits,
+    and what the host reads back."""
 
-    def __init__(self, device: Any, rows: int, d: int, q_width: int, kv_width: int, ff_width: int, n_vocab: int):
+    def __init__(self, device: Any, rows: int, d: int, q_width: int, kv_width: int, ff_width: int, n_vocab: int,
+                 n_head: int):
         import wgpu
 
         self.device, self.rows = device, rows
@@ -86,6 +89,7 @@ class Workspace:
         self.x, self.y, self.h, self.hidden = (floats(d, name) for name in ("x", "y", "h", "hidden"))
         self.qa, self.qb, self.att = (floats(q_width, name) for name in ("qa", "qb", "att"))
         self.ka, self.kb, self.v = (floats(kv_width, name) for name in ("ka", "kb", "v"))
+        self.part, self.stats = floats(SPLITS * q_width, "splits"), floats(2 * SPLITS * n_head, "split stats")
         self.gu, self.gate = floats(2 * ff_width, "gate and up"), floats(ff_width, "gate")
         widest = max(d, q_width, ff_width)
         self.xq, self.xd, self.xs = (floats(widest // size, name) for size, name in ((4, "xq"), (32, "xd"), (32, "xs")))

@@ -71,7 +71,7 @@ class VulkanRunner:
         q_width = max([b.n_head * b.head_dim for b in attention], default=1)
         rows = max(1, min(ROWS, gpu.binding_limit // (4 * stack.n_vocab)))
         self.ws = Workspace(gpu.device, rows, stack.n_embd, q_width, max(self._widths, default=1),
-                            ff_width(stack.mixers()), stack.n_vocab)
+                            ff_width(stack.mixers()), stack.n_vocab, max([b.n_head for b in attention], default=1))
         up = Uploads(gpu.device, gpu.binding_limit, self.context_length)
         self._embedding = stack.embedding
         scale = stack.residual_scale

@@ -17,7 +17,7 @@ def matmul(weight: np.ndarray, type_name: str, k: int, x: np.ndarray, binding_li
     device = gpu().device
     limit = binding_limit or gpu().binding_limit
     m = VkMatrix(device, padded_words(weight, type_name), type_name, k, limit)
-    ws = Workspace(device, len(x), k, 1, 1, 1, m.rows)
+    ws = Workspace(device, len(x), k, 1, 1, 1, m.rows, 1)
     up = Uploads(device, limit, 1)
     steps = quantize(up, ws, ws.x, k, [m]) + products(up, ws, ws.x, m, ws.logits, m.rows)
     ws.set_inputs(x, np.zeros(len(x)), np.zeros(0))

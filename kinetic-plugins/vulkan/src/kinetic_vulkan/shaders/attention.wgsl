@@ -1,28 +1,24 @@
-// Causal attention of each (row, head) over its sequence's cache, the positions the row sees (up to its own, the
-// last WINDOW with a sliding window: kinetic.visibility), in tiles of 64 positions from the first it sees, with
-// the softmax's running peak and sum carried across tiles (Milakov and Gimelshein, 2018). The order of every sum
-// depends on the row's own position alone, so a row's bits never depend on the others in the pass. With QUANTIZE
-// (heads of whole 32-value chunks), the output also as int8 chunks (int8.wgsl) for the product that reads it next.
+// Causal attention split along the positions (Dao et al., 2023, Flash-Decoding): workgroup (head, split, row) takes
+// split `split` of the positions the row sees (splits.wgsl) in tiles of THREADS, a thread a position's score, the
+// softmax's running peak carried across tiles (Milakov and Gimelshein, 2018), and leaves its peak, its sum of
+// exponentials and its unnormalized output for combine.wgsl. How a row's positions split and the order of every sum
+// depend on the row's own position alone, so a row's bits never depend on the others in the pass.
 override HEAD_DIM: u32;
 override N_HEAD: u32;
 override GROUP: u32;              // query heads per key/value head
 override KV_WIDTH: u32;           // n_head_kv * HEAD_DIM
 override SCALE: f32;
-override WINDOW: u32 = 0u;        // 0: none
-override QUANTIZE: bool = false;
 
-const THREADS = 64u;
+const THREADS = SPAN_TILE;
 const MOST_DIMS = 4u;             // head dims a thread keeps: heads of up to 256 (support.MAX_HEAD_DIM)
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
 @group(0) @binding(1) var<storage, read> keys: array<u32>;
 @group(0) @binding(2) var<storage, read> values: array<u32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<storage, read> positions: array<u32>;
-@group(0) @binding(5) var<storage, read_write> xq: array<u32>;
-@group(0) @binding(6) var<storage, read_write> xd: array<f32>;
-@group(0) @binding(7) var<storage, read_write> xs: array<i32>;
-@group(0) @binding(8) var<uniform> run: Run;
+@group(0) @binding(3) var<storage, read> positions: array<u32>;
+@group(0) @binding(4) var<storage, read_write> part: array<f32>;   // [rows, N_HEAD, SPLITS, HEAD_DIM]
+@group(0) @binding(5) var<storage, read_write> stats: array<f32>;  // [rows, N_HEAD, SPLITS, 2]: peak, sum
+@group(0) @binding(6) var<uniform> run: Run;
 
 var<workgroup> query: array<f32, 256>;
 var<workgroup> weights: array<f32, THREADS>;
@@ -33,6 +29,32 @@ fn value(p: u32, at: u32) -> f32 {  // the cached value at position p, offset at
     let i = p * KV_WIDTH + at;
     let pair = unpack2x16float(values[i / 2u]);
     return select(pair.x, pair.y, (i & 1u) == 1u);
+}
+
+fn score(p: u32, kv: u32) -> f32 {  // the query's product with the key at position p, times SCALE
+    let at = (p * KV_WIDTH + kv) / 2u;
+    var s = 0.0;
+    var d = 0u;
+    for (; d + 4u <= HEAD_DIM / 2u; d += 4u) {  // four words' loads in flight
+        let k0 = unpack2x16float(keys[at + d]);
+        let k1 = unpack2x16float(keys[at + d + 1u]);
+        let k2 = unpack2x16float(keys[at + d + 2u]);
+        let k3 = unpack2x16float(keys[at + d + 3u]);
+        s = fma(query[2u * d], k0.x, s);
+        s = fma(query[2u * d + 1u], k0.y, s);
+        s = fma(query[2u * d + 2u], k1.x, s);
+        s = fma(query[2u * d + 3u], k1.y, s);
+        s = fma(query[2u * d + 4u], k2.x, s);
+        s = fma(query[2u * d + 5u], k2.y, s);
+        s = fma(query[2u * d + 6u], k3.x, s);
+        s = fma(query[2u * d + 7u], k3.y, s);
+    }
+    for (; d < HEAD_DIM / 2u; d++) {
+        let key = unpack2x16float(keys[at + d]);
+        s = fma(query[2u * d], key.x, s);
+        s = fma(query[2u * d + 1u], key.y, s);
+    }
+    return s * SCALE;
 }
 
 fn reduce(t: u32, is_max: bool) -> f32 {  // partial's THREADS values folded in a fixed tree
@@ -48,10 +70,39 @@ fn reduce(t: u32, is_max: bool) -> f32 {  // partial's THREADS values folded in 
     return folded;
 }
 
+// acc of head dim d gains the tile's seen positions from start, weighted
+fn add_values(acc: f32, start: u32, seen: u32, at: u32) -> f32 {
+    var a = acc;
+    var j = 0u;
+    for (; j + 8u <= seen; j += 8u) {  // 8 positions' loads in flight, then their sums in order
+        let v0 = value(start + j, at);
+        let v1 = value(start + j + 1u, at);
+        let v2 = value(start + j + 2u, at);
+        let v3 = value(start + j + 3u, at);
+        let v4 = value(start + j + 4u, at);
+        let v5 = value(start + j + 5u, at);
+        let v6 = value(start + j + 6u, at);
+        let v7 = value(start + j + 7u, at);
+        a = fma(weights[j], v0, a);
+        a = fma(weights[j + 1u], v1, a);
+        a = fma(weights[j + 2u], v2, a);
+        a = fma(weights[j + 3u], v3, a);
+        a = fma(weights[j + 4u], v4, a);
+        a = fma(weights[j + 5u], v5, a);
+        a = fma(weights[j + 6u], v6, a);
+        a = fma(weights[j + 7u], v7, a);
+    }
+    for (; j < seen; j++) {
+        a = fma(weights[j], value(start + j, at), a);
+    }
+    return a;
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let head = group.x;
-    let row = group.y;
+    let split = group.y;
+    let row = group.z;
     if (row >= run.n) {
         return;
     }
@@ -59,97 +110,57 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         last = positions[row];
     }
     let position = workgroupUniformLoad(&last);
-    var first = 0u;
-    if (WINDOW > 0u && position + 1u > WINDOW) {
-        first = position + 1u - WINDOW;
+    let span = span_of(position);
+    if (split >= span.count) {
+        return;
     }
-    let src_at = row * N_HEAD * HEAD_DIM + head * HEAD_DIM;
+    let begin = span.first + split * span.piece;
+    let end = min(begin + span.piece, position + 1u);
+    let q_at = row * N_HEAD * HEAD_DIM + head * HEAD_DIM;
     for (var d = t; d < HEAD_DIM; d += THREADS) {
-        query[d] = q[src_at + d];
+        query[d] = q[q_at + d];
     }
     let kv = (head / GROUP) * HEAD_DIM;
     var peak = bitcast<f32>(0xff800000u);  // -inf
-    var total = 0.0;
+    var sum = 0.0;  // this thread's positions' exponentials
     var acc: array<f32, MOST_DIMS>;
-    for (var start = first; start <= position; start += THREADS) {
+    for (var start = begin; start < end; start += THREADS) {
         let p = start + t;
-        var score = bitcast<f32>(0xff800000u);
-        workgroupBarrier();
-        if (p <= position) {
-            let at = (p * KV_WIDTH + kv) / 2u;
-            var s = 0.0;
-            var d = 0u;
-            for (; d + 2u <= HEAD_DIM / 2u; d += 2u) {  // two words' loads in flight
-                let k0 = unpack2x16float(keys[at + d]);
-                let k1 = unpack2x16float(keys[at + d + 1u]);
-                s += query[2u * d] * k0.x;
-                s += query[2u * d + 1u] * k0.y;
-                s += query[2u * d + 2u] * k1.x;
-                s += query[2u * d + 3u] * k1.y;
-            }
-            if (d < HEAD_DIM / 2u) {
-                let key = unpack2x16float(keys[at + d]);
-                s += query[2u * d] * key.x;
-                s += query[2u * d + 1u] * key.y;
-            }
-            score = s * SCALE;
+        workgroupBarrier();  // the query stored; the last tile's weights read
+        var s = bitcast<f32>(0xff800000u);
+        if (p < end) {
+            s = score(p, kv);
         }
-        partial[t] = score;
+        partial[t] = s;
         let new_peak = max(peak, reduce(t, true));
         let factor = exp(peak - new_peak);
         var e = 0.0;
-        if (p <= position) {
-            e = exp(score - new_peak);
+        if (p < end) {
+            e = exp(s - new_peak);
         }
         weights[t] = e;
-        partial[t] = e;
-        total = total * factor + reduce(t, false);
-        let seen = min(THREADS, position + 1u - start);
+        sum = fma(sum, factor, e);
+        workgroupBarrier();  // the tile's weights
+        let seen = min(THREADS, end - start);
         for (var i = 0u; i < MOST_DIMS; i++) {
             let d = t + i * THREADS;
             if (d < HEAD_DIM) {
-                var a = acc[i] * factor;
-                var j = 0u;
-                for (; j + 8u <= seen; j += 8u) {  // 8 positions' loads in flight, then their sums in order
-                    let v0 = value(start + j, kv + d);
-                    let v1 = value(start + j + 1u, kv + d);
-                    let v2 = value(start + j + 2u, kv + d);
-                    let v3 = value(start + j + 3u, kv + d);
-                    let v4 = value(start + j + 4u, kv + d);
-                    let v5 = value(start + j + 5u, kv + d);
-                    let v6 = value(start + j + 6u, kv + d);
-                    let v7 = value(start + j + 7u, kv + d);
-                    a += weights[j] * v0;
-                    a += weights[j + 1u] * v1;
-                    a += weights[j + 2u] * v2;
-                    a += weights[j + 3u] * v3;
-                    a += weights[j + 4u] * v4;
-                    a += weights[j + 5u] * v5;
-                    a += weights[j + 6u] * v6;
-                    a += weights[j + 7u] * v7;
-                }
-                for (; j < seen; j++) {  // a row takes the same loops at every batch size: its position decides
-                    a += weights[j] * value(start + j, kv + d);
-                }
-                acc[i] = a;
+                acc[i] = add_values(acc[i] * factor, start, seen, kv + d);
             }
         }
         peak = new_peak;
     }
+    partial[t] = sum;
+    let total = reduce(t, false);
+    let at = (row * N_HEAD + head) * SPLITS + split;
     for (var i = 0u; i < MOST_DIMS; i++) {
         let d = t + i * THREADS;
         if (d < HEAD_DIM) {
-            out[src_at + d] = acc[i] / total;
+            part[at * HEAD_DIM + d] = acc[i];
         }
     }
-    if (QUANTIZE) {
-        storageBarrier();  // the head's output, written by other threads
-        if (t < HEAD_DIM / 32u) {
-            quantize_chunk(src_at / 32u + t);
-        }
+    if (t == 0u) {
+        stats[2u * at] = peak;
+        stats[2u * at + 1u] = total;
     }
-}
-
-fn chunk_value(c: u32, i: u32) -> f32 {
-    return out[32u * c + i];
 }

@@ -1,7 +1,6 @@
 // g = act(gate) * up over the pass's rows, gate and up the halves of a row of gu [rows, 2 WIDTH]: SiLU, or GELU's
 // tanh approximation (Hendrycks and Gimpel, 2016); with QUANTIZE, g's rows also as int8 chunks (int8.wgsl) for the
-// product that reads them next. A thread a value; with QUANTIZE, then a thread of the workgroup a chunk of its 256
-// values.
+// product that reads them next. A thread eight values (WIDTH is whole chunks, so they share a row).
 override WIDTH: u32;
 override GELU: bool = false;
 override QUANTIZE: bool = false;
@@ -27,21 +26,22 @@ fn gated(x: f32, up: f32) -> f32 {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-    let first = (group.x + group.y * groups.x) * 256u;  // WIDTH is whole chunks, so these are 8 whole chunks
-    let i = first + t;
-    if (i < run.n * WIDTH) {
-        let at = (i / WIDTH) * 2u * WIDTH + i % WIDTH;  // the gate's value; up's is WIDTH on
-        g[i] = gated(gu[at], gu[at + WIDTH]);
-    }
-    if (QUANTIZE) {
-        storageBarrier();  // the workgroup's values, written by its other threads
-        let c = first / 32u + t;
-        if (t < 8u && c < run.n * (WIDTH / 32u)) {
-            quantize_chunk(c);
+    let first = ((group.x + group.y * groups.x) * 256u + t) * 8u;
+    let holds = first < run.n * WIDTH;
+    let at = (first / WIDTH) * 2u * WIDTH + first % WIDTH;  // the first gate value's; up's are WIDTH on
+    var e: Eight;
+    if (holds) {
+        for (var i = 0u; i < 8u; i++) {
+            let y = gated(gu[at + i], gu[at + WIDTH + i]);
+            g[first + i] = y;
+            if (i < 4u) {
+                e.lo[i] = y;
+            } else {
+                e.hi[i - 4u] = y;
+            }
         }
     }
-}
-
-fn chunk_value(c: u32, i: u32) -> f32 {
-    return g[32u * c + i];
+    if (QUANTIZE) {
+        quantize_eight(e, t, first / 32u, holds);
+    }
 }

@@ -1,14 +1,15 @@
 // RMS norm (Zhang and Sennrich, 2019) of pieces of WIDTH values: dst[p] = src[p] / sqrt(mean(src[p]^2) + EPS) *
 // weight, PIECES of them a row (a head norm's pieces are heads); with GATHER, of the rows the pass's logits ask for;
 // with QUANTIZE, dst's rows also as int8 chunks (int8.wgsl) for the products that read them next.
-// A workgroup takes one piece; its threads' sums of squares meet in a fixed tree.
+// A workgroup takes one piece, a thread eight values at a time; the threads' sums of squares meet in a fixed tree.
 override WIDTH: u32;
 override EPS: f32;
 override PIECES: u32 = 1u;
 override GATHER: bool = false;
-override QUANTIZE: bool = false;  // (PIECES = 1)
+override QUANTIZE: bool = false;  // (PIECES = 1, WIDTH whole chunks)
 
 const THREADS = 256u;
+const ROUND = 8u * THREADS;       // values the workgroup takes at a time
 
 @group(0) @binding(0) var<storage, read> src: array<f32>;
 @group(0) @binding(1) var<storage, read_write> dst: array<f32>;
@@ -20,6 +21,10 @@ const THREADS = 256u;
 @group(0) @binding(7) var<uniform> run: Run;
 
 var<workgroup> partial: array<f32, THREADS>;
+
+fn source(at: u32, i: u32) -> f32 {  // value i of the piece from src offset at, 0 past its end
+    return select(0.0, src[at + min(i, WIDTH - 1u)], i < WIDTH);
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
@@ -33,9 +38,11 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
         src_at = (logit_rows[piece / PIECES] * PIECES + piece % PIECES) * WIDTH;
     }
     var sum = 0.0;
-    for (var i = t; i < WIDTH; i += THREADS) {
-        let v = src[src_at + i];
-        sum += v * v;
+    for (var at = 8u * t; at < WIDTH; at += ROUND) {
+        for (var i = 0u; i < 8u; i++) {
+            let v = source(src_at, at + i);
+            sum = fma(v, v, sum);
+        }
     }
     partial[t] = sum;
     workgroupBarrier();
@@ -46,17 +53,22 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
         workgroupBarrier();
     }
     let scale = 1.0 / sqrt(partial[0] / f32(WIDTH) + EPS);
-    for (var i = t; i < WIDTH; i += THREADS) {
-        dst[piece * WIDTH + i] = src[src_at + i] * scale * weight[i];
-    }
-    if (QUANTIZE) {
-        storageBarrier();  // dst's values, written by the other threads
-        for (var c = t; c < WIDTH / 32u; c += THREADS) {  // a thread a chunk
-            quantize_chunk(piece * (WIDTH / 32u) + c);
+    for (var first = 0u; first < WIDTH; first += ROUND) {  // the same rounds for every thread: quantize waits
+        let at = first + 8u * t;
+        var e: Eight;
+        for (var i = 0u; i < 8u; i++) {
+            let y = source(src_at, at + i) * scale * select(0.0, weight[min(at + i, WIDTH - 1u)], at + i < WIDTH);
+            if (at + i < WIDTH) {
+                dst[piece * WIDTH + at + i] = y;
+            }
+            if (i < 4u) {
+                e.lo[i] = y;
+            } else {
+                e.hi[i - 4u] = y;
+            }
+        }
+        if (QUANTIZE) {
+            quantize_eight(e, t, (piece * WIDTH + at) / 32u, at < WIDTH);
         }
     }
-}
-
-fn chunk_value(c: u32, i: u32) -> f32 {
-    return dst[32u * c + i];
 }

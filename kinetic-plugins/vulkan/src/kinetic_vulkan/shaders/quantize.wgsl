@@ -1,4 +1,4 @@
-// x [rows, WIDTH] float32 to int8 chunks of 32 (int8.wgsl); a thread a chunk.
+// x [rows, WIDTH] float32 to int8 chunks of 32 (int8.wgsl); a thread eight values.
 override WIDTH: u32;
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -7,16 +7,15 @@ override WIDTH: u32;
 @group(0) @binding(3) var<storage, read_write> xs: array<i32>;
 @group(0) @binding(4) var<uniform> run: Run;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-    let c = (group.x + group.y * groups.x) * 64u + t;
-    if (c >= run.n * (WIDTH / 32u)) {
-        return;
+    let first = ((group.x + group.y * groups.x) * 256u + t) * 8u;
+    let holds = first < run.n * WIDTH;
+    var e: Eight;
+    if (holds) {
+        e = Eight(vec4<f32>(x[first], x[first + 1u], x[first + 2u], x[first + 3u]),
+                  vec4<f32>(x[first + 4u], x[first + 5u], x[first + 6u], x[first + 7u]));
     }
-    quantize_chunk(c);
-}
-
-fn chunk_value(c: u32, i: u32) -> f32 {
-    return x[32u * c + i];
+    quantize_eight(e, t, first / 32u, holds);
 }
