@@ -39,7 +39,8 @@ def _module(device: Any, name: str, weight_type: Optional[str]):
 def _pipeline(device: Any, name: str, weight_type: Optional[str], constants: tuple[tuple[str, float], ...]):
     with CLOCK.during():
         stage = {"module": _module(device, name, weight_type), "entry_point": "main", "constants": dict(constants)}
-        return device.create_compute_pipeline(label=f"{name} {weight_type or ''}".strip(), layout="auto",
+        shape = " {ROWS:.0f}x{K:.0f}".format(**dict(constants)) if weight_type else ""  # a product's matrix
+        return device.create_compute_pipeline(label=f"{name} {weight_type or ''}".strip() + shape, layout="auto",
                                               compute=stage)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from kinetic import rotary
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic_vulkan import kernels
-from kinetic_vulkan.plan import MATMUL_THREADS, SPLITS, TILE, Step, Workspace, bind, grid
+from kinetic_vulkan.plan import MATMUL_THREADS, SPLITS, STAGED_WORDS, TILE, Step, Workspace, bind, grid
 from kinetic_vulkan.weights import FLOATS, VkMatrix, stackable, storage, vector
 
 
@@ -86,6 +86,8 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
         constants = dict(K=m.k, ROWS=rows, ROW_WORDS=m.row_words, OUT_STRIDE=out_width, OUT_OFFSET=out_offset,
                          OFFSET=first, SCALE=scale, ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits)
         floats = m.type in FLOATS
+        if not floats:
+            constants["PIECE_WORDS"] = piece_words(m, lanes)
         pipeline = kernels.pipeline(up.device, "matmul" if floats else "matmul_q8", m.type, LANES=lanes, **constants)
         inputs = (x,) if floats else (ws.xq, ws.xd, ws.xs)
         group = bind(up.device, pipeline, buffer, *inputs, out, bias if bias is not None else ws.none, ws.run)
@@ -93,6 +95,16 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
         steps.append(Step(pipeline, group, lambda n, n_logits, groups=groups: grid(groups, -(-(n_logits if logits
                                                                                                else n) // TILE))))
     return steps
+
+
+def piece_words(m: VkMatrix, lanes: int) -> int:
+    """The words of each row a quantized product stages at a time: whole groups of `lanes` chunks (whole blocks,
+    each lane's chunks still in order), the row in as few pieces as the workgroup's STAGED_WORDS allow, the last
+    maybe shorter."""
+    chunks = m.k // 32
+    group_words, groups = m.row_words * lanes // chunks, -(-chunks // lanes)
+    fit = STAGED_WORDS // (MATMUL_THREADS // lanes) // group_words
+    return group_words * -(-groups // -(-groups // fit))
 
 
 def elementwise(up: Uploads, ws: Workspace, name: str, buffers: tuple, width: int, **constants: float) -> Step:
@@ -167,7 +179,7 @@ class VkAttention:
         pipeline = kernels.pipeline(up.device, "rope", Q_HEADS=a.n_head, K_HEADS=a.n_head_kv, HEAD_DIM=a.head_dim,
                                     HALF=a.rope.n_dims // 2, NEOX=a.rope.neox, STORE=store)
         group = bind(up.device, pipeline, q, k, cos, sin, ws.positions, ws.v, keys, values, ws.run)
-        return Step(pipeline, group, lambda n, n_logits: (n, 1, 1))
+        return Step(pipeline, group, lambda n, n_logits: (1 + -(-a.n_head * a.rope.n_dims // 512), n, 1))
 
     def _store(self, keys: Any, values: Any) -> Step:
         ws = self.ws

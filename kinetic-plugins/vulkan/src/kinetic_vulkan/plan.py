@@ -12,6 +12,7 @@ import numpy as np
 Groups = Callable[[int, int], tuple[int, int, int]]  # (n, n_logits) -> workgroups x, y, z
 MOST_GROUPS = 65535  # workgroups along one dimension (WebGPU's default limit)
 TILE, MATMUL_THREADS = 8, 128  # a matrix product's workgroup: tokens and threads, LANES a row (rows.wgsl)
+STAGED_WORDS = 2560  # a quantized product's workgroup memory for its rows' weights (matmul_q8.wgsl)
 SPLITS = 16  # workgroups attention splits a row's positions among at most (splits.wgsl)
 
 

@@ -2,8 +2,12 @@
 // (quants/*.wgsl: chunk) against the tokens' int8 chunks (quantize.wgsl). Lane l's sum, from p = 0, over its chunks
 // in order: p = fma(d * dx, exact, p), then p = fma(m * dx, sx, p) where the type has a min, where
 // exact = sa * (q[0:16] . x[0:16]) + sb * (q[16:32] . x[16:32]) is an integer under 2^24 (so is its float). Every
-// float operation is written out: no compiler may contract one shader's and not another's. A lane takes two chunks
-// at a time, their loads in flight together; one pipeline serves every batch.
+// float operation is written out: no compiler may contract one shader's and not another's. One pipeline serves every
+// batch. The workgroup's rows are staged in workgroup memory a piece at a time (PIECE_WORDS of each row, whole
+// groups of LANES chunks, so each lane still takes its chunks in order), the threads copying consecutive words.
+override PIECE_WORDS: u32;
+
+const STAGED_WORDS = 2560u;       // plan.STAGED_WORDS
 struct Chunk {
     q: array<u32, 8>,             // 32 int8 quants, four to a word
     sa: i32,                      // the integer scales of quants 0..15 and 16..31
@@ -19,6 +23,12 @@ struct Chunk {
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
 @group(0) @binding(6) var<uniform> run: Run;
+
+var<workgroup> staged: array<u32, STAGED_WORDS>;  // [THREADS / LANES, PIECE_WORDS]
+
+fn word(i: u32) -> u32 {  // word i of the staged rows
+    return staged[i];
+}
 
 fn exact(ch: Chunk, at: u32) -> i32 {  // the chunk's integer product with int8 chunk `at`
     let lo = xq[2u * at];
@@ -52,27 +62,33 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     if (tile.count == 0u) {
         return;
     }
+    let first_row = tile.row - t / LANES;  // the workgroup's
     let chunks = K / 32u;
+    let piece_chunks = PIECE_WORDS / (ROW_WORDS / chunks);
     var acc: array<f32, TILE>;
-    if (tile.row < ROWS) {
-        let base = tile.row * ROW_WORDS;
-        var c = tile.lane;
-        for (; c + LANES < chunks; c += 2u * LANES) {  // two chunks' loads in flight, then their sums in order
-            let ch = chunk(base, c);
-            let next = chunk(base, c + LANES);
-            add_chunk(&acc, ch, tile.first, tile.count, chunks, c);
-            add_chunk(&acc, next, tile.first, tile.count, chunks, c + LANES);
+    for (var first = 0u; first < chunks; first += piece_chunks) {  // the last piece may be shorter
+        let words = min(PIECE_WORDS, ROW_WORDS - first / piece_chunks * PIECE_WORDS);
+        workgroupBarrier();  // the last piece read
+        for (var i = t; i < (THREADS / LANES) * PIECE_WORDS; i += THREADS) {
+            let row = first_row + i / PIECE_WORDS;
+            if (row < ROWS && i % PIECE_WORDS < words) {
+                staged[i] = w[row * ROW_WORDS + first / piece_chunks * PIECE_WORDS + i % PIECE_WORDS];
+            }
         }
-        if (c < chunks) {
-            add_chunk(&acc, chunk(base, c), tile.first, tile.count, chunks, c);
+        workgroupBarrier();
+        if (tile.row < ROWS) {
+            let base = (t / LANES) * PIECE_WORDS;
+            for (var c = tile.lane; c < min(piece_chunks, chunks - first); c += LANES) {
+                add_chunk(&acc, chunk(base, c), tile.first, tile.count, chunks, first + c);
+            }
         }
     }
     store_rows(tile, t, acc);
 }
 
-// the raw bytes of the weights, little-endian in words
+// the raw bytes of the staged weights, little-endian in words
 fn byte_at(base: u32, offset: u32) -> u32 {
-    return (w[base + (offset >> 2u)] >> ((offset & 3u) * 8u)) & 0xffu;
+    return (word(base + (offset >> 2u)) >> ((offset & 3u) * 8u)) & 0xffu;
 }
 
 fn as_int8(b: u32) -> i32 {  // a byte as int8
@@ -100,7 +116,7 @@ fn unit_chunk(d: f32, m: f32) -> Chunk {
 // weight i (0 for none), less offset
 fn nibbles(ch: ptr<function, Chunk>, qs: u32, high: u32, offset: u32) {
     for (var i = 0u; i < 4u; i++) {
-        let q = w[qs + i];
+        let q = word(qs + i);
         let lo = (q & 0x0f0f0f0fu) | (spread4(high >> (4u * i)) << 4u);
         let hi = ((q >> 4u) & 0x0f0f0f0fu) | (spread4(high >> (16u + 4u * i)) << 4u);
         (*ch).q[i] = minus(lo, offset);
@@ -121,15 +137,15 @@ fn scale_min_k4(b: u32, j: u32) -> vec2<u32> {
 // qs + 8 (j / 2); Q5_K's fifth bits are bit j of each byte of the 8 words at qh
 fn k4_chunk(b: u32, j: u32, qs: u32, qh: u32) -> Chunk {
     let sm = scale_min_k4(b, j);
-    let dm = unpack2x16float(w[b]);
+    let dm = unpack2x16float(word(b));
     var ch = unit_chunk(dm.x, -(dm.y * f32(sm.y)));
     ch.sa = i32(sm.x);
     ch.sb = i32(sm.x);
     let shift = 4u * (j & 1u);
     for (var i = 0u; i < 8u; i++) {
-        var q = (w[b + qs + 8u * (j >> 1u) + i] >> shift) & 0x0f0f0f0fu;
+        var q = (word(b + qs + 8u * (j >> 1u) + i) >> shift) & 0x0f0f0f0fu;
         if (qh != 0u) {
-            q |= ((w[b + qh + i] >> j) & 0x01010101u) << 4u;
+            q |= ((word(b + qh + i) >> j) & 0x01010101u) << 4u;
         }
         ch.q[i] = q;
     }
