@@ -106,9 +106,9 @@ def test_sequences_sharing_a_pass_and_truncation(random_model):
 
 
 @gpu
-def test_gate_and_up_as_one_matrix_give_the_bits_of_two(tmp_path, monkeypatch):
-    """A feed-forward's gate and up matrices, uploaded as one and multiplied in one step, give each row the bits
-    two products give."""
+def test_stacked_matrices_give_the_bits_of_separate_ones(tmp_path, monkeypatch):
+    """A feed-forward's gate and up matrices, and attention's q, k and v, uploaded as one matrix and multiplied in
+    one step, give each row the bits separate products give."""
     from kinetic_vulkan import layers
 
     path = mixed_model(tmp_path / "m.gguf", "llama", Dims(n_embd=256, n_head=4, n_head_kv=2, n_ff=512))

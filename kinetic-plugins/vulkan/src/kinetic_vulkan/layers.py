@@ -13,7 +13,7 @@ import numpy as np
 from kinetic import rotary
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic_vulkan import kernels
-from kinetic_vulkan.plan import MATMUL_THREADS, SPLITS, STAGED_WORDS, TILE, Step, Workspace, bind, grid
+from kinetic_vulkan.plan import MATMUL_THREADS, SPLITS, TILE, Step, Workspace, bind, grid
 from kinetic_vulkan.weights import FLOATS, VkMatrix, stackable, storage, vector
 
 
@@ -37,6 +37,17 @@ class Uploads:
         if weight is not None and weight.key not in self._vectors:
             self._vectors[weight.key] = vector(self.device, weight)
         return self._vectors[weight.key] if weight is not None else None
+
+    def biases(self, biases: list[Optional[Weight]], rows: list[int]):
+        """A stacked matrix's biases one after another (zeros for a weight without), None where none has one."""
+        if all(b is None for b in biases):
+            return None
+        key = "+".join(b.key if b is not None else f"0*{n}" for b, n in zip(biases, rows))
+        if key not in self._vectors:
+            values = [b.to_float32().reshape(-1) if b is not None else np.zeros(n, np.float32)
+                      for b, n in zip(biases, rows)]
+            self._vectors[key] = storage(self.device, np.concatenate(values).astype(np.float32), key)
+        return self._vectors[key]
 
     def table(self, rope: Rope) -> tuple:
         """cos and sin [context, n_dims / 2] float32 (kinetic.rotary.angle_table)."""
@@ -77,34 +88,29 @@ def quantize(up: Uploads, ws: Workspace, x: Any, width: int, matrices: list[VkMa
 
 
 def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_width: int, bias: Any = None,
-             scale: float = 1.0, accumulate: bool = False, logits: bool = False, out_offset: int = 0) -> list[Step]:
+             scale: float = 1.0, accumulate: bool = False, logits: bool = False, out_offset: int = 0,
+             also: tuple[tuple[Any, int], ...] = ()) -> list[Step]:
     """out[:n, out_offset:][:, :m.rows] (+)= (x[:n] . m^T + bias) * scale, a step for each of m's parts: x itself for
-    a float type, else x's int8 chunks (quantize)."""
+    a float type, else x's int8 chunks (quantize). also: (buffer, width) for each further weight of a stacked
+    matrix (Uploads.matrix), whose rows' outputs go there instead."""
     steps = []
     lanes = 1 << min(5, (m.k // 32).bit_length() - 1)  # a power of two, at most a row's chunks
+    starts = np.cumsum(m.pieces)[:-1].tolist() if also else []
+    stacked = {name: value for i, (buffer, width) in enumerate(also)
+               for name, value in ((("SECOND", "THIRD")[i], starts[i]), (("STRIDE_B", "STRIDE_C")[i], width))}
+    outs = [buffer for buffer, _ in also] + [ws.unused] * (2 - len(also))
     for buffer, first, rows in m.parts:
         constants = dict(K=m.k, ROWS=rows, ROW_WORDS=m.row_words, OUT_STRIDE=out_width, OUT_OFFSET=out_offset,
-                         OFFSET=first, SCALE=scale, ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits)
+                         OFFSET=first, SCALE=scale, ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits,
+                         **stacked)
         floats = m.type in FLOATS
-        if not floats:
-            constants["PIECE_WORDS"] = piece_words(m, lanes)
         pipeline = kernels.pipeline(up.device, "matmul" if floats else "matmul_q8", m.type, LANES=lanes, **constants)
         inputs = (x,) if floats else (ws.xq, ws.xd, ws.xs)
-        group = bind(up.device, pipeline, buffer, *inputs, out, bias if bias is not None else ws.none, ws.run)
+        group = bind(up.device, pipeline, buffer, *inputs, out, bias if bias is not None else ws.none, *outs, ws.run)
         groups = -(-rows // (MATMUL_THREADS // lanes))
         steps.append(Step(pipeline, group, lambda n, n_logits, groups=groups: grid(groups, -(-(n_logits if logits
                                                                                                else n) // TILE))))
     return steps
-
-
-def piece_words(m: VkMatrix, lanes: int) -> int:
-    """The words of each row a quantized product stages at a time: whole groups of `lanes` chunks (whole blocks,
-    each lane's chunks still in order), the row in as few pieces as the workgroup's STAGED_WORDS allow, the last
-    maybe shorter."""
-    chunks = m.k // 32
-    group_words, groups = m.row_words * lanes // chunks, -(-chunks // lanes)
-    fit = STAGED_WORDS // (MATMUL_THREADS // lanes) // group_words
-    return group_words * -(-groups // -(-groups // fit))
 
 
 def elementwise(up: Uploads, ws: Workspace, name: str, buffers: tuple, width: int, **constants: float) -> Step:
@@ -143,7 +149,7 @@ class VkAttention:
     def __init__(self, a: Attention, up: Uploads, ws: Workspace, d: int, residual_scale: float):
         self.block, self.up, self.ws, self.d, self.residual_scale = a, up, ws, d, residual_scale
         self.q_width, self.kv_width = a.n_head * a.head_dim, a.n_head_kv * a.head_dim
-        self.q, self.k, self.v, self.o = (up.matrix(w) for w in (a.q, a.k, a.v, a.o))
+        self.o = up.matrix(a.o)
         self.before = self._before()
         # attention quantizes its output itself where its heads are whole chunks
         self.quantize_in_attention = quantized([self.o]) and a.head_dim % 32 == 0
@@ -154,10 +160,19 @@ class VkAttention:
         """The steps up to the ones that read or write the cache: the input, q, k and v, the head norms that come
         before rotary."""
         a, up, ws = self.block, self.up, self.ws
-        h, steps = _input(up, ws, a.norm, self.d, [self.q, self.k, self.v])
-        for m, bias, out, width in ((self.q, a.q_bias, ws.qa, self.q_width), (self.k, a.k_bias, ws.ka, self.kv_width),
-                                    (self.v, a.v_bias, ws.v, self.kv_width)):
-            steps += products(up, ws, h, m, out, width, up.vector(bias))
+        weights = [(a.q, a.q_bias, ws.qa, self.q_width), (a.k, a.k_bias, ws.ka, self.kv_width),
+                   (a.v, a.v_bias, ws.v, self.kv_width)]
+        stacks = [[weights[0]]]  # runs of q, k and v that one matrix can hold
+        for w in weights[1:]:
+            if stackable([s[0] for s in stacks[-1]] + [w[0]]):
+                stacks[-1].append(w)
+            else:
+                stacks.append([w])
+        matrices = [up.matrix(*(s[0] for s in stack)) for stack in stacks]
+        h, steps = _input(up, ws, a.norm, self.d, matrices)
+        for m, stack in zip(matrices, stacks):
+            bias = up.biases([s[1] for s in stack], m.pieces)
+            steps += products(up, ws, h, m, stack[0][2], stack[0][3], bias, also=tuple((s[2], s[3]) for s in stack[1:]))
         return steps + ([] if a.norms_after_rope else self._head_norms())
 
     @property

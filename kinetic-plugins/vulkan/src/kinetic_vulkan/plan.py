@@ -12,7 +12,6 @@ import numpy as np
 Groups = Callable[[int, int], tuple[int, int, int]]  # (n, n_logits) -> workgroups x, y, z
 MOST_GROUPS = 65535  # workgroups along one dimension (WebGPU's default limit)
 TILE, MATMUL_THREADS = 8, 128  # a matrix product's workgroup: tokens and threads, LANES a row (rows.wgsl)
-STAGED_WORDS = 2560  # a quantized product's workgroup memory for its rows' weights (matmul_q8.wgsl)
 SPLITS = 16  # workgroups attention splits a row's positions among at most (splits.wgsl)
 
 
@@ -99,6 +98,7 @@ class Workspace:
         self.readback = device.create_buffer(label="readback", size=4 * rows * (n_vocab + d),
                                              usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
         self.none = floats(1, "none")  # bound where a shader's optional input (a bias) is off
+        self.unused = floats(1, "unused")  # and where its optional outputs are
 
     def set_inputs(self, x: np.ndarray, positions: np.ndarray, logit_rows: np.ndarray) -> None:
         """A pass's inputs: x [n, d] float32 (the embeddings), positions [n], logit_rows [n_logits] (indices)."""

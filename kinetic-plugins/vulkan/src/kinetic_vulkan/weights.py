@@ -18,12 +18,11 @@ PADDED = {"Q8_0": (34, 2), "Q4_0": (18, 2), "Q5_0": (22, 2), "Q6_K": (210, 210)}
 
 
 def storage(device: Any, data: np.ndarray, label: str = ""):
-    """A storage buffer holding data's bytes (at least 4)."""
+    """A storage buffer holding data's bytes, padded to whole 16 bytes (the products read words four at a time)."""
     import wgpu
 
     raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
-    if raw.size < 4:
-        raw = np.pad(raw, (0, 4 - raw.size))
+    raw = np.pad(raw, (0, -raw.size % 16 if raw.size else 16))
     return device.create_buffer_with_data(label=label, data=raw, usage=wgpu.BufferUsage.STORAGE)
 
 
@@ -37,10 +36,12 @@ def vector(device: Any, weight: Optional[Weight]):
 class VkMatrix:
     """A weight matrix [rows, k] on the GPU in parts of whole rows: (buffer, first row, rows) each."""
 
-    def __init__(self, device: Any, words: np.ndarray, type_name: str, k: int, binding_limit: int, label: str = ""):
-        """words: [rows, row words] uint32, as words_of gives them."""
+    def __init__(self, device: Any, words: np.ndarray, type_name: str, k: int, binding_limit: int, label: str = "",
+                 pieces: Optional[list[int]] = None):
+        """words: [rows, row words] uint32, as words_of gives them; pieces: the rows of each weight it stacks."""
         self.rows, self.k, self.type, self.row_words = words.shape[0], k, type_name, words.shape[1]
-        per_part = max(1, binding_limit // (4 * self.row_words))
+        self.pieces = pieces or [self.rows]
+        per_part = max(1, binding_limit // 16 * 16 // (4 * self.row_words))  # padded, still within the limit
         self.parts = [(storage(device, words[first : first + per_part], f"{label}[{first}:]"), first,
                        min(per_part, self.rows - first)) for first in range(0, self.rows, per_part)]
 
@@ -50,7 +51,8 @@ class VkMatrix:
         type_name = gpu_type(weights[0])
         words = np.concatenate([_words(w, type_name) for w in weights]) if len(weights) > 1 else \
             _words(weights[0], type_name)
-        return VkMatrix(device, words, type_name, weights[0].shape[-1], binding_limit, "+".join(w.key for w in weights))
+        return VkMatrix(device, words, type_name, weights[0].shape[-1], binding_limit, "+".join(w.key for w in weights),
+                        [w.shape[0] for w in weights])
 
 
 def gpu_type(weight: Weight) -> str:

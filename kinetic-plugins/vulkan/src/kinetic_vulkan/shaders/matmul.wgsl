@@ -5,7 +5,9 @@
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<uniform> run: Run;
+@group(0) @binding(4) var<storage, read_write> out_b: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out_c: array<f32>;
+@group(0) @binding(6) var<uniform> run: Run;
 
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
@@ -20,13 +22,15 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
         let base = tile.row * ROW_WORDS;
         for (var c = tile.lane; c < K / 32u; c += LANES) {
             dequantize(base, c, &weights);
-            for (var j = 0u; j < tile.count; j++) {
-                let at = (tile.first + j) * K + c * 32u;
-                var s = 0.0;
-                for (var i = 0u; i < 32u; i++) {
-                    s += weights[i] * x[at + i];
+            for (var j = 0u; j < TILE; j++) {  // to TILE, so that acc stays in registers
+                if (j < tile.count) {
+                    let at = (tile.first + j) * K + c * 32u;
+                    var s = 0.0;
+                    for (var i = 0u; i < 32u; i++) {
+                        s += weights[i] * x[at + i];
+                    }
+                    acc[j] += s;
                 }
-                acc[j] += s;
             }
         }
     }

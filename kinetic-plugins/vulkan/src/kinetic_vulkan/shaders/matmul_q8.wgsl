@@ -2,12 +2,8 @@
 // (quants/*.wgsl: chunk) against the tokens' int8 chunks (quantize.wgsl). Lane l's sum, from p = 0, over its chunks
 // in order: p = fma(d * dx, exact, p), then p = fma(m * dx, sx, p) where the type has a min, where
 // exact = sa * (q[0:16] . x[0:16]) + sb * (q[16:32] . x[16:32]) is an integer under 2^24 (so is its float). Every
-// float operation is written out: no compiler may contract one shader's and not another's. One pipeline serves every
-// batch. The workgroup's rows are staged in workgroup memory a piece at a time (PIECE_WORDS of each row, whole
-// groups of LANES chunks, so each lane still takes its chunks in order), the threads copying consecutive words.
-override PIECE_WORDS: u32;
-
-const STAGED_WORDS = 2560u;       // plan.STAGED_WORDS
+// float operation is written out: no compiler may contract one shader's and not another's. A lane takes two chunks
+// at a time, their loads in flight together; one pipeline serves every batch.
 struct Chunk {
     q: array<u32, 8>,             // 32 int8 quants, four to a word
     sa: i32,                      // the integer scales of quants 0..15 and 16..31
@@ -16,19 +12,15 @@ struct Chunk {
     m: f32,                       // the min's float, where HAS_MIN
 }
 
-@group(0) @binding(0) var<storage, read> w: array<u32>;
+@group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;  // the part's words, four at a time (weights.storage)
 @group(0) @binding(1) var<storage, read> xq: array<vec4<u32>>;  // a chunk's 32 int8 in two
 @group(0) @binding(2) var<storage, read> xd: array<f32>;
 @group(0) @binding(3) var<storage, read> xs: array<i32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
-@group(0) @binding(6) var<uniform> run: Run;
-
-var<workgroup> staged: array<u32, STAGED_WORDS>;  // [THREADS / LANES, PIECE_WORDS]
-
-fn word(i: u32) -> u32 {  // word i of the staged rows
-    return staged[i];
-}
+@group(0) @binding(6) var<storage, read_write> out_b: array<f32>;
+@group(0) @binding(7) var<storage, read_write> out_c: array<f32>;
+@group(0) @binding(8) var<uniform> run: Run;
 
 fn exact(ch: Chunk, at: u32) -> i32 {  // the chunk's integer product with int8 chunk `at`
     let lo = xq[2u * at];
@@ -62,31 +54,29 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     if (tile.count == 0u) {
         return;
     }
-    let first_row = tile.row - t / LANES;  // the workgroup's
     let chunks = K / 32u;
-    let piece_chunks = PIECE_WORDS / (ROW_WORDS / chunks);
     var acc: array<f32, TILE>;
-    for (var first = 0u; first < chunks; first += piece_chunks) {  // the last piece may be shorter
-        let words = min(PIECE_WORDS, ROW_WORDS - first / piece_chunks * PIECE_WORDS);
-        workgroupBarrier();  // the last piece read
-        for (var i = t; i < (THREADS / LANES) * PIECE_WORDS; i += THREADS) {
-            let row = first_row + i / PIECE_WORDS;
-            if (row < ROWS && i % PIECE_WORDS < words) {
-                staged[i] = w[row * ROW_WORDS + first / piece_chunks * PIECE_WORDS + i % PIECE_WORDS];
-            }
+    if (tile.row < ROWS) {
+        let base = tile.row * ROW_WORDS;
+        var c = tile.lane;
+        for (; c + LANES < chunks; c += 2u * LANES) {  // two chunks' loads in flight, then their sums in order
+            let ch = chunk(base, c);
+            let next = chunk(base, c + LANES);
+            add_chunk(&acc, ch, tile.first, tile.count, chunks, c);
+            add_chunk(&acc, next, tile.first, tile.count, chunks, c + LANES);
         }
-        workgroupBarrier();
-        if (tile.row < ROWS) {
-            let base = (t / LANES) * PIECE_WORDS;
-            for (var c = tile.lane; c < min(piece_chunks, chunks - first); c += LANES) {
-                add_chunk(&acc, chunk(base, c), tile.first, tile.count, chunks, first + c);
-            }
+        if (c < chunks) {
+            add_chunk(&acc, chunk(base, c), tile.first, tile.count, chunks, c);
         }
     }
     store_rows(tile, t, acc);
 }
 
-// the raw bytes of the staged weights, little-endian in words
+fn word(i: u32) -> u32 {  // word i of the part
+    return w[i >> 2u][i & 3u];
+}
+
+// the raw bytes of the weights, little-endian in words
 fn byte_at(base: u32, offset: u32) -> u32 {
     return (word(base + (offset >> 2u)) >> ((offset & 3u) * 8u)) & 0xffu;
 }
@@ -124,30 +114,38 @@ fn nibbles(ch: ptr<function, Chunk>, qs: u32, high: u32, offset: u32) {
     }
 }
 
-// Q4_K, Q5_K: chunk j's 6-bit scale and min from the 12 bytes at byte 4 of the super-block at word b
-fn scale_min_k4(b: u32, j: u32) -> vec2<u32> {
-    if (j < 4u) {
-        return vec2<u32>(byte_at(b, 4u + j) & 63u, byte_at(b, 8u + j) & 63u);
-    }
-    return vec2<u32>((byte_at(b, 8u + j) & 15u) | ((byte_at(b, j) >> 6u) << 4u),
-                     (byte_at(b, 8u + j) >> 4u) | ((byte_at(b, 4u + j) >> 6u) << 4u));
+// byte k of four words
+fn byte_of(words: vec4<u32>, k: u32) -> u32 {
+    return (words[k >> 2u] >> ((k & 3u) * 8u)) & 0xffu;
 }
 
-// Q4_K (qh 0: none) and Q5_K: chunk j's low nibbles are the low or high halves (j % 2) of the 8 words at
-// qs + 8 (j / 2); Q5_K's fifth bits are bit j of each byte of the 8 words at qh
+// Q4_K, Q5_K: chunk j's 6-bit scale and min from bytes 4..15 of the super-block's first four words
+fn scale_min_k4(head: vec4<u32>, j: u32) -> vec2<u32> {
+    if (j < 4u) {
+        return vec2<u32>(byte_of(head, 4u + j) & 63u, byte_of(head, 8u + j) & 63u);
+    }
+    return vec2<u32>((byte_of(head, 8u + j) & 15u) | ((byte_of(head, j) >> 6u) << 4u),
+                     (byte_of(head, 8u + j) >> 4u) | ((byte_of(head, 4u + j) >> 6u) << 4u));
+}
+
+// Q4_K (qh 0: none) and Q5_K, super-blocks of whole vec4s from word b: chunk j's low nibbles are the low or high
+// halves (j % 2) of the 8 words at qs + 8 (j / 2); Q5_K's fifth bits are bit j of each byte of the 8 words at qh
 fn k4_chunk(b: u32, j: u32, qs: u32, qh: u32) -> Chunk {
-    let sm = scale_min_k4(b, j);
-    let dm = unpack2x16float(word(b));
+    let head = w[b / 4u];
+    let sm = scale_min_k4(head, j);
+    let dm = unpack2x16float(head.x);
     var ch = unit_chunk(dm.x, -(dm.y * f32(sm.y)));
     ch.sa = i32(sm.x);
     ch.sb = i32(sm.x);
     let shift = 4u * (j & 1u);
+    let at = (b + qs + 8u * (j >> 1u)) / 4u;
+    var low = array<vec4<u32>, 2>(w[at], w[at + 1u]);
+    var high = array<vec4<u32>, 2>(vec4<u32>(), vec4<u32>());
+    if (qh != 0u) {
+        high = array<vec4<u32>, 2>(w[(b + qh) / 4u], w[(b + qh) / 4u + 1u]);
+    }
     for (var i = 0u; i < 8u; i++) {
-        var q = (word(b + qs + 8u * (j >> 1u) + i) >> shift) & 0x0f0f0f0fu;
-        if (qh != 0u) {
-            q |= ((word(b + qh + i) >> j) & 0x01010101u) << 4u;
-        }
-        ch.q[i] = q;
+        ch.q[i] = ((low[i / 4u][i % 4u] >> shift) & 0x0f0f0f0fu) | (((high[i / 4u][i % 4u] >> j) & 0x01010101u) << 4u);
     }
     return ch;
 }

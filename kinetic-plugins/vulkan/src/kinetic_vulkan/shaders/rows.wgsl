@@ -2,8 +2,9 @@
 // What both matrix products share (matmul.wgsl, matmul_q8.wgsl): a workgroup takes THREADS / LANES rows of this part
 // of the matrix and up to TILE of the pass's tokens, LANES threads a row, lane l summing chunks l, l + LANES, ...;
 // then the lanes' sums meet in a fixed tree (stride LANES / 2 first) and out[t, OUT_OFFSET + OFFSET + r] gets
-// (sum + bias[OFFSET + r]) * SCALE, fma'd onto what it holds with ACCUMULATE. A row's order depends on K alone, so a
-// token's bits never depend on the other tokens. The including shader binds out and bias.
+// (sum + bias[OFFSET + r]) * SCALE, fma'd onto what it holds with ACCUMULATE; a stacked matrix's (weights.stackable)
+// rows from SECOND, and from THIRD, go to out_b and out_c instead. A row's order depends on K alone, so a token's bits
+// never depend on the other tokens. The including shader binds out, bias, out_b and out_c.
 override K: u32;                  // the row length
 override ROWS: u32;               // rows of this part
 override ROW_WORDS: u32;          // words a row takes
@@ -15,11 +16,15 @@ override ACCUMULATE: bool = false;
 override BIAS: bool = false;
 override LOGITS: bool = false;    // the rows are the pass's n_logits rows, not its n
 override LANES: u32 = 32u;        // threads a row: a power of two up to 32
+override SECOND: u32 = 0xffffffffu;  // the whole matrix's first row of out_b's [n, STRIDE_B] (none by default)
+override THIRD: u32 = 0xffffffffu;   // and of out_c's [n, STRIDE_C]
+override STRIDE_B: u32 = 0u;
+override STRIDE_C: u32 = 0u;
 
 const THREADS = 128u;
 const TILE = 8u;
 
-var<workgroup> partial: array<f32, 1024>;  // [THREADS, TILE]
+var<workgroup> partial: array<f32, 1024>;  // [TILE, THREADS]
 
 struct Tile {
     first: u32,                   // the tile's first token
@@ -35,31 +40,42 @@ fn tile_of(group: vec3<u32>, groups: vec3<u32>, t: u32) -> Tile {
                 + t / LANES, t % LANES);
 }
 
-// the tile's outputs from each thread's acc (its lane's sum for each of the tile's tokens)
+// the tile's outputs from each thread's acc (its lane's sum for each of the tile's tokens); the loops over the
+// tile run to TILE, so that acc stays in registers
 fn store_rows(tile: Tile, t: u32, acc: array<f32, TILE>) {
-    for (var j = 0u; j < tile.count; j++) {
-        partial[t * TILE + j] = acc[j];
+    for (var j = 0u; j < TILE; j++) {
+        if (j < tile.count) {
+            partial[j * THREADS + t] = acc[j];
+        }
     }
     workgroupBarrier();
     for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
         if (tile.lane < stride) {
-            for (var j = 0u; j < tile.count; j++) {
-                partial[t * TILE + j] += partial[(t + stride) * TILE + j];
+            for (var j = 0u; j < TILE; j++) {
+                if (j < tile.count) {
+                    partial[j * THREADS + t] += partial[j * THREADS + t + stride];
+                }
             }
         }
         workgroupBarrier();
     }
     if (tile.row < ROWS) {
+        let r = OFFSET + tile.row;
         for (var j = tile.lane; j < tile.count; j += LANES) {  // a row's lanes write its tokens
-            let at = (tile.first + j) * OUT_STRIDE + OUT_OFFSET + OFFSET + tile.row;
-            var y = partial[(t - tile.lane) * TILE + j];
+            let token = tile.first + j;
+            var y = partial[j * THREADS + t - tile.lane];
             if (BIAS) {
-                y += bias[OFFSET + tile.row];
+                y += bias[r];
             }
-            if (ACCUMULATE) {
+            if (r >= THIRD) {
+                out_c[token * STRIDE_C + r - THIRD] = y * SCALE;
+            } else if (r >= SECOND) {
+                out_b[token * STRIDE_B + r - SECOND] = y * SCALE;
+            } else if (ACCUMULATE) {
+                let at = token * OUT_STRIDE + OUT_OFFSET + r;
                 out[at] = fma(y, SCALE, out[at]);
             } else {
-                out[at] = y * SCALE;
+                out[token * OUT_STRIDE + OUT_OFFSET + r] = y * SCALE;
             }
         }
     }
