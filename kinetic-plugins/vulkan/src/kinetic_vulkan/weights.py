@@ -18,11 +18,12 @@ PADDED = {"Q8_0": (34, 2), "Q4_0": (18, 2), "Q5_0": (22, 2), "Q6_K": (210, 210)}
 
 
 def storage(device: Any, data: np.ndarray, label: str = ""):
-    """A storage buffer holding data's bytes, padded to whole 16 bytes (the products read words four at a time)."""
+    """A storage buffer holding data's bytes (at least 4)."""
     import wgpu
 
     raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
-    raw = np.pad(raw, (0, -raw.size % 16 if raw.size else 16))
+    if raw.size < 4:
+        raw = np.pad(raw, (0, 4 - raw.size))
     return device.create_buffer_with_data(label=label, data=raw, usage=wgpu.BufferUsage.STORAGE)
 
 
@@ -41,7 +42,7 @@ class VkMatrix:
         """words: [rows, row words] uint32, as words_of gives them; pieces: the rows of each weight it stacks."""
         self.rows, self.k, self.type, self.row_words = words.shape[0], k, type_name, words.shape[1]
         self.pieces = pieces or [self.rows]
-        per_part = max(1, binding_limit // 16 * 16 // (4 * self.row_words))  # padded, still within the limit
+        per_part = max(1, binding_limit // (4 * self.row_words))
         self.parts = [(storage(device, words[first : first + per_part], f"{label}[{first}:]"), first,
                        min(per_part, self.rows - first)) for first in range(0, self.rows, per_part)]
 

@@ -35,15 +35,19 @@ fn score(p: u32, kv: u32) -> f32 {  // the query's product with the key at posit
     let at = (p * KV_WIDTH + kv) / 2u;
     var s = 0.0;
     var d = 0u;
-    for (; d + 8u <= HEAD_DIM / 2u; d += 8u) {  // eight words' loads in flight, then their sums in order
-        var k: array<vec2<f32>, 8>;
-        for (var i = 0u; i < 8u; i++) {
-            k[i] = unpack2x16float(keys[at + d + i]);
-        }
-        for (var i = 0u; i < 8u; i++) {
-            s = fma(query[2u * (d + i)], k[i].x, s);
-            s = fma(query[2u * (d + i) + 1u], k[i].y, s);
-        }
+    for (; d + 4u <= HEAD_DIM / 2u; d += 4u) {  // four words' loads in flight
+        let k0 = unpack2x16float(keys[at + d]);
+        let k1 = unpack2x16float(keys[at + d + 1u]);
+        let k2 = unpack2x16float(keys[at + d + 2u]);
+        let k3 = unpack2x16float(keys[at + d + 3u]);
+        s = fma(query[2u * d], k0.x, s);
+        s = fma(query[2u * d + 1u], k0.y, s);
+        s = fma(query[2u * d + 2u], k1.x, s);
+        s = fma(query[2u * d + 3u], k1.y, s);
+        s = fma(query[2u * d + 4u], k2.x, s);
+        s = fma(query[2u * d + 5u], k2.y, s);
+        s = fma(query[2u * d + 6u], k3.x, s);
+        s = fma(query[2u * d + 7u], k3.y, s);
     }
     for (; d < HEAD_DIM / 2u; d++) {
         let key = unpack2x16float(keys[at + d]);
@@ -70,14 +74,23 @@ fn reduce(t: u32, is_max: bool) -> f32 {  // partial's THREADS values folded in 
 fn add_values(acc: f32, start: u32, seen: u32, at: u32) -> f32 {
     var a = acc;
     var j = 0u;
-    for (; j + 16u <= seen; j += 16u) {  // 16 positions' loads in flight, then their sums in order
-        var v: array<f32, 16>;
-        for (var i = 0u; i < 16u; i++) {
-            v[i] = value(start + j + i, at);
-        }
-        for (var i = 0u; i < 16u; i++) {
-            a = fma(weights[j + i], v[i], a);
-        }
+    for (; j + 8u <= seen; j += 8u) {  // 8 positions' loads in flight, then their sums in order
+        let v0 = value(start + j, at);
+        let v1 = value(start + j + 1u, at);
+        let v2 = value(start + j + 2u, at);
+        let v3 = value(start + j + 3u, at);
+        let v4 = value(start + j + 4u, at);
+        let v5 = value(start + j + 5u, at);
+        let v6 = value(start + j + 6u, at);
+        let v7 = value(start + j + 7u, at);
+        a = fma(weights[j], v0, a);
+        a = fma(weights[j + 1u], v1, a);
+        a = fma(weights[j + 2u], v2, a);
+        a = fma(weights[j + 3u], v3, a);
+        a = fma(weights[j + 4u], v4, a);
+        a = fma(weights[j + 5u], v5, a);
+        a = fma(weights[j + 6u], v6, a);
+        a = fma(weights[j + 7u], v7, a);
     }
     for (; j < seen; j++) {
         a = fma(weights[j], value(start + j, at), a);

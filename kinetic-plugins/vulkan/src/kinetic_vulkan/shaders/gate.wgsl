@@ -34,11 +34,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
         for (var i = 0u; i < 8u; i++) {
             let y = gated(gu[at + i], gu[at + WIDTH + i]);
             g[first + i] = y;
-            if (i < 4u) {
-                e.lo[i] = y;
-            } else {
-                e.hi[i - 4u] = y;
-            }
+            set_eight(&e, i, y);
         }
     }
     if (QUANTIZE) {

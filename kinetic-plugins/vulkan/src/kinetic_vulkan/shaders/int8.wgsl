@@ -10,6 +10,14 @@ struct Eight {
     hi: vec4<f32>,
 }
 
+fn set_eight(e: ptr<function, Eight>, i: u32, y: f32) {  // value i of e
+    if (i < 4u) {
+        (*e).lo[i] = y;
+    } else {
+        (*e).hi[i - 4u] = y;
+    }
+}
+
 var<workgroup> quarter_peak: array<f32, QUANTIZING>;
 var<workgroup> quarter_sum: array<i32, QUANTIZING>;
 

@@ -12,7 +12,7 @@ struct Chunk {
     m: f32,                       // the min's float, where HAS_MIN
 }
 
-@group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;  // the part's words, four at a time (weights.storage)
+@group(0) @binding(0) var<storage, read> w: array<u32>;
 @group(0) @binding(1) var<storage, read> xq: array<vec4<u32>>;  // a chunk's 32 int8 in two
 @group(0) @binding(2) var<storage, read> xd: array<f32>;
 @group(0) @binding(3) var<storage, read> xs: array<i32>;
@@ -72,13 +72,9 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     store_rows(tile, t, acc);
 }
 
-fn word(i: u32) -> u32 {  // word i of the part
-    return w[i >> 2u][i & 3u];
-}
-
 // the raw bytes of the weights, little-endian in words
 fn byte_at(base: u32, offset: u32) -> u32 {
-    return (word(base + (offset >> 2u)) >> ((offset & 3u) * 8u)) & 0xffu;
+    return (w[base + (offset >> 2u)] >> ((offset & 3u) * 8u)) & 0xffu;
 }
 
 fn as_int8(b: u32) -> i32 {  // a byte as int8
@@ -106,7 +102,7 @@ fn unit_chunk(d: f32, m: f32) -> Chunk {
 // weight i (0 for none), less offset
 fn nibbles(ch: ptr<function, Chunk>, qs: u32, high: u32, offset: u32) {
     for (var i = 0u; i < 4u; i++) {
-        let q = word(qs + i);
+        let q = w[qs + i];
         let lo = (q & 0x0f0f0f0fu) | (spread4(high >> (4u * i)) << 4u);
         let hi = ((q >> 4u) & 0x0f0f0f0fu) | (spread4(high >> (16u + 4u * i)) << 4u);
         (*ch).q[i] = minus(lo, offset);
@@ -114,38 +110,30 @@ fn nibbles(ch: ptr<function, Chunk>, qs: u32, high: u32, offset: u32) {
     }
 }
 
-// byte k of four words
-fn byte_of(words: vec4<u32>, k: u32) -> u32 {
-    return (words[k >> 2u] >> ((k & 3u) * 8u)) & 0xffu;
-}
-
-// Q4_K, Q5_K: chunk j's 6-bit scale and min from bytes 4..15 of the super-block's first four words
-fn scale_min_k4(head: vec4<u32>, j: u32) -> vec2<u32> {
+// Q4_K, Q5_K: chunk j's 6-bit scale and min from the 12 bytes at byte 4 of the super-block at word b
+fn scale_min_k4(b: u32, j: u32) -> vec2<u32> {
     if (j < 4u) {
-        return vec2<u32>(byte_of(head, 4u + j) & 63u, byte_of(head, 8u + j) & 63u);
+        return vec2<u32>(byte_at(b, 4u + j) & 63u, byte_at(b, 8u + j) & 63u);
     }
-    return vec2<u32>((byte_of(head, 8u + j) & 15u) | ((byte_of(head, j) >> 6u) << 4u),
-                     (byte_of(head, 8u + j) >> 4u) | ((byte_of(head, 4u + j) >> 6u) << 4u));
+    return vec2<u32>((byte_at(b, 8u + j) & 15u) | ((byte_at(b, j) >> 6u) << 4u),
+                     (byte_at(b, 8u + j) >> 4u) | ((byte_at(b, 4u + j) >> 6u) << 4u));
 }
 
-// Q4_K (qh 0: none) and Q5_K, super-blocks of whole vec4s from word b: chunk j's low nibbles are the low or high
-// halves (j % 2) of the 8 words at qs + 8 (j / 2); Q5_K's fifth bits are bit j of each byte of the 8 words at qh
+// Q4_K (qh 0: none) and Q5_K: chunk j's low nibbles are the low or high halves (j % 2) of the 8 words at
+// qs + 8 (j / 2); Q5_K's fifth bits are bit j of each byte of the 8 words at qh
 fn k4_chunk(b: u32, j: u32, qs: u32, qh: u32) -> Chunk {
-    let head = w[b / 4u];
-    let sm = scale_min_k4(head, j);
-    let dm = unpack2x16float(head.x);
+    let sm = scale_min_k4(b, j);
+    let dm = unpack2x16float(w[b]);
     var ch = unit_chunk(dm.x, -(dm.y * f32(sm.y)));
     ch.sa = i32(sm.x);
     ch.sb = i32(sm.x);
     let shift = 4u * (j & 1u);
-    let at = (b + qs + 8u * (j >> 1u)) / 4u;
-    var low = array<vec4<u32>, 2>(w[at], w[at + 1u]);
-    var high = array<vec4<u32>, 2>(vec4<u32>(), vec4<u32>());
-    if (qh != 0u) {
-        high = array<vec4<u32>, 2>(w[(b + qh) / 4u], w[(b + qh) / 4u + 1u]);
-    }
     for (var i = 0u; i < 8u; i++) {
-        ch.q[i] = ((low[i / 4u][i % 4u] >> shift) & 0x0f0f0f0fu) | (((high[i / 4u][i % 4u] >> j) & 0x01010101u) << 4u);
+        var q = (w[b + qs + 8u * (j >> 1u) + i] >> shift) & 0x0f0f0f0fu;
+        if (qh != 0u) {
+            q |= ((w[b + qh + i] >> j) & 0x01010101u) << 4u;
+        }
+        ch.q[i] = q;
     }
     return ch;
 }

@@ -61,11 +61,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
             if (at + i < WIDTH) {
                 dst[piece * WIDTH + at + i] = y;
             }
-            if (i < 4u) {
-                e.lo[i] = y;
-            } else {
-                e.hi[i - 4u] = y;
-            }
+            set_eight(&e, i, y);
         }
         if (QUANTIZE) {
             quantize_eight(e, t, (piece * WIDTH + at) / 32u, at < WIDTH);

@@ -3,7 +3,7 @@
 const HAS_MIN = false;
 fn chunk(base: u32, c: u32) -> Chunk {
     let b = base + c * 6u;
-    var ch = unit_chunk(unpack2x16float(word(b)).x, 0.0);
-    nibbles(&ch, b + 2u, word(b + 1u), 16u);
+    var ch = unit_chunk(unpack2x16float(w[b]).x, 0.0);
+    nibbles(&ch, b + 2u, w[b + 1u], 16u);
     return ch;
 }

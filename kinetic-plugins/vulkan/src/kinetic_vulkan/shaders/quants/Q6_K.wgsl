@@ -7,12 +7,12 @@ fn chunk(base: u32, c: u32) -> Chunk {
     let b = base + (c / 8u) * 53u;
     let part = (c % 8u) / 4u;
     let r = c % 4u;
-    var ch = unit_chunk(unpack2x16float(word(b + 52u)).x, 0.0);
+    var ch = unit_chunk(unpack2x16float(w[b + 52u]).x, 0.0);
     ch.sa = as_int8(byte_at(b, 192u + 8u * part + 2u * r));
     ch.sb = as_int8(byte_at(b, 193u + 8u * part + 2u * r));
     for (var i = 0u; i < 8u; i++) {
-        let low = (word(b + 16u * part + 8u * (r & 1u) + i) >> (4u * (r >> 1u))) & 0x0f0f0f0fu;
-        let high = (word(b + 32u + 8u * part + i) >> (2u * r)) & 0x03030303u;
+        let low = (w[b + 16u * part + 8u * (r & 1u) + i] >> (4u * (r >> 1u))) & 0x0f0f0f0fu;
+        let high = (w[b + 32u + 8u * part + i] >> (2u * r)) & 0x03030303u;
         ch.q[i] = minus(low | (high << 4u), 32u);
     }
     return ch;

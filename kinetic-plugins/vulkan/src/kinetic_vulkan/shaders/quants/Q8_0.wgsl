@@ -2,9 +2,9 @@
 const HAS_MIN = false;
 fn chunk(base: u32, c: u32) -> Chunk {
     let b = base + c * 9u;
-    var ch = unit_chunk(unpack2x16float(word(b)).x, 0.0);
+    var ch = unit_chunk(unpack2x16float(w[b]).x, 0.0);
     for (var i = 0u; i < 8u; i++) {
-        ch.q[i] = word(b + 1u + i);
+        ch.q[i] = w[b + 1u + i];
     }
     return ch;
 }
