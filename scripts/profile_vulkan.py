@@ -71,8 +71,8 @@ def timed_record(totals: collections.Counter, counts: collections.Counter):
     return record, collect
 
 
-def decode_split(runner, seq, tokens: list[int], steps: int) -> None:
-    """Plain decode steps' speed, and where a step's wall time goes on the host."""
+def decode_split(runner, decode, steps: int) -> None:
+    """The speed of plain decode steps (decode() makes them), and where a step's wall time goes on the host."""
     import kinetic_vulkan.runner as vk_runner
 
     spent = collections.Counter()
@@ -93,8 +93,7 @@ def decode_split(runner, seq, tokens: list[int], steps: int) -> None:
     vk_runner.record, runner.ws.read_back = record, read
     try:
         start = time.perf_counter()
-        for p in range(PROMPT, PROMPT + steps):
-            runner.forward([Row(seq, tokens[p], p, logits=True)])
+        decode()
         wall = time.perf_counter() - start
     finally:
         vk_runner.record, runner.ws.read_back = original_record, original_read
@@ -146,7 +145,7 @@ def profile(name: str, layers: int, steps: int, folder: Path) -> None:
             runner.forward([Row(seq, tokens[p], p, logits=True)])
 
     prompt()
-    decode_split(runner, seq, tokens, steps)
+    decode_split(runner, decode, steps)
     report("prompt", *timed(runner, prompt), 1)
     prompt()
     report("decode step", *timed(runner, decode), steps)

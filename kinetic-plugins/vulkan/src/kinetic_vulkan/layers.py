@@ -95,9 +95,10 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
     matrix (Uploads.matrix), whose rows' outputs go there instead."""
     steps = []
     lanes = 1 << min(5, (m.k // 32).bit_length() - 1)  # a power of two, at most a row's chunks
-    starts = np.cumsum(m.pieces)[:-1].tolist() if also else []
-    stacked = {name: value for i, (buffer, width) in enumerate(also)
-               for name, value in ((("SECOND", "THIRD")[i], starts[i]), (("STRIDE_B", "STRIDE_C")[i], width))}
+    stacked = {}  # where the second and third weights' rows start, and their outputs' widths
+    for (_, width), start, start_name, stride_name in zip(also, np.cumsum(m.pieces).tolist(), ("SECOND", "THIRD"),
+                                                           ("STRIDE_B", "STRIDE_C")):
+        stacked.update({start_name: start, stride_name: width})
     outs = [buffer for buffer, _ in also] + [ws.unused] * (2 - len(also))
     for buffer, first, rows in m.parts:
         constants = dict(K=m.k, ROWS=rows, ROW_WORDS=m.row_words, OUT_STRIDE=out_width, OUT_OFFSET=out_offset,
@@ -171,8 +172,9 @@ class VkAttention:
         matrices = [up.matrix(*(s[0] for s in stack)) for stack in stacks]
         h, steps = _input(up, ws, a.norm, self.d, matrices)
         for m, stack in zip(matrices, stacks):
-            bias = up.biases([s[1] for s in stack], m.pieces)
-            steps += products(up, ws, h, m, stack[0][2], stack[0][3], bias, also=tuple((s[2], s[3]) for s in stack[1:]))
+            _, biases, buffers, widths = zip(*stack)
+            steps += products(up, ws, h, m, buffers[0], widths[0], up.biases(list(biases), m.pieces),
+                              also=tuple(zip(buffers[1:], widths[1:])))
         return steps + ([] if a.norms_after_rope else self._head_norms())
 
     @property
@@ -194,7 +196,8 @@ class VkAttention:
         pipeline = kernels.pipeline(up.device, "rope", Q_HEADS=a.n_head, K_HEADS=a.n_head_kv, HEAD_DIM=a.head_dim,
                                     HALF=a.rope.n_dims // 2, NEOX=a.rope.neox, STORE=store)
         group = bind(up.device, pipeline, q, k, cos, sin, ws.positions, ws.v, keys, values, ws.run)
-        return Step(pipeline, group, lambda n, n_logits: (1 + -(-a.n_head * a.rope.n_dims // 512), n, 1))
+        # workgroup 0 of a row for the keys, then one for each 256 query pairs (rope.wgsl)
+        return Step(pipeline, group, lambda n, n_logits: (1 + -(-a.n_head * (a.rope.n_dims // 2) // 256), n, 1))
 
     def _store(self, keys: Any, values: Any) -> Step:
         ws = self.ws

@@ -71,11 +71,13 @@ fn store_rows(tile: Tile, t: u32, acc: array<f32, TILE>) {
                 out_c[token * STRIDE_C + r - THIRD] = y * SCALE;
             } else if (r >= SECOND) {
                 out_b[token * STRIDE_B + r - SECOND] = y * SCALE;
-            } else if (ACCUMULATE) {
-                let at = token * OUT_STRIDE + OUT_OFFSET + r;
-                out[at] = fma(y, SCALE, out[at]);
             } else {
-                out[token * OUT_STRIDE + OUT_OFFSET + r] = y * SCALE;
+                let at = token * OUT_STRIDE + OUT_OFFSET + r;
+                if (ACCUMULATE) {
+                    out[at] = fma(y, SCALE, out[at]);
+                } else {
+                    out[at] = y * SCALE;
+                }
             }
         }
     }
