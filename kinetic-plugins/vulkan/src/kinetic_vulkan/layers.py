@@ -100,11 +100,11 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
                                                            ("STRIDE_B", "STRIDE_C")):
         stacked.update({start_name: start, stride_name: width})
     outs = [buffer for buffer, _ in also] + [ws.unused] * (2 - len(also))
+    floats = m.type in FLOATS
+    row_words = {"ROW_WORDS": m.row_words} if floats else {}  # matmul_q8.wgsl's planes go by chunk instead
     for buffer, first, rows in m.parts:
-        constants = dict(K=m.k, ROWS=rows, ROW_WORDS=m.row_words, OUT_STRIDE=out_width, OUT_OFFSET=out_offset,
-                         OFFSET=first, SCALE=scale, ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits,
-                         **stacked)
-        floats = m.type in FLOATS
+        constants = dict(K=m.k, ROWS=rows, OUT_STRIDE=out_width, OUT_OFFSET=out_offset, OFFSET=first, SCALE=scale,
+                         ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits, **stacked, **row_words)
         pipeline = kernels.pipeline(up.device, "matmul" if floats else "matmul_q8", m.type, LANES=lanes, **constants)
         inputs = (x,) if floats else (ws.xq, ws.xd, ws.xs)
         group = bind(up.device, pipeline, buffer, *inputs, out, bias if bias is not None else ws.none, *outs, ws.run)

@@ -7,7 +7,7 @@ import numpy as np
 from kinetic_vulkan.adapter import gpu
 from kinetic_vulkan.layers import Uploads, products, quantize
 from kinetic_vulkan.plan import Workspace, record
-from kinetic_vulkan.weights import VkMatrix, padded_words
+from kinetic_vulkan.weights import VkMatrix, planes_of
 
 
 def matmul(weight: np.ndarray, type_name: str, k: int, x: np.ndarray, binding_limit: int = 0) -> np.ndarray:
@@ -16,7 +16,7 @@ def matmul(weight: np.ndarray, type_name: str, k: int, x: np.ndarray, binding_li
     for bit what x[t:t + 1] alone gives."""
     device = gpu().device
     limit = binding_limit or gpu().binding_limit
-    m = VkMatrix(device, padded_words(weight, type_name), type_name, k, limit)
+    m = VkMatrix(device, planes_of(weight, type_name), type_name, k, limit)
     ws = Workspace(device, len(x), k, 1, 1, 1, m.rows, 1)
     up = Uploads(device, limit, 1)
     steps = quantize(up, ws, ws.x, k, [m]) + products(up, ws, ws.x, m, ws.logits, m.rows)

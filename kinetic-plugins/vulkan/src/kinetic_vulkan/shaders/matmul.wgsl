@@ -1,6 +1,8 @@
 // x[t] . w[r] for the pass's tokens t and this part's rows r of a float matrix (rows.wgsl; quants/*.wgsl:
 // dequantize; the quantized types run matmul_q8.wgsl). Lane l's sum: each of its chunks' 32 products in order, added
 // to it in order.
+override ROW_WORDS: u32;  // words a row takes
+
 @group(0) @binding(0) var<storage, read> w: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;

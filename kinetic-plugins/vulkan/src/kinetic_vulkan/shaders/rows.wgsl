@@ -7,7 +7,6 @@
 // never depend on the other tokens. The including shader binds out, bias, out_b and out_c.
 override K: u32;                  // the row length
 override ROWS: u32;               // rows of this part
-override ROW_WORDS: u32;          // words a row takes
 override OUT_STRIDE: u32;
 override OUT_OFFSET: u32 = 0u;    // the matrix's first column in out
 override OFFSET: u32 = 0u;        // the part's first row in the whole matrix

@@ -1,9 +1,7 @@
-// block of 32: d, m (f16), 16 bytes of nibbles in words 1 to 4; q * d + m
+// planes (layout.py): 16 bytes of nibbles a chunk, then each chunk's d and m (f16); d * q + m
 const HAS_MIN = true;
-fn chunk(base: u32, c: u32) -> Chunk {
-    let b = base + c * 5u;
-    let dm = unpack2x16float(w[b]);
-    var ch = unit_chunk(dm.x, dm.y);
-    nibbles(&ch, b + 1u, 0u, 0u);
-    return ch;
+override DM_AT = 4u * CHUNKS;
+fn chunk(g: u32) -> Chunk {
+    let dm = unpack2x16float(word(DM_AT + g));
+    return nibbles(w[g], 0u, 0u, dm.x, dm.y);
 }

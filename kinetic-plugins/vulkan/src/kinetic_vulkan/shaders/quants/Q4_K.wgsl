@@ -1,6 +1,6 @@
-// super-block of 256 (144 bytes, 36 words): d, dmin (f16), 12 bytes of eight 6-bit scales and mins, 128 bytes of
-// nibbles from word 4; scale * d * q - min * dmin
+// planes (layout.py): 16 bytes of nibbles a chunk, then each super-block of 8 chunks' 16-byte head (d, dmin, 12
+// bytes of 6-bit scales and mins); scale * d * q - min * dmin
 const HAS_MIN = true;
-fn chunk(base: u32, c: u32) -> Chunk {
-    return k4_chunk(base + (c / 8u) * 36u, c % 8u, 4u, 0u);
+fn chunk(g: u32) -> Chunk {
+    return k4_chunk(w[CHUNKS + g / 8u], g % 8u, w[g], 0u);
 }

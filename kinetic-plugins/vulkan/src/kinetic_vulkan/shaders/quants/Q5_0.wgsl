@@ -1,9 +1,8 @@
-// block of 32: d (f16), 2 bytes of padding (weights.py), the 32 fifth bits (word 1), 16 bytes of low 4 bits
-// (words 2 to 5); minus 16
+// planes (layout.py): 16 bytes of low four bits a chunk, each chunk's fifth bits (a word), each chunk's d (f16);
+// q - 16
 const HAS_MIN = false;
-fn chunk(base: u32, c: u32) -> Chunk {
-    let b = base + c * 6u;
-    var ch = unit_chunk(unpack2x16float(w[b]).x, 0.0);
-    nibbles(&ch, b + 2u, w[b + 1u], 16u);
-    return ch;
+override HIGH_AT = 4u * CHUNKS;
+override D_AT = HIGH_AT + (CHUNKS + 3u) / 4u * 4u;
+fn chunk(g: u32) -> Chunk {
+    return nibbles(w[g], word(HIGH_AT + g), 16u, half_float(D_AT, g), 0.0);
 }

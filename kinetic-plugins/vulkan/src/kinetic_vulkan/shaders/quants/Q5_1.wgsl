@@ -1,9 +1,9 @@
-// block of 32: d, m (f16), the 32 fifth bits (word 1), 16 bytes of low 4 bits (words 2 to 5); q * d + m
+// planes (layout.py): 16 bytes of low four bits a chunk, each chunk's fifth bits (a word), each chunk's d and m
+// (f16); d * q + m
 const HAS_MIN = true;
-fn chunk(base: u32, c: u32) -> Chunk {
-    let b = base + c * 6u;
-    let dm = unpack2x16float(w[b]);
-    var ch = unit_chunk(dm.x, dm.y);
-    nibbles(&ch, b + 2u, w[b + 1u], 0u);
-    return ch;
+override HIGH_AT = 4u * CHUNKS;
+override DM_AT = HIGH_AT + (CHUNKS + 3u) / 4u * 4u;
+fn chunk(g: u32) -> Chunk {
+    let dm = unpack2x16float(word(DM_AT + g));
+    return nibbles(w[g], word(HIGH_AT + g), 0u, dm.x, dm.y);
 }

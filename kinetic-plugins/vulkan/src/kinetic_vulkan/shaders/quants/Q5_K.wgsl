@@ -1,6 +1,7 @@
-// super-block of 256 (176 bytes, 44 words): d, dmin (f16), 12 bytes of 6-bit scales and mins, 32 bytes of fifth
-// bits from word 4 (bit j of each byte for chunk j), 128 bytes of low 4 bits from word 12, as Q4_K's
+// planes (layout.py): 16 bytes of low four bits a chunk, each chunk's fifth bits (a word), then each super-block's
+// 16-byte head as Q4_K's
 const HAS_MIN = true;
-fn chunk(base: u32, c: u32) -> Chunk {
-    return k4_chunk(base + (c / 8u) * 44u, c % 8u, 12u, 4u);
+override HEADS = (4u * CHUNKS + CHUNKS) / 4u;  // the heads' first four-word load (CHUNKS is a multiple of 8)
+fn chunk(g: u32) -> Chunk {
+    return k4_chunk(w[HEADS + g / 8u], g % 8u, w[g], word(4u * CHUNKS + g));
 }

@@ -1,19 +1,19 @@
-// super-block of 256 (210 bytes, padded to 212: weights.py): 128 bytes of low 4 bits, 64 bytes of high 2 bits
-// (from word 32), 16 int8 scales (from byte 192), d (f16, word 52). Chunk j = 4 part + r of a super-block: the low
-// (r < 2) or high nibbles of the 8 words at 16 part + 8 (r & 1), bits 2r of the 8 words at 32 + 8 part, the scales
-// of its halves at 8 part + 2r and + 1; d * scale * (q - 32)
+// planes (layout.py): 16 bytes of the low four bits a chunk; each chunk's high two bits in two words (word a, byte b
+// holds weight 16 a + 4 k + b's at bits 2k); two int8 scales a chunk (its halves'); each super-block's d (f16);
+// d * scale * (q - 32). CHUNKS is a multiple of 8, so every plane starts on a four-word load.
 const HAS_MIN = false;
-fn chunk(base: u32, c: u32) -> Chunk {
-    let b = base + (c / 8u) * 53u;
-    let part = (c % 8u) / 4u;
-    let r = c % 4u;
-    var ch = unit_chunk(unpack2x16float(w[b + 52u]).x, 0.0);
-    ch.sa = as_int8(byte_at(b, 192u + 8u * part + 2u * r));
-    ch.sb = as_int8(byte_at(b, 193u + 8u * part + 2u * r));
-    for (var i = 0u; i < 8u; i++) {
-        let low = (w[b + 16u * part + 8u * (r & 1u) + i] >> (4u * (r >> 1u))) & 0x0f0f0f0fu;
-        let high = (w[b + 32u + 8u * part + i] >> (2u * r)) & 0x03030303u;
-        ch.q[i] = minus(low | (high << 4u), 32u);
-    }
-    return ch;
+override SCALES_AT = 6u * CHUNKS;
+override D_AT = SCALES_AT + CHUNKS / 2u;
+fn chunk(g: u32) -> Chunk {
+    let q = w[g];
+    let pair = w[CHUNKS + g / 2u];
+    let crumbs = select(pair.xy, pair.zw, (g & 1u) == 1u);
+    let shifts = vec4<u32>(0u, 2u, 4u, 6u);
+    let low4 = vec4<u32>(0x0f0f0f0fu);
+    let two = vec4<u32>(0x03030303u);
+    let lo = (q & low4) | (((vec4<u32>(crumbs.x) >> shifts) & two) << vec4<u32>(4u));
+    let hi = ((q >> vec4<u32>(4u)) & low4) | (((vec4<u32>(crumbs.y) >> shifts) & two) << vec4<u32>(4u));
+    let scales = word(SCALES_AT + g / 2u) >> (16u * (g & 1u));
+    return Chunk(minus(lo, 32u), minus(hi, 32u), as_int8(scales & 0xffu), as_int8((scales >> 8u) & 0xffu),
+                 half_float(D_AT, g / 8u), 0.0);
 }

@@ -1,10 +1,6 @@
-// block of 32: d (f16), 2 bytes of padding (weights.py), 32 int8 in words 1 to 8
+// planes (layout.py): 32 int8 a chunk (words 8g..), then each chunk's d (f16)
 const HAS_MIN = false;
-fn chunk(base: u32, c: u32) -> Chunk {
-    let b = base + c * 9u;
-    var ch = unit_chunk(unpack2x16float(w[b]).x, 0.0);
-    for (var i = 0u; i < 8u; i++) {
-        ch.q[i] = w[b + 1u + i];
-    }
-    return ch;
+override D_AT = 8u * CHUNKS;
+fn chunk(g: u32) -> Chunk {
+    return Chunk(w[2u * g], w[2u * g + 1u], 1, 1, half_float(D_AT, g), 0.0);
 }
