@@ -12,6 +12,7 @@ import sys
 import urllib.request
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -165,12 +166,23 @@ def test_rad1_and_warm_start_change_no_token(tmp_path, settings):
         tmp_path, settings, lambda **given: SessionOptions(device="vulkan", ctx_size=512, **given))
 
 
+def test_tall_matrices_take_fewer_lanes_a_row():
+    from kinetic_vulkan.layers import lanes_of
+
+    shapes = {(16384, 2048): 8, (128256, 2048): 8, (8192, 2048): 16, (2048, 2048): 32, (2560, 8192): 32, (96, 96): 2}
+    assert {shape: lanes_of(SimpleNamespace(rows=shape[0], k=shape[1])) for shape in shapes} == shapes
+
+
 @gpu
+@pytest.mark.parametrize("lanes", [32, 8])
 @pytest.mark.parametrize("name", NATIVE + ("Q2_K", "Q3_K"))
-def test_matmul_exact_across_batches_and_close_to_float(name):
+def test_matmul_exact_across_batches_and_close_to_float(name, lanes, monkeypatch):
     """Batches of 64, 20, 5 and 1 give each token the same bits, the matrix whole or in parts of 40 rows (a
-    binding's limit); types without a shader run as float16."""
+    binding's limit), with 32 lanes a row or 8 (a tall matrix's); types without a shader run as float16."""
+    from kinetic_vulkan import layers
     from kinetic_vulkan.testing import matmul
+
+    monkeypatch.setattr(layers, "LANE_THREADS", 96 * lanes)
 
     rng = np.random.default_rng(sum(map(ord, name)))
     kind = plugins().tensor_types[name]

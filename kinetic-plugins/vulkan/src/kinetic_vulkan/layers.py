@@ -13,7 +13,7 @@ import numpy as np
 from kinetic import rotary
 from kinetic.contracts.blocks import Attention, GatedFeedForward, RmsNorm, Rope, Weight
 from kinetic_vulkan import kernels
-from kinetic_vulkan.plan import MATMUL_THREADS, SPLITS, TILE, Step, Workspace, bind, grid
+from kinetic_vulkan.plan import LANE_THREADS, MATMUL_THREADS, SPLITS, TILE, Step, Workspace, bind, grid
 from kinetic_vulkan.weights import FLOATS, VkMatrix, stackable, storage, vector
 
 
@@ -94,7 +94,7 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
     a float type, else x's int8 chunks (quantize). also: (buffer, width) for each further weight of a stacked
     matrix (Uploads.matrix), whose rows' outputs go there instead."""
     steps = []
-    lanes = 1 << min(5, (m.k // 32).bit_length() - 1)  # a power of two, at most a row's chunks
+    lanes = lanes_of(m)
     stacked = {}  # where the second and third weights' rows start, and their outputs' widths
     for (_, width), start, start_name, stride_name in zip(also, np.cumsum(m.pieces).tolist(), ("SECOND", "THIRD"),
                                                            ("STRIDE_B", "STRIDE_C")):
@@ -112,6 +112,18 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
         steps.append(Step(pipeline, group, lambda n, n_logits, groups=groups: grid(groups, -(-(n_logits if logits
                                                                                                else n) // TILE))))
     return steps
+
+
+def lanes_of(m: VkMatrix) -> int:
+    """The threads that share a row of m's products (rows.wgsl's LANES): a power of two, at most a row's chunks and
+    32, and fewer (down to 8) where m has the rows to keep LANE_THREADS threads busy with fewer: each lane then
+    takes more chunks, and a row's lanes meet in a shorter tree."""
+    by_rows = max(8, _power_of_two_below(max(1, LANE_THREADS // m.rows)))
+    return min(32, _power_of_two_below(m.k // 32), by_rows)
+
+
+def _power_of_two_below(x: int) -> int:  # the largest power of two at most x (x >= 1)
+    return 1 << (x.bit_length() - 1)
 
 
 def elementwise(up: Uploads, ws: Workspace, name: str, buffers: tuple, width: int, **constants: float) -> Step:

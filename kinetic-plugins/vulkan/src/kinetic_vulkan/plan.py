@@ -12,6 +12,7 @@ import numpy as np
 Groups = Callable[[int, int], tuple[int, int, int]]  # (n, n_logits) -> workgroups x, y, z
 MOST_GROUPS = 65535  # workgroups along one dimension (WebGPU's default limit)
 TILE, MATMUL_THREADS = 8, 128  # a matrix product's workgroup: tokens and threads, LANES a row (rows.wgsl)
+LANE_THREADS = 131072  # the threads a matrix product's rows should take in all (layers.lanes_of)
 SPLITS = 16  # workgroups attention splits a row's positions among at most (splits.wgsl)
 
 

@@ -35,16 +35,14 @@ fn exact(ch: Chunk, at: u32) -> i32 {  // the chunk's integer product with int8 
 
 // acc[j] of the tile's token j gains chunk c's value against that token's int8 chunk
 fn add_chunk(acc: ptr<function, array<f32, TILE>>, ch: Chunk, first: u32, count: u32, chunks: u32, c: u32) {
-    for (var j = 0u; j < TILE; j++) {
-        if (j < count) {
-            let at = (first + j) * chunks + c;
-            let dx = xd[at];
-            var p = fma(ch.d * dx, f32(exact(ch, at)), (*acc)[j]);
-            if (HAS_MIN) {
-                p = fma(ch.m * dx, f32(xs[at]), p);
-            }
-            (*acc)[j] = p;
+    for (var j = 0u; j < count; j++) {
+        let at = (first + j) * chunks + c;
+        let dx = xd[at];
+        var p = fma(ch.d * dx, f32(exact(ch, at)), (*acc)[j]);
+        if (HAS_MIN) {
+            p = fma(ch.m * dx, f32(xs[at]), p);
         }
+        (*acc)[j] = p;
     }
 }
 

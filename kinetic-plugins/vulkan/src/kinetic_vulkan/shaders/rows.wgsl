@@ -23,7 +23,7 @@ override STRIDE_C: u32 = 0u;
 const THREADS = 128u;
 const TILE = 8u;
 
-var<workgroup> partial: array<f32, 1024>;  // [TILE, THREADS]
+var<workgroup> partial: array<f32, 1024>;  // [THREADS, TILE]
 
 struct Tile {
     first: u32,                   // the tile's first token
@@ -39,21 +39,17 @@ fn tile_of(group: vec3<u32>, groups: vec3<u32>, t: u32) -> Tile {
                 + t / LANES, t % LANES);
 }
 
-// the tile's outputs from each thread's acc (its lane's sum for each of the tile's tokens); the loops over the
-// tile run to TILE, so that acc stays in registers
+// the tile's outputs from each thread's acc (its lane's sum for each of the tile's tokens). The loops stop at the
+// tile's count: on NVIDIA's driver, loops to TILE with the count as a condition made decode's products 1.4x slower
 fn store_rows(tile: Tile, t: u32, acc: array<f32, TILE>) {
-    for (var j = 0u; j < TILE; j++) {
-        if (j < tile.count) {
-            partial[j * THREADS + t] = acc[j];
-        }
+    for (var j = 0u; j < tile.count; j++) {
+        partial[t * TILE + j] = acc[j];
     }
     workgroupBarrier();
     for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
         if (tile.lane < stride) {
-            for (var j = 0u; j < TILE; j++) {
-                if (j < tile.count) {
-                    partial[j * THREADS + t] += partial[j * THREADS + t + stride];
-                }
+            for (var j = 0u; j < tile.count; j++) {
+                partial[t * TILE + j] += partial[(t + stride) * TILE + j];
             }
         }
         workgroupBarrier();
@@ -62,7 +58,7 @@ fn store_rows(tile: Tile, t: u32, acc: array<f32, TILE>) {
         let r = OFFSET + tile.row;
         for (var j = tile.lane; j < tile.count; j += LANES) {  // a row's lanes write its tokens
             let token = tile.first + j;
-            var y = partial[j * THREADS + t - tile.lane];
+            var y = partial[(t - tile.lane) * TILE + j];
             if (BIAS) {
                 y += bias[r];
             }
