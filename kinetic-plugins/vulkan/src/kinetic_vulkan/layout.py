@@ -10,37 +10,23 @@ from __future__ import annotations
 
 import numpy as np
 
-# type: (block bytes, weights a block)
-BLOCKS = {"Q8_0": (34, 32), "Q4_0": (18, 32), "Q4_1": (20, 32), "Q5_0": (22, 32), "Q5_1": (24, 32),
-          "Q4_K": (144, 256), "Q5_K": (176, 256), "Q6_K": (210, 256)}
+BLOCK_BYTES = {"Q8_0": 34, "Q4_0": 18, "Q4_1": 20, "Q5_0": 22, "Q5_1": 24, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210}
+# the 32-weight blocks' fields before their quants, by the byte each ends at: d (or d and m), then Q5's fifth bits
+# (bit i: weight i); their planes come after the quants' in the opposite order
+FIELDS = {"Q8_0": (2,), "Q4_0": (2,), "Q4_1": (4,), "Q5_0": (2, 6), "Q5_1": (4, 8)}
 
 
 def planes(raw: np.ndarray, type_name: str) -> list[np.ndarray]:
     """[rows, plane bytes a row] uint8 for each plane, in the order the type's shader reads them: raw GGUF bytes
     [rows, row bytes] of a quantized NATIVE type."""
-    size, _ = BLOCKS[type_name]
-    blocks = raw.reshape(raw.shape[0], -1, size)  # [rows, blocks, block bytes]
-    return [np.ascontiguousarray(p.reshape(raw.shape[0], -1)) for p in _LAYOUTS[type_name](blocks)]
-
-
-def _q8_0(b: np.ndarray) -> list[np.ndarray]:
-    return [b[..., 2:], b[..., :2]]  # quants; d
-
-
-def _q4_0(b: np.ndarray) -> list[np.ndarray]:
-    return [b[..., 2:], b[..., :2]]  # nibbles; d
-
-
-def _q4_1(b: np.ndarray) -> list[np.ndarray]:
-    return [b[..., 4:], b[..., :4]]  # nibbles; d and m
-
-
-def _q5_0(b: np.ndarray) -> list[np.ndarray]:
-    return [b[..., 6:], b[..., 2:6], b[..., :2]]  # nibbles; the fifth bits (bit i: weight i); d
-
-
-def _q5_1(b: np.ndarray) -> list[np.ndarray]:
-    return [b[..., 8:], b[..., 4:8], b[..., :4]]  # nibbles; fifth bits; d and m
+    blocks = raw.reshape(raw.shape[0], -1, BLOCK_BYTES[type_name])  # [rows, blocks, block bytes]
+    if type_name in FIELDS:
+        ends = FIELDS[type_name]
+        fields = [blocks[..., start:end] for start, end in zip((0, *ends), ends)]
+        each = [blocks[..., ends[-1]:], *reversed(fields)]
+    else:
+        each = _SUPER_BLOCKS[type_name](blocks)
+    return [np.ascontiguousarray(p.reshape(raw.shape[0], -1)) for p in each]
 
 
 def _q4_k(b: np.ndarray) -> list[np.ndarray]:
@@ -86,5 +72,4 @@ def _crumbs(values: np.ndarray) -> np.ndarray:
         *values.shape[:-1], 8)
 
 
-_LAYOUTS = {"Q8_0": _q8_0, "Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q4_K": _q4_k,
-            "Q5_K": _q5_k, "Q6_K": _q6_k}
+_SUPER_BLOCKS = {"Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k}
