@@ -4,6 +4,7 @@ loads this module as a pytest plugin, so its fixtures serve every test module (o
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -14,12 +15,25 @@ import pytest
 
 
 @contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored meanwhile: a process started then inherits that, as a job a script starts in the
+    background (`kinetic serve ... &`) does."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
 def serving(gguf: Path, states: Path, alias: str = "coder") -> Iterator[tuple[subprocess.Popen, str]]:
     """(process, base URL) of `kinetic serve` on a free port; its Warm Start folder is states, so its first
-    request starts cold. The caller stops it (Ctrl+C) or it is killed at the end."""
-    proc = subprocess.Popen([sys.executable, "-m", "kinetic", "serve", str(gguf), "--port", "0", "-c", "1024",
-                             "--device", "cpu", "-a", alias, "--metrics", "--cache-dir", str(states)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    request starts cold. It starts with SIGINT ignored, as in the background of a script (CI's), where Ctrl+C
+    must stop it all the same. The caller stops it (Ctrl+C) or it is killed at the end."""
+    with sigint_ignored():
+        proc = subprocess.Popen([sys.executable, "-m", "kinetic", "serve", str(gguf), "--port", "0", "-c", "1024",
+                                 "--device", "cpu", "-a", alias, "--metrics", "--cache-dir", str(states)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     match = re.fullmatch(rf"Serving {alias} on the CPU at (http://127\.0\.0\.1:\d+/v1)", line)
     if not match:

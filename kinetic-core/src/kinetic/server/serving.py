@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import signal
 import sys
 from pathlib import Path
 from typing import Callable, Optional
@@ -77,9 +78,16 @@ def listening(app: falcon.App, host: str, port: int):
         raise KineticError(f"cannot listen on {host} port {port}: {error.strerror or error}") from None
 
 
+def stop_on_ctrl_c() -> None:
+    """Ctrl+C (SIGINT) stops the server, as it stops llama-server, also when it started with SIGINT ignored, as
+    a job a script starts in the background (`kinetic serve ... &`) does: Python then leaves SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def serve(app: falcon.App, served: ServedModel, host: str, port: int,
           announce: Callable[[str], None] = lambda line: print(line, flush=True)) -> None:
     """Listen, print the start-up line, and serve until Ctrl+C (waitress stops its threads then)."""
+    stop_on_ctrl_c()
     if not is_loopback(host):
         print(f"kinetic: warning: listening on {host} lets anyone who can reach it use the model; "
               "pair it with --api-key", file=sys.stderr, flush=True)
