@@ -98,14 +98,18 @@ fn spread4(x: vec4<u32>) -> vec4<u32> {  // bits 0..3 of each word to bit 0 of i
            | ((x & vec4<u32>(8u)) << vec4<u32>(21u));
 }
 
-// a chunk of 16 bytes of nibbles q (layout.py: weight i low, weight 16 + i high), bit i of high the fifth bit of
-// weight i (0 for none), less offset; d * q + m
-fn nibbles(q: vec4<u32>, high: u32, offset: u32, d: f32, m: f32) -> Chunk {
+// a chunk of 16 bytes of nibbles q (layout.py: weight i low, weight 16 + i high) under the bits above them, four
+// bytes to a word in place from bit 4 (above_lo for weights 0..15, above_hi for 16..31), less offset; d * q + m
+fn quants(q: vec4<u32>, above_lo: vec4<u32>, above_hi: vec4<u32>, offset: u32, d: f32, m: f32) -> Chunk {
     let low4 = vec4<u32>(0x0f0f0f0fu);
+    return Chunk(minus((q & low4) | above_lo, offset), minus(((q >> vec4<u32>(4u)) & low4) | above_hi, offset), 1, 1,
+                 d, m);
+}
+
+// quants() with bit i of high the fifth bit of weight i (0 for none)
+fn nibbles(q: vec4<u32>, high: u32, offset: u32, d: f32, m: f32) -> Chunk {
     let fifth = vec4<u32>(high) >> vec4<u32>(0u, 4u, 8u, 12u);
-    let lo = (q & low4) | (spread4(fifth) << vec4<u32>(4u));
-    let hi = ((q >> vec4<u32>(4u)) & low4) | (spread4(fifth >> vec4<u32>(16u)) << vec4<u32>(4u));
-    return Chunk(minus(lo, offset), minus(hi, offset), 1, 1, d, m);
+    return quants(q, spread4(fifth) << vec4<u32>(4u), spread4(fifth >> vec4<u32>(16u)) << vec4<u32>(4u), offset, d, m);
 }
 
 // Q4_K, Q5_K: chunk j of the super-block whose 16-byte head (d, dmin, 12 bytes of 6-bit scales and mins) is head

@@ -9,11 +9,11 @@ fn chunk(g: u32) -> Chunk {
     let pair = w[CHUNKS + g / 2u];
     let crumbs = select(pair.xy, pair.zw, (g & 1u) == 1u);
     let shifts = vec4<u32>(0u, 2u, 4u, 6u);
-    let low4 = vec4<u32>(0x0f0f0f0fu);
     let two = vec4<u32>(0x03030303u);
-    let lo = (q & low4) | (((vec4<u32>(crumbs.x) >> shifts) & two) << vec4<u32>(4u));
-    let hi = ((q >> vec4<u32>(4u)) & low4) | (((vec4<u32>(crumbs.y) >> shifts) & two) << vec4<u32>(4u));
+    var ch = quants(q, ((vec4<u32>(crumbs.x) >> shifts) & two) << vec4<u32>(4u),
+                    ((vec4<u32>(crumbs.y) >> shifts) & two) << vec4<u32>(4u), 32u, half_float(D_AT, g / 8u), 0.0);
     let scales = word(SCALES_AT + g / 2u) >> (16u * (g & 1u));
-    return Chunk(minus(lo, 32u), minus(hi, 32u), as_int8(scales & 0xffu), as_int8((scales >> 8u) & 0xffu),
-                 half_float(D_AT, g / 8u), 0.0);
+    ch.sa = as_int8(scales & 0xffu);
+    ch.sb = as_int8((scales >> 8u) & 0xffu);
+    return ch;
 }
