@@ -5,6 +5,7 @@ steps read and write."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -113,15 +114,44 @@ class Workspace:
     def read_back(self, *shapes: tuple[int, int]) -> list[np.ndarray]:
         """The float32 arrays of these (rows, width) shapes that the pass copied into readback one after another
         (record's outputs), once the queue's work is done."""
-        import wgpu
-
         total = 4 * sum(rows * width for rows, width in shapes)
-        if not total:
-            return [np.empty(shape, np.float32) for shape in shapes]
-        self.readback.map_sync(wgpu.MapMode.READ, 0, total)
-        try:
-            data = np.frombuffer(self.readback.read_mapped(0, total, copy=True), np.float32)
-        finally:
-            self.readback.unmap()
+        data = map_and_copy(self.device, self.readback, total).view(np.float32)
         ends = np.cumsum([rows * width for rows, width in shapes])
         return [part.reshape(shape) for part, shape in zip(np.split(data, ends[:-1]), shapes)]
+
+
+def map_and_copy(device: Any, buffer: Any, size: int) -> np.ndarray:
+    """A copy of buffer's first size bytes (a MAP_READ buffer), once the queue's work is done.
+
+    It waits on this thread, straight through wgpu-native: wgpu-py's map_sync submits an empty command buffer first
+    and hands the wait to its poll thread and back, a cost every decode step pays after the GPU is done. Only this
+    function maps the buffer, so wgpu-py's own record of its map state stays "unmapped" throughout."""
+    from wgpu.backends.wgpu_native._ffi import ffi, lib
+
+    if not size:
+        return np.empty(0, np.uint8)
+    statuses: list[int] = []  # the callback's report
+    handle = ffi.new_handle(statuses)
+    info = ffi.new("WGPUBufferMapCallbackInfo *", {"mode": lib.WGPUCallbackMode_AllowProcessEvents,
+                                                    "callback": _map_callback(), "userdata1": handle})
+    lib.wgpuBufferMapAsync(buffer._internal, lib.WGPUMapMode_Read, 0, size, info[0])
+    while not statuses:
+        lib.wgpuDevicePoll(device._internal, True, ffi.NULL)  # waits for the queue, then runs the callback
+    if statuses[0] != lib.WGPUMapAsyncStatus_Success:
+        raise RuntimeError(f"could not map the Vulkan read-back buffer (status {statuses[0]})")
+    try:
+        pointer = lib.wgpuBufferGetConstMappedRange(buffer._internal, 0, size)
+        return np.frombuffer(ffi.buffer(pointer, size), np.uint8).copy()
+    finally:
+        lib.wgpuBufferUnmap(buffer._internal)
+
+
+@lru_cache(maxsize=None)
+def _map_callback():
+    from wgpu.backends.wgpu_native._ffi import ffi
+
+    @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+    def mapped(status, _message, statuses, _unused):
+        ffi.from_handle(statuses).append(status)
+
+    return mapped
