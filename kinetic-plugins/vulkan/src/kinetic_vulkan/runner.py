@@ -105,7 +105,8 @@ class VulkanRunner:
         import wgpu
 
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
-        return [tuple(self.gpu.device.create_buffer(size=2 * width * self.context_length, usage=usage)
+        # whole 16-byte words: attention reads the keys four words at a time
+        return [tuple(self.gpu.device.create_buffer(size=-(-2 * width * self.context_length // 16) * 16, usage=usage)
                       for _ in range(2)) for width in self._widths]
 
     def load(self, blob: bytes, into: Optional[VulkanSequence] = None) -> VulkanSequence:

@@ -13,7 +13,7 @@ const THREADS = SPAN_TILE;
 const MOST_DIMS = 4u;             // head dims a thread keeps: heads of up to 256 (support.MAX_HEAD_DIM)
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> keys: array<u32>;
+@group(0) @binding(1) var<storage, read> keys: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> values: array<u32>;
 @group(0) @binding(3) var<storage, read> positions: array<u32>;
 @group(0) @binding(4) var<storage, read_write> part: array<f32>;   // [rows, N_HEAD, SPLITS, HEAD_DIM]
@@ -32,27 +32,30 @@ fn value(p: u32, at: u32) -> f32 {  // the cached value at position p, offset at
 }
 
 fn score(p: u32, kv: u32) -> f32 {  // the query's product with the key at position p, times SCALE
-    let at = (p * KV_WIDTH + kv) / 2u;
+    let at = (p * KV_WIDTH + kv) / 2u;  // its first word
     var s = 0.0;
-    var d = 0u;
-    for (; d + 4u <= HEAD_DIM / 2u; d += 4u) {  // four words' loads in flight
-        let k0 = unpack2x16float(keys[at + d]);
-        let k1 = unpack2x16float(keys[at + d + 1u]);
-        let k2 = unpack2x16float(keys[at + d + 2u]);
-        let k3 = unpack2x16float(keys[at + d + 3u]);
-        s = fma(query[2u * d], k0.x, s);
-        s = fma(query[2u * d + 1u], k0.y, s);
-        s = fma(query[2u * d + 2u], k1.x, s);
-        s = fma(query[2u * d + 3u], k1.y, s);
-        s = fma(query[2u * d + 4u], k2.x, s);
-        s = fma(query[2u * d + 5u], k2.y, s);
-        s = fma(query[2u * d + 6u], k3.x, s);
-        s = fma(query[2u * d + 7u], k3.y, s);
-    }
-    for (; d < HEAD_DIM / 2u; d++) {
-        let key = unpack2x16float(keys[at + d]);
-        s = fma(query[2u * d], key.x, s);
-        s = fma(query[2u * d + 1u], key.y, s);
+    if (KV_WIDTH % 8u == 0u && HEAD_DIM % 8u == 0u) {  // whole four-word loads, all in flight
+        for (var d = 0u; d < HEAD_DIM / 8u; d++) {
+            let k = keys[at / 4u + d];
+            let k0 = unpack2x16float(k.x);
+            let k1 = unpack2x16float(k.y);
+            let k2 = unpack2x16float(k.z);
+            let k3 = unpack2x16float(k.w);
+            s = fma(query[8u * d], k0.x, s);
+            s = fma(query[8u * d + 1u], k0.y, s);
+            s = fma(query[8u * d + 2u], k1.x, s);
+            s = fma(query[8u * d + 3u], k1.y, s);
+            s = fma(query[8u * d + 4u], k2.x, s);
+            s = fma(query[8u * d + 5u], k2.y, s);
+            s = fma(query[8u * d + 6u], k3.x, s);
+            s = fma(query[8u * d + 7u], k3.y, s);
+        }
+    } else {
+        for (var d = 0u; d < HEAD_DIM / 2u; d++) {
+            let key = unpack2x16float(keys[(at + d) / 4u][(at + d) % 4u]);
+            s = fma(query[2u * d], key.x, s);
+            s = fma(query[2u * d + 1u], key.y, s);
+        }
     }
     return s * SCALE;
 }
@@ -70,27 +73,37 @@ fn reduce(t: u32, is_max: bool) -> f32 {  // partial's THREADS values folded in 
     return folded;
 }
 
+fn add_eight(acc: f32, start: u32, j: u32, at: u32) -> f32 {  // 8 positions' loads in flight, then their sums in order
+    let v0 = value(start + j, at);
+    let v1 = value(start + j + 1u, at);
+    let v2 = value(start + j + 2u, at);
+    let v3 = value(start + j + 3u, at);
+    let v4 = value(start + j + 4u, at);
+    let v5 = value(start + j + 5u, at);
+    let v6 = value(start + j + 6u, at);
+    let v7 = value(start + j + 7u, at);
+    var a = fma(weights[j], v0, acc);
+    a = fma(weights[j + 1u], v1, a);
+    a = fma(weights[j + 2u], v2, a);
+    a = fma(weights[j + 3u], v3, a);
+    a = fma(weights[j + 4u], v4, a);
+    a = fma(weights[j + 5u], v5, a);
+    a = fma(weights[j + 6u], v6, a);
+    return fma(weights[j + 7u], v7, a);
+}
+
 // acc of head dim d gains the tile's seen positions from start, weighted
 fn add_values(acc: f32, start: u32, seen: u32, at: u32) -> f32 {
     var a = acc;
+    if (seen == THREADS) {  // a whole tile: a constant count, so the compiler may unroll it
+        for (var j = 0u; j < THREADS; j += 8u) {
+            a = add_eight(a, start, j, at);
+        }
+        return a;
+    }
     var j = 0u;
-    for (; j + 8u <= seen; j += 8u) {  // 8 positions' loads in flight, then their sums in order
-        let v0 = value(start + j, at);
-        let v1 = value(start + j + 1u, at);
-        let v2 = value(start + j + 2u, at);
-        let v3 = value(start + j + 3u, at);
-        let v4 = value(start + j + 4u, at);
-        let v5 = value(start + j + 5u, at);
-        let v6 = value(start + j + 6u, at);
-        let v7 = value(start + j + 7u, at);
-        a = fma(weights[j], v0, a);
-        a = fma(weights[j + 1u], v1, a);
-        a = fma(weights[j + 2u], v2, a);
-        a = fma(weights[j + 3u], v3, a);
-        a = fma(weights[j + 4u], v4, a);
-        a = fma(weights[j + 5u], v5, a);
-        a = fma(weights[j + 6u], v6, a);
-        a = fma(weights[j + 7u], v7, a);
+    for (; j + 8u <= seen; j += 8u) {
+        a = add_eight(a, start, j, at);
     }
     for (; j < seen; j++) {
         a = fma(weights[j], value(start + j, at), a);

@@ -33,16 +33,20 @@ fn exact(ch: Chunk, at: u32) -> i32 {  // the chunk's integer product with int8 
     return ch.sa * dot16(ch.lo, xq[2u * at]) + ch.sb * dot16(ch.hi, xq[2u * at + 1u]);
 }
 
+// p gains chunk ch's value against int8 chunk `at`
+fn add_chunk(p: f32, ch: Chunk, at: u32) -> f32 {
+    let dx = xd[at];
+    var q = fma(ch.d * dx, f32(exact(ch, at)), p);
+    if (HAS_MIN) {
+        q = fma(ch.m * dx, f32(xs[at]), q);
+    }
+    return q;
+}
+
 // acc[j] of the tile's token j gains chunk c's value against that token's int8 chunk
-fn add_chunk(acc: ptr<function, array<f32, TILE>>, ch: Chunk, first: u32, count: u32, chunks: u32, c: u32) {
+fn add_tile_chunk(acc: ptr<function, array<f32, TILE>>, ch: Chunk, first: u32, count: u32, chunks: u32, c: u32) {
     for (var j = 0u; j < count; j++) {
-        let at = (first + j) * chunks + c;
-        let dx = xd[at];
-        var p = fma(ch.d * dx, f32(exact(ch, at)), (*acc)[j]);
-        if (HAS_MIN) {
-            p = fma(ch.m * dx, f32(xs[at]), p);
-        }
-        (*acc)[j] = p;
+        (*acc)[j] = add_chunk((*acc)[j], ch, (first + j) * chunks + c);
     }
 }
 
@@ -55,20 +59,39 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
     }
     let chunks = K / 32u;
     var acc: array<f32, TILE>;
-    if (tile.row < ROWS) {
+    if (tile.row < ROWS && tile.count == 1u) {  // a decode step's: on NVIDIA's driver faster than through acc
+        acc[0] = lane_sum(tile.row * chunks, tile.lane, tile.first * chunks, chunks);
+    } else if (tile.row < ROWS) {
         let base = tile.row * chunks;
         var c = tile.lane;
         for (; c + LANES < chunks; c += 2u * LANES) {  // two chunks' loads in flight, then their sums in order
             let ch = chunk(base + c);
             let next = chunk(base + c + LANES);
-            add_chunk(&acc, ch, tile.first, tile.count, chunks, c);
-            add_chunk(&acc, next, tile.first, tile.count, chunks, c + LANES);
+            add_tile_chunk(&acc, ch, tile.first, tile.count, chunks, c);
+            add_tile_chunk(&acc, next, tile.first, tile.count, chunks, c + LANES);
         }
         if (c < chunks) {
-            add_chunk(&acc, chunk(base + c), tile.first, tile.count, chunks, c);
+            add_tile_chunk(&acc, chunk(base + c), tile.first, tile.count, chunks, c);
         }
     }
     store_rows(tile, t, acc);
+}
+
+// main's loop for a tile of one token, its sum in a register: the lane's chunks of the row at chunk `base` against
+// the token's int8 chunks from `x_at`
+fn lane_sum(base: u32, lane: u32, x_at: u32, chunks: u32) -> f32 {
+    var p = 0.0;
+    var c = lane;
+    for (; c + LANES < chunks; c += 2u * LANES) {
+        let ch = chunk(base + c);
+        let next = chunk(base + c + LANES);
+        p = add_chunk(p, ch, x_at + c);
+        p = add_chunk(p, next, x_at + c + LANES);
+    }
+    if (c < chunks) {
+        p = add_chunk(p, chunk(base + c), x_at + c);
+    }
+    return p;
 }
 
 fn word(i: u32) -> u32 {  // word i of the planes
