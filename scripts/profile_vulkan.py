@@ -8,6 +8,12 @@ It first times plain decode steps (as bench_gpu.py does) and splits one step's w
 (the inputs, recording, submitting) and what it waits for. Timestamps need the adapter's timestamp-query feature;
 a pass of its own per dispatch adds the driver's cost of a pass, so compare shaders with each other and speeds with
 bench_gpu.py.
+
+    python scripts/profile_vulkan.py --model 1b --gpu-step [VARIANT ...]
+
+times the GPU alone instead: one decode step's command buffer submitted back to back, each VARIANT of its steps
+beside the whole step: -LABEL leaves out the steps whose shader label starts with LABEL, 2LABEL runs each twice
+(their outputs are then wrong, their cost is what the difference shows).
 """
 
 from __future__ import annotations
@@ -126,7 +132,37 @@ def timed(runner, run) -> tuple[collections.Counter, collections.Counter]:
     return totals, counts
 
 
-def profile(name: str, layers: int, steps: int, folder: Path) -> None:
+def variant(steps: list, spec: str) -> list:
+    """steps as a --gpu-step VARIANT has them: "all", -LABEL or 2LABEL."""
+    if spec == "all":
+        return steps
+    if spec[0] not in "-2":
+        raise SystemExit(f"profile_vulkan.py: a variant is all, -LABEL or 2LABEL, not {spec!r}")
+    hit = [s.pipeline.label.startswith(spec[1:]) for s in steps]
+    return [s for s, h in zip(steps, hit) for _ in range(0 if h and spec[0] == "-" else 2 if h else 1)]
+
+
+def gpu_step(runner, seq, n_embd: int, n_vocab: int, variants: list[str], repeats: int = 200) -> None:
+    """The GPU's time for a decode step of seq after the prompt, its command buffer submitted `repeats` times back
+    to back, best of 3, for each variant of its steps."""
+    from kinetic_vulkan.plan import map_and_copy, record
+
+    device, ws = runner.gpu.device, runner.ws
+    steps = runner.pass_steps(seq, 1, False)
+    ws.set_inputs(np.zeros((1, n_embd), np.float32), np.array([PROMPT]), np.array([0]))
+    for spec in variants:
+        chosen, best = variant(steps, spec), float("inf")
+        for _ in range(3):
+            buffers = [record(device, chosen, 1, 1, [(ws.logits, 4 * n_vocab)], ws.readback) for _ in range(repeats)]
+            start = time.perf_counter()
+            for buffer in buffers:
+                device.queue.submit([buffer])
+            map_and_copy(device, ws.readback, 4)
+            best = min(best, (time.perf_counter() - start) / repeats)
+        print(f"GPU step {spec:32} {len(chosen):4} dispatches {1e6 * best:8.1f} us")
+
+
+def profile(name: str, layers: int, steps: int, folder: Path, variants: list[str]) -> None:
     shape = SHAPES[name]._replace(n_layer=layers, label=f"{SHAPES[name].label}-{layers}l")
     path = folder / f"{shape.label}-shape-q4_k_m.gguf"
     if not path.exists():
@@ -145,6 +181,9 @@ def profile(name: str, layers: int, steps: int, folder: Path) -> None:
             runner.forward([Row(seq, tokens[p], p, logits=True)])
 
     prompt()
+    if variants:
+        gpu_step(runner, seq, shape.n_embd, shape.n_vocab, variants)
+        return
     decode_split(runner, decode, steps)
     report("prompt", *timed(runner, prompt), 1)
     prompt()
@@ -157,9 +196,12 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=16)
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kinetic-bench"))
+    parser.add_argument("--gpu-step", nargs="*", metavar="VARIANT",
+                        help="time the GPU alone on a decode step: all, -LABEL, 2LABEL (see above)")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    profile(args.model, args.layers, args.steps, args.dir)
+    variants = None if args.gpu_step is None else (args.gpu_step or ["all"])
+    profile(args.model, args.layers, args.steps, args.dir, variants)
 
 
 if __name__ == "__main__":

@@ -143,14 +143,19 @@ class VulkanRunner:
 
     def _record(self, seq: VulkanSequence, n: int, n_logits: int, hidden: bool):
         """The command buffer of a pass of n rows of seq, n_logits of them asking for logits."""
+        outputs = [(self.ws.logits, 4 * n_logits * self.stack.n_vocab),
+                   (self.ws.hidden, 4 * n * self.stack.n_embd if hidden else 0)]
+        return record(self.gpu.device, self.pass_steps(seq, n_logits, hidden), n, n_logits, outputs,
+                      self.ws.readback)
+
+    def pass_steps(self, seq: VulkanSequence, n_logits: int, hidden: bool) -> list[Step]:
+        """The steps of a pass of seq's rows: the blocks', then the normed hidden rows' with hidden, then the
+        logits' where n_logits rows ask for them."""
         if seq.steps is None:
             caches = iter(seq.caches)
             seq.steps = [s for b in self.blocks for s in (b.steps(*next(caches)) if isinstance(b, VkAttention)
                                                             else b.steps())]
-        steps = seq.steps + ([self._hidden_step] if hidden else []) + (self._logit_steps if n_logits else [])
-        outputs = [(self.ws.logits, 4 * n_logits * self.stack.n_vocab),
-                   (self.ws.hidden, 4 * n * self.stack.n_embd if hidden else 0)]
-        return record(self.gpu.device, steps, n, n_logits, outputs, self.ws.readback)
+        return seq.steps + ([self._hidden_step] if hidden else []) + (self._logit_steps if n_logits else [])
 
 
 def _context(wanted: int, widths: list[int], binding_limit: int) -> int:
