@@ -142,14 +142,14 @@ def variant(steps: list, spec: str) -> list:
     return [s for s, h in zip(steps, hit) for _ in range(0 if h and spec[0] == "-" else 2 if h else 1)]
 
 
-def gpu_step(runner, seq, n_embd: int, n_vocab: int, variants: list[str], repeats: int = 200) -> None:
+def gpu_step(runner, seq, n_vocab: int, variants: list[str], repeats: int = 200) -> None:
     """The GPU's time for a decode step of seq after the prompt, its command buffer submitted `repeats` times back
     to back, best of 3, for each variant of its steps."""
     from kinetic_vulkan.plan import map_and_copy, record
 
     device, ws = runner.gpu.device, runner.ws
     steps = runner.pass_steps(seq, 1, False)
-    ws.set_inputs(np.zeros((1, n_embd), np.float32), np.array([PROMPT]), np.array([0]))
+    ws.set_inputs(np.zeros(1), np.array([PROMPT]), np.array([0]))
     for spec in variants:
         chosen, best = variant(steps, spec), float("inf")
         for _ in range(3):
@@ -182,7 +182,7 @@ def profile(name: str, layers: int, steps: int, folder: Path, variants: list[str
 
     prompt()
     if variants:
-        gpu_step(runner, seq, shape.n_embd, shape.n_vocab, variants)
+        gpu_step(runner, seq, shape.n_vocab, variants)
         return
     decode_split(runner, decode, steps)
     report("prompt", *timed(runner, prompt), 1)

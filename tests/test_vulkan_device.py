@@ -204,6 +204,27 @@ def test_matmul_exact_across_batches_and_close_to_float(name, lanes, monkeypatch
 
 
 @gpu
+@pytest.mark.parametrize("name", NATIVE)
+def test_embedding_rows_are_the_cpus(name):
+    """The pass looks its tokens' embeddings up on the GPU, the matrix whole or in parts of 40 rows: the CPU's
+    dequantized rows times the scale, bit for bit where the type has no min (a driver may fuse a min's add)."""
+    from kinetic_vulkan.testing import embed
+
+    rng = np.random.default_rng(sum(map(ord, name)))
+    kind = plugins().tensor_types[name]
+    k = 256 * 3 if kind.block_size == 256 else 32 * 11
+    weight = random_blocks(name, 96, k, rng)
+    tokens = np.array([95, 0, 41, 40, 39, 7, 7])
+    expected = kind.dequantize(weight[tokens].reshape(-1, kind.type_size)).reshape(len(tokens), k) * np.float32(0.5)
+    for limit in (0, 40 * weight.shape[1] + 4):
+        rows = embed(weight, name, k, tokens, 0.5, binding_limit=limit)
+        if name in ("Q4_1", "Q5_1", "Q4_K", "Q5_K"):
+            np.testing.assert_allclose(rows, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+        else:
+            assert np.array_equal(rows, expected)
+
+
+@gpu
 def test_run_chat_and_serve_on_vulkan(tmp_path):
     """`kinetic run --device vulkan` answers a chat (the same with RAD-1 off), names the GPU in its speed line and
     says nothing of Mesa's windows; `kinetic chat` and `kinetic serve` give the same answer."""

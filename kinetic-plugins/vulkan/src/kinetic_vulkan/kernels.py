@@ -1,7 +1,8 @@
 """The WGSL shaders (shaders/*.wgsl) compiled into compute pipelines, once per set of override constants, timed.
 
 Each shader is preceded by run.wgsl; a matrix product's is matmul.wgsl with its float type's `dequantize`, or
-matmul_q8.wgsl with its quantized type's `chunk` (shaders/quants/<type>.wgsl).
+matmul_q8.wgsl with its quantized type's `chunk` (shaders/quants/<type>.wgsl), and an embedding lookup's embed.wgsl
+or embed_q8.wgsl likewise.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import Any, Optional
 from kinetic.progress import CompileClock
 
 CLOCK = CompileClock("compiling Vulkan shaders")  # the driver may keep its own cache across processes
-# what shaders include: the matrix products' rows.wgsl, attention's splits.wgsl, and int8.wgsl where a shader
-# quantizes its output
-INCLUDES = {"matmul": ("rows",), "matmul_q8": ("rows",), "quantize": ("int8",), "norm": ("int8",),
-            "gate": ("int8",), "attention": ("splits",), "combine": ("splits", "int8")}
+# what shaders include: the matrix products' rows.wgsl, the quantized types' chunks.wgsl, attention's splits.wgsl,
+# and int8.wgsl where a shader quantizes its output
+INCLUDES = {"matmul": ("rows",), "matmul_q8": ("rows", "chunks"), "embed_q8": ("chunks",), "quantize": ("int8",),
+            "norm": ("int8",), "gate": ("int8",), "attention": ("splits",), "combine": ("splits", "int8")}
 
 
 @lru_cache(maxsize=None)

@@ -114,6 +114,18 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
     return steps
 
 
+def embed_steps(up: Uploads, ws: Workspace, m: VkMatrix, scale: float) -> list[Step]:
+    """ws.x[:n] = the rows of m (an embedding) that ws.tokens names, times scale: a step for each of m's parts."""
+    floats = m.type in FLOATS
+    steps = []
+    for buffer, first, rows in m.parts:
+        constants = dict(K=m.k, ROWS=rows, FIRST=first, SCALE=scale, **({"ROW_WORDS": m.row_words} if floats else {}))
+        pipeline = kernels.pipeline(up.device, "embed" if floats else "embed_q8", m.type, **constants)
+        group = bind(up.device, pipeline, buffer, ws.tokens, ws.x, ws.run)
+        steps.append(Step(pipeline, group, lambda n, n_logits: grid(n)))
+    return steps
+
+
 def lanes_of(m: VkMatrix) -> int:
     """The threads that share a row of m's products (rows.wgsl's LANES): a power of two, at most a row's chunks and
     32, and fewer (down to 8) where m has the rows to keep LANE_THREADS threads busy with fewer: each lane then

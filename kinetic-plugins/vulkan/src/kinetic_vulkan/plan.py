@@ -71,8 +71,8 @@ def copy_outputs(encoder: Any, outputs: list[tuple[Any, int]], readback: Any) ->
 
 
 class Workspace:
-    """The buffers of a pass of up to `rows` rows: its inputs (the run's counts, the rows' positions, which rows ask
-    for logits), the residual stream x, scratch rows, attention's splits (part: their outputs; stats: their peaks
+    """The buffers of a pass of up to `rows` rows: its inputs (the run's counts, the rows' tokens and positions, which
+    rows ask for logits), the residual stream x, scratch rows, attention's splits (part: their outputs; stats: their peaks
     and sums), a product's input as int8 chunks (xq: four to a word; xd: their scales; xs: their sums), the logits,
     and what the host reads back."""
 
@@ -87,7 +87,8 @@ class Workspace:
             return device.create_buffer(label=label, size=4 * rows * max(width, 1), usage=usage)
 
         self.run = device.create_buffer(label="run", size=16, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
-        self.positions, self.logit_rows = floats(1, "positions"), floats(1, "logit rows")
+        self.tokens, self.positions = floats(1, "tokens"), floats(1, "positions")
+        self.logit_rows = floats(1, "logit rows")
         self.x, self.y, self.h, self.hidden = (floats(d, name) for name in ("x", "y", "h", "hidden"))
         self.qa, self.qb, self.att = (floats(q_width, name) for name in ("qa", "qb", "att"))
         self.ka, self.kb, self.v = (floats(kv_width, name) for name in ("ka", "kb", "v"))
@@ -103,11 +104,12 @@ class Workspace:
         self.unused = floats(1, "unused")  # and where its optional outputs are
         self._written: dict[str, bytes] = {}  # what _write_if_new last wrote, by buffer
 
-    def set_inputs(self, x: np.ndarray, positions: np.ndarray, logit_rows: np.ndarray) -> None:
-        """A pass's inputs: x [n, d] float32 (the embeddings), positions [n], logit_rows [n_logits] (indices)."""
+    def set_inputs(self, tokens: np.ndarray, positions: np.ndarray, logit_rows: np.ndarray) -> None:
+        """A pass's inputs: tokens [n] (the pass looks up their embeddings), positions [n], logit_rows [n_logits]
+        (indices)."""
         queue = self.device.queue
-        self._write_if_new(self.run, np.array([len(x), len(logit_rows), 0, 0], np.uint32))
-        queue.write_buffer(self.x, 0, np.ascontiguousarray(x, np.float32))
+        self._write_if_new(self.run, np.array([len(tokens), len(logit_rows), 0, 0], np.uint32))
+        queue.write_buffer(self.tokens, 0, tokens.astype(np.uint32))
         queue.write_buffer(self.positions, 0, positions.astype(np.uint32))
         if len(logit_rows):
             self._write_if_new(self.logit_rows, logit_rows.astype(np.uint32))

@@ -13,7 +13,8 @@ from kinetic.contracts.device import Row, UploadOptions, forward_by_sequence, st
 from kinetic.errors import KineticError
 from kinetic_vulkan import kernels
 from kinetic_vulkan.adapter import Gpu
-from kinetic_vulkan.layers import Uploads, VkAttention, VkFeedForward, ff_width, norm_step, products, quantized
+from kinetic_vulkan.layers import (Uploads, VkAttention, VkFeedForward, embed_steps, ff_width, norm_step, products,
+                                   quantized)
 from kinetic_vulkan.plan import Step, Workspace, record
 
 STATE_MAGIC = b"KVULKKV1"
@@ -73,7 +74,7 @@ class VulkanRunner:
         self.ws = Workspace(gpu.device, rows, stack.n_embd, q_width, max(self._widths, default=1),
                             ff_width(stack.mixers()), stack.n_vocab, max([b.n_head for b in attention], default=1))
         up = Uploads(gpu.device, gpu.binding_limit, self.context_length)
-        self._embedding = stack.embedding
+        self._embed_steps = embed_steps(up, self.ws, up.matrix(stack.embedding), stack.embedding_scale)
         scale = stack.residual_scale
         self.blocks = [VkAttention(b, up, self.ws, stack.n_embd, scale) if isinstance(b, Attention) else
                        VkFeedForward(b, up, self.ws, stack.n_embd, scale) for b in stack.blocks]
@@ -126,9 +127,8 @@ class VulkanRunner:
 
     def _pass(self, seq: VulkanSequence, batch: list[Row], asks: list[int]) -> Optional[np.ndarray]:
         """Append batch to seq; the logits [len(asks), n_vocab] of batch[asks]."""
-        tokens = np.array([row.token for row in batch])
-        x = self._embedding.rows_float32(tokens) * np.float32(self.stack.embedding_scale)
-        self.ws.set_inputs(x, np.array([row.position for row in batch]), np.array(asks))
+        self.ws.set_inputs(np.array([row.token for row in batch]), np.array([row.position for row in batch]),
+                           np.array(asks))
         shape = (seq, len(batch), len(asks), any(row.hidden for row in batch))
         ahead, self._ahead = self._ahead, None
         self.gpu.device.queue.submit([ahead[1] if ahead and ahead[0] == shape else self._record(*shape)])
@@ -149,13 +149,14 @@ class VulkanRunner:
                       self.ws.readback)
 
     def pass_steps(self, seq: VulkanSequence, n_logits: int, hidden: bool) -> list[Step]:
-        """The steps of a pass of seq's rows: the blocks', then the normed hidden rows' with hidden, then the
-        logits' where n_logits rows ask for them."""
+        """The steps of a pass of seq's rows: the embeddings' lookup, the blocks', then the normed hidden rows' with
+        hidden, then the logits' where n_logits rows ask for them."""
         if seq.steps is None:
             caches = iter(seq.caches)
             seq.steps = [s for b in self.blocks for s in (b.steps(*next(caches)) if isinstance(b, VkAttention)
                                                             else b.steps())]
-        return seq.steps + ([self._hidden_step] if hidden else []) + (self._logit_steps if n_logits else [])
+        return (self._embed_steps + seq.steps + ([self._hidden_step] if hidden else [])
+                + (self._logit_steps if n_logits else []))
 
 
 def _context(wanted: int, widths: list[int], binding_limit: int) -> int:

@@ -11,8 +11,8 @@ MAX_HEAD_DIM = 256  # attention.wgsl keeps a head's query in workgroup memory, 4
 
 
 def matrices(stack: Stack) -> list[Weight]:
-    """Every matrix the device multiplies by (the embedding is looked up on the host)."""
-    out = [stack.output]
+    """Every matrix the device keeps: the embedding (looked up on the GPU), then those it multiplies by."""
+    out = [stack.embedding, stack.output]
     for block in stack.mixers():
         out += [block.q, block.k, block.v, block.o] if isinstance(block, Attention) else \
             [block.gate, block.up, block.down]
