@@ -72,9 +72,9 @@ def copy_outputs(encoder: Any, outputs: list[tuple[Any, int]], readback: Any) ->
 
 class Workspace:
     """The buffers of a pass of up to `rows` rows: its inputs (the run's counts, the rows' tokens and positions, which
-    rows ask for logits), the residual stream x, scratch rows, attention's splits (part: their outputs; stats: their peaks
-    and sums), a product's input as int8 chunks (xq: four to a word; xd: their scales; xs: their sums), the logits,
-    and what the host reads back."""
+    rows ask for logits), the residual stream x, scratch rows, attention's splits (part: their outputs; stats: their
+    peaks and sums), a product's input as int8 chunks (xq: four to a word; xd: their scales; xs: their sums), the
+    logits, and what the host reads back."""
 
     def __init__(self, device: Any, rows: int, d: int, q_width: int, kv_width: int, ff_width: int, n_vocab: int,
                  n_head: int):
