@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import pytest
@@ -82,9 +82,11 @@ def test_auto_names_each_present_device_it_passed_over_on_one_line(monkeypatch):
                                       "Vulkan is not usable: no Vulkan driver"])
 
 
-def test_auto_passes_over_a_device_whose_hardware_is_absent_silently(monkeypatch):
-    absent = fake_device("cuda", "CUDA", 20, reason="CuPy is not installed", present=False)
-    use_devices(monkeypatch, CPU, absent)
+def test_auto_passes_over_a_device_whose_hardware_is_absent_silently_and_unprobed(monkeypatch):
+    def probe():
+        raise AssertionError("auto probed a device whose hardware is absent")
+
+    use_devices(monkeypatch, CPU, replace(fake_device("cuda", "CUDA", 20, present=False), probe=probe))
     assert choose("auto") == ("cpu", [])
 
 

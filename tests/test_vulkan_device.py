@@ -73,6 +73,15 @@ def test_probe_without_wgpu_names_it(monkeypatch):
                                      "pip install 'kinetic-engine[vulkan]'"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="device nodes are Linux's")
+def test_without_a_gpu_node_auto_asks_no_vulkan_driver(monkeypatch):
+    """Asking the loader for adapters loads every installed driver (Mesa's with LLVM): a machine without a GPU's
+    device node skips that."""
+    monkeypatch.setattr(vulkan_adapter, "GPU_NODES", ())
+    monkeypatch.setattr(vulkan_adapter, "_vulkan_adapters", lambda: pytest.fail("a Vulkan driver was asked"))
+    assert not vulkan_adapter.gpu_present()
+
+
 @gpu
 def test_auto_never_takes_a_software_adapter(tmp_path):
     """--device auto runs on the CPU beside lavapipe and says nothing of it; --device vulkan takes it."""

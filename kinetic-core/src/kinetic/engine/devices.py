@@ -65,6 +65,8 @@ def _first_that_runs(stack: Stack, options: UploadOptions, announce: Callable[[s
                      wants_gpu: bool) -> tuple[Device, Runner]:
     passed_over: list[tuple[Device, str]] = []
     for device in by_priority(plugins().devices):
+        if not wants_gpu and not device.present():
+            continue  # its hardware is absent: passed over silently, and unprobed (a probe may load drivers)
         runner = _runner_or_reason(device, stack, options)
         if isinstance(runner, str):
             passed_over.append((device, runner))

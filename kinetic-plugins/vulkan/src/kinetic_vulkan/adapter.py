@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import glob
 import importlib
 import os
 import sys
@@ -16,6 +17,7 @@ from typing import Any, Iterator, Optional
 # the adapters wgpu reports, best first; a CPU adapter is a software driver (Mesa's lavapipe)
 PREFERRED = ("DiscreteGPU", "IntegratedGPU", "VirtualGPU", "Unknown", "CPU")
 LOADERS = ("libvulkan.so.1", "vulkan-1.dll")
+GPU_NODES = ("/dev/dri/*", "/dev/nvidia[0-9]*", "/dev/dxg")
 OPTIONAL_FEATURES = ("timestamp-query",)  # asked for where offered: scripts/profile_vulkan.py times dispatches
 
 
@@ -98,9 +100,16 @@ def software_adapter() -> Optional[str]:
 
 
 def gpu_present() -> bool:
-    """Whether a GPU (not a software driver) answers through Vulkan: only then does --device auto say why it did
-    not use it."""
-    return loader_present() and _adapter()[0] is not None and software_adapter() is None
+    """Whether a GPU (not a software driver) answers through Vulkan: only then does --device auto try it. Without a
+    GPU's device node no driver is asked: asking loads every installed driver (Mesa's pull in LLVM, some 60 MB)."""
+    return gpu_nodes() and loader_present() and _adapter()[0] is not None and software_adapter() is None
+
+
+def gpu_nodes() -> bool:
+    """Whether a GPU's device node is here (Linux: a DRM node, NVIDIA's, or WSL's /dev/dxg); True elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return True
+    return any(glob.glob(pattern) for pattern in GPU_NODES)
 
 
 @lru_cache(maxsize=None)
