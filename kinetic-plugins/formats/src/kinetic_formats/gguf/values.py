@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ _MIN_SIZE = {**{t: d.itemsize for t, d in SCALARS.items()}, STRING: 8, ARRAY: 12
 class StringArray(Sequence):
     """An array of GGUF strings, decoded on access: vocabularies of 250k tokens stay cheap to open."""
 
-    def __init__(self, buf: memoryview, starts: list[int], ends: list[int]):
+    def __init__(self, buf: memoryview, starts: np.ndarray, ends: np.ndarray):
         self._buf, self._starts, self._ends = buf, starts, ends
 
     def __len__(self) -> int:
@@ -72,7 +73,7 @@ def read_string_array(cur: Cursor, n: int) -> StringArray:
     """Walk n strings, remembering where each starts and ends, without decoding them."""
     buf, pos, size = cur.buf, cur.pos, len(cur.buf)
     unpack_u64 = struct.Struct("<Q").unpack_from
-    starts, ends = [0] * n, [0] * n
+    starts, ends = array("q", bytes(8 * n)), array("q", bytes(8 * n))  # machine ints, not a list's int objects
     for i in range(n):
         if pos + 8 > size:
             raise cur.truncated()
@@ -84,4 +85,4 @@ def read_string_array(cur: Cursor, n: int) -> StringArray:
             raise cur.truncated()
         ends[i] = pos
     cur.pos = pos
-    return StringArray(buf, starts, ends)
+    return StringArray(buf, np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64))
