@@ -31,22 +31,30 @@ fn squares_of(v: u32) -> f32 {  // norm.wgsl's thread v's sum: its eight values 
     return sum;
 }
 
-fn quantize_chunk(c: u32, scale: f32) {  // chunk c of the normed row into workgroup memory
-    var y: array<vec4<f32>, 8>;
+fn normed(c: u32, i: u32, scale: f32) -> vec4<f32> {  // values 4i..4i + 3 of chunk c, normed
+    return src[8u * c + i] * scale * norm_weight[8u * c + i];
+}
+
+// chunk c of the normed row into workgroup memory; its values are made twice (from L1) rather than kept in a
+// function-scope array, which NVIDIA's driver puts in local memory
+fn quantize_chunk(c: u32, scale: f32) {
     var peak = vec4<f32>(0.0);
     for (var i = 0u; i < 8u; i++) {
-        y[i] = src[8u * c + i] * scale * norm_weight[8u * c + i];
-        peak = max(peak, abs(y[i]));
+        peak = max(peak, abs(normed(c, i, scale)));
     }
     let amax = max(max(peak.x, peak.y), max(peak.z, peak.w));
     let inverse = inverse_of(amax);
     var sum = 0;
-    var words: array<u32, 8>;
-    for (var i = 0u; i < 8u; i++) {
-        words[i] = quantized_word(y[i], inverse, &sum);
+    var lo: vec4<u32>;
+    var hi: vec4<u32>;
+    for (var i = 0u; i < 4u; i++) {
+        lo[i] = quantized_word(normed(c, i, scale), inverse, &sum);
     }
-    chunk_q[2u * c] = vec4<u32>(words[0], words[1], words[2], words[3]);
-    chunk_q[2u * c + 1u] = vec4<u32>(words[4], words[5], words[6], words[7]);
+    for (var i = 0u; i < 4u; i++) {
+        hi[i] = quantized_word(normed(c, i + 4u, scale), inverse, &sum);
+    }
+    chunk_q[2u * c] = lo;
+    chunk_q[2u * c + 1u] = hi;
     chunk_d[c] = scale_of(amax);
     chunk_sum[c] = sum;
 }
