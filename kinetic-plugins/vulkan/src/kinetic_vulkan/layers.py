@@ -102,7 +102,7 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
     """out[:n, out_offset:][:, :m.rows] (+)= (x[:n] . m^T + bias) * scale, a step for each of m's parts: x itself for
     a float type, else x's int8 chunks (quantize). also: (buffer, width) for each further weight of a stacked
     matrix (Uploads.matrix), whose rows' outputs go there instead. normed: the norm that made x, which a one-token
-    pass's steps apply themselves instead (_input)."""
+    pass's steps apply themselves instead (block_input)."""
     steps = []
     lanes = lanes_of(m)
     stacked = {}  # where the second and third weights' rows start, and their outputs' widths
