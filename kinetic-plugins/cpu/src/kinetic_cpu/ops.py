@@ -67,12 +67,21 @@ def rotated(x, n):  # x: [rows, d] float32, d a multiple of n, a power of 2 -> [
     return out
 
 
-@numba.njit(**_JIT)
 def rms_norm(x, weight, eps):  # x: [n, d] float32, weight: [d] float32 -> [n, d] float32
-    """x / sqrt(mean(x^2) + eps) * weight, each row on its own, the sum of squares in float64."""
+    """x / sqrt(mean(x^2) + eps) * weight, each row on its own (rms_norm_into), a prompt's rows shared among the
+    threads."""
     out = np.empty_like(x)
-    rms_norm_into(x, weight, eps, out)
+    _rms_norm_rows(x, weight, eps, out, 1 if x.size < SERIAL_NORMS else numba.get_num_threads())
     return out
+
+
+@numba.njit(parallel=True, **_JIT)
+def _rms_norm_rows(x, weight, eps, out, threads):  # x, out: [n, d] float32
+    """rms_norm_into on `threads` threads, each a contiguous share of the rows."""
+    n = x.shape[0]
+    for worker in numba.prange(threads):
+        share = slice(worker * n // threads, (worker + 1) * n // threads)
+        rms_norm_into(x[share], weight, eps, out[share])
 
 
 @numba.njit(**_JIT)
@@ -143,6 +152,7 @@ def rope(x, cos, sin, neox):  # x: [n, heads, head_dim] float32, in place; cos, 
 
 SERIAL_TERMS = 1 << 18  # below this many score terms (scores times head size) one thread beats two
 SERIAL_GATES = 1 << 14  # below this many gate outputs likewise (a one-token pass stays on one thread)
+SERIAL_NORMS = 1 << 14  # and below this many values a norm
 GATE_CHUNK = 1024  # gate outputs per parallel job
 
 
