@@ -11,8 +11,9 @@ from typing import Optional
 
 MIN_CAPABILITY = (8, 0)
 MEMORY_CLOCK_RATE, MEMORY_BUS_WIDTH = 36, 37  # cudaDevAttrMemoryClockRate (kHz), cudaDevAttrGlobalMemoryBusWidth
-# the NVIDIA kernel module (Linux), the driver library WSL mounts; nvidia-smi comes with every driver
-DRIVER_FILES = ("/proc/driver/nvidia", "/usr/lib/wsl/lib/libcuda.so.1")
+# the NVIDIA kernel module and its control node (Linux, containers and sandboxes that pass the GPU through), the
+# driver library WSL mounts; nvidia-smi comes with every driver
+DRIVER_FILES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/usr/lib/wsl/lib/libcuda.so.1")
 
 
 def driver_present() -> bool:
