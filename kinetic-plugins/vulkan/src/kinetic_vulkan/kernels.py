@@ -14,12 +14,13 @@ from typing import Any, Optional
 from kinetic.progress import CompileClock
 
 CLOCK = CompileClock("compiling Vulkan shaders")  # the driver may keep its own cache across processes
-# what shaders include: the matrix products' rows.wgsl, the quantized types' chunks.wgsl and their input (x_chunks.wgsl,
-# or x_normed.wgsl where a one-token pass's product norms its input itself), attention's splits.wgsl, and int8.wgsl
-# where a shader quantizes its output
+# what shaders include: the matrix products' rows.wgsl, the embedding lookups' embed_rows.wgsl, the quantized types'
+# chunks.wgsl and the products' input (x_chunks.wgsl, or x_normed.wgsl where a one-token pass's product norms its
+# input itself), attention's splits.wgsl, and int8.wgsl where a shader quantizes its output
 INT8 = ("int8", "int8_words")
 INCLUDES = {"matmul": ("rows",), "matmul_q8": ("rows", "chunks", "x_chunks"),
-            "matmul_q8_normed": ("rows", "chunks", "int8_words", "x_normed"), "embed_q8": ("chunks",),
+            "matmul_q8_normed": ("rows", "chunks", "int8_words", "x_normed"), "embed": ("embed_rows",),
+            "embed_q8": ("embed_rows", "chunks"),
             "quantize": INT8, "norm": INT8, "gate": INT8, "attention": ("splits",), "combine": ("splits", *INT8)}
 FILES = {"matmul_q8_normed": "matmul_q8"}  # shaders that are another's file with other includes
 

@@ -1,18 +1,9 @@
 // x[r] = row tokens[r] of an embedding matrix of a quantized type, times SCALE, for the pass's rows whose token is in
-// this part (rows FIRST .. FIRST + ROWS); the others are another part's. A weight is (d * s) * q, plus the min where
-// the type has one, as the CPU's dequantize writes it. A workgroup a row, a thread a chunk at a time.
-override K: u32;                  // the row length
-override ROWS: u32;               // rows of this part
-override FIRST: u32 = 0u;         // the part's first row in the whole matrix
-override SCALE: f32 = 1.0;
+// this part (embed_rows.wgsl). A weight is (d * s) * q, plus the min where the type has one, as the CPU's dequantize
+// writes it. A workgroup a row, a thread a chunk at a time.
 override CHUNKS = ROWS * (K / 32u);  // the part's chunks; chunk g = row * K / 32 + c
 
-const THREADS = 64u;
-
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;  // the part's planes (weights.py)
-@group(0) @binding(1) var<storage, read> tokens: array<u32>;
-@group(0) @binding(2) var<storage, read_write> x: array<f32>;
-@group(0) @binding(3) var<uniform> run: Run;
 
 fn weight(q: vec4<u32>, i: u32, d: f32, s: i32, m: f32) -> f32 {  // quant i of q's 16, as a weight
     let y = (d * f32(s)) * f32(as_int8(byte_of(q, i)));
@@ -23,7 +14,7 @@ fn weight(q: vec4<u32>, i: u32, d: f32, s: i32, m: f32) -> f32 {  // quant i of 
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
     let r = group.x + group.y * groups.x;
-    if (r >= run.n || tokens[r] < FIRST || tokens[r] >= FIRST + ROWS) {
+    if (!in_part(r)) {
         return;
     }
     let chunks = K / 32u;
