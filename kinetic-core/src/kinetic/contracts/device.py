@@ -69,12 +69,12 @@ def forward_by_sequence(rows: Sequence[Row], device: str, most: int, n_vocab: in
     rows: run_pass(sequence, its rows, the indices among them that ask for logits) -> their logits [asks, n_vocab]
     (None without any); every asking row's logits in row order. owned: run_pass's logits are a new array each
     time, so a forward of one pass returns them as they are (a decode step's logits are not copied again)."""
-    slot = {i: j for j, i in enumerate(i for i, row in enumerate(rows) if row.logits)}
     batches = linear_batches(rows, device)
     if owned and len(batches) == 1 and len(rows) <= most:
         seq, indices = batches[0]
         logits = run_pass(seq, list(rows), [i for i in indices if rows[i].logits])
         return logits if logits is not None else np.empty((0, n_vocab), np.float32)
+    slot = {i: j for j, i in enumerate(i for i, row in enumerate(rows) if row.logits)}
     out = np.empty((len(slot), n_vocab), np.float32)
     for seq, indices in batches:
         for start in range(0, len(indices), most):
