@@ -130,24 +130,6 @@ def test_stacked_matrices_give_the_bits_of_separate_ones(tmp_path, monkeypatch):
 
 
 @gpu
-@pytest.mark.parametrize("weights, norms", [("Q8_0", 0), ("Q4_K_M", 1)])  # the latter's output matrix is floats
-def test_one_token_passes_norm_inside_their_products(tmp_path, monkeypatch, weights, norms):
-    """A one-token pass's products norm and quantize their input themselves (x_normed.wgsl), a dispatch fewer for
-    each norm, and give the bits of the norm's own step followed by the products."""
-    from kinetic_vulkan import layers
-
-    path = WEIGHTS[weights](tmp_path / "m.gguf", "llama")
-    tokens, stack = tokens_for(path, 6), load_stack(path)
-    fused = kinetic_vulkan.upload(stack, UploadOptions(context_length=64))
-    labels = [s.pipeline.label for s in fused.pass_steps(fused.new_sequence(), 1, False) if all(s.groups(1, 1))]
-    assert labels.count("norm") == norms
-    assert sum(label.startswith("matmul_q8_normed") for label in labels) >= len(stack.blocks)
-    monkeypatch.setattr(layers, "MOST_NORMED", 0)
-    plain = kinetic_vulkan.upload(load_stack(path), UploadOptions(context_length=64))
-    assert np.array_equal(in_batches(fused, tokens, 1), in_batches(plain, tokens, 1))
-
-
-@gpu
 def test_a_saved_sequence_resumes_exactly(random_model):
     blob = assert_a_saved_sequence_resumes(runner_for(random_model), random_model)
     with pytest.raises(KineticError, match="not a saved Vulkan sequence state"):

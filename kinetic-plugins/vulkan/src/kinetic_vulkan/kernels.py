@@ -15,14 +15,10 @@ from kinetic.progress import CompileClock
 
 CLOCK = CompileClock("compiling Vulkan shaders")  # the driver may keep its own cache across processes
 # what shaders include: the matrix products' rows.wgsl, the embedding lookups' embed_rows.wgsl, the quantized types'
-# chunks.wgsl and the products' input (x_chunks.wgsl, or x_normed.wgsl where a one-token pass's product norms its
-# input itself), attention's splits.wgsl, and int8.wgsl where a shader quantizes its output
-INT8 = ("int8", "int8_words")
-INCLUDES = {"matmul": ("rows",), "matmul_q8": ("rows", "chunks", "x_chunks"),
-            "matmul_q8_normed": ("rows", "chunks", "int8_words", "x_normed"), "embed": ("embed_rows",),
-            "embed_q8": ("embed_rows", "chunks"),
-            "quantize": INT8, "norm": INT8, "gate": INT8, "attention": ("splits",), "combine": ("splits", *INT8)}
-FILES = {"matmul_q8_normed": "matmul_q8"}  # shaders that are another's file with other includes
+# chunks.wgsl, attention's splits.wgsl, and int8.wgsl where a shader quantizes its output
+INCLUDES = {"matmul": ("rows",), "matmul_q8": ("rows", "chunks"), "embed": ("embed_rows",),
+            "embed_q8": ("embed_rows", "chunks"), "quantize": ("int8",), "norm": ("int8",), "gate": ("int8",),
+            "attention": ("splits",), "combine": ("splits", "int8")}
 
 
 @lru_cache(maxsize=None)
@@ -30,8 +26,8 @@ def source(name: str, weight_type: Optional[str] = None) -> str:
     """run.wgsl (the pass's counts), the shader, a matrix product's weight type's dequantize or chunk, and the
     functions the shader includes."""
     folder = resources.files("kinetic_vulkan") / "shaders"
-    parts = [folder / "run.wgsl", folder / f"{FILES.get(name, name)}.wgsl"]
-    parts += [folder / "quants" / f"{weight_type}.wgsl"] if weight_type else []
+    parts = [folder / "run.wgsl", folder / f"{name}.wgsl"] + ([folder / "quants" / f"{weight_type}.wgsl"]
+                                                              if weight_type else [])
     parts += [folder / f"{include}.wgsl" for include in INCLUDES.get(name, ())]
     return "".join(part.read_text() for part in parts)
 

@@ -6,7 +6,7 @@ that read a sequence's KV cache are made once per sequence (VkAttention.steps).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -60,15 +60,6 @@ class Uploads:
         return self._tables[key]
 
 
-class Normed(NamedTuple):
-    """A block's input norm, which a one-token pass's products apply to src themselves (x_normed.wgsl)."""
-    norm: RmsNorm
-    src: Any
-
-
-MOST_NORMED = 4096  # the widest input x_normed.wgsl norms (its MOST_CHUNKS chunks)
-
-
 def norm_step(up: Uploads, ws: Workspace, norm: RmsNorm, src: Any, dst: Any, width: int, gather: bool = False,
               quantize: bool = False) -> Step:
     """dst = norm(src) over pieces of the norm's width, width / that a row; of the asking rows with gather; also as
@@ -98,11 +89,10 @@ def quantize(up: Uploads, ws: Workspace, x: Any, width: int, matrices: list[VkMa
 
 def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_width: int, bias: Any = None,
              scale: float = 1.0, accumulate: bool = False, logits: bool = False, out_offset: int = 0,
-             also: tuple[tuple[Any, int], ...] = (), normed: Optional[Normed] = None) -> list[Step]:
+             also: tuple[tuple[Any, int], ...] = ()) -> list[Step]:
     """out[:n, out_offset:][:, :m.rows] (+)= (x[:n] . m^T + bias) * scale, a step for each of m's parts: x itself for
     a float type, else x's int8 chunks (quantize). also: (buffer, width) for each further weight of a stacked
-    matrix (Uploads.matrix), whose rows' outputs go there instead. normed: the norm that made x, which a one-token
-    pass's steps apply themselves instead (block_input)."""
+    matrix (Uploads.matrix), whose rows' outputs go there instead."""
     steps = []
     lanes = lanes_of(m)
     stacked = {}  # where the second and third weights' rows start, and their outputs' widths
@@ -112,29 +102,16 @@ def products(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, out: Any, out_widt
     outs = [buffer for buffer, _ in also] + [ws.unused] * (2 - len(also))
     floats = m.type in FLOATS
     row_words = {"ROW_WORDS": m.row_words} if floats else {}  # matmul_q8.wgsl's planes go by chunk instead
-    inputs = {"matmul": (x,)} if floats else {"matmul_q8": (ws.xq, ws.xd, ws.xs)}
-    if normed is not None:
-        inputs["matmul_q8_normed"] = (normed.src, up.vector(normed.norm.weight))
     for buffer, first, rows in m.parts:
         constants = dict(K=m.k, ROWS=rows, OUT_STRIDE=out_width, OUT_OFFSET=out_offset, OFFSET=first, SCALE=scale,
-                         ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits, LANES=lanes, **stacked,
-                         **row_words)
+                         ACCUMULATE=accumulate, BIAS=bias is not None, LOGITS=logits, **stacked, **row_words)
+        pipeline = kernels.pipeline(up.device, "matmul" if floats else "matmul_q8", m.type, LANES=lanes, **constants)
+        inputs = (x,) if floats else (ws.xq, ws.xd, ws.xs)
+        group = bind(up.device, pipeline, buffer, *inputs, out, bias if bias is not None else ws.none, *outs, ws.run)
         groups = -(-rows // (MATMUL_THREADS // lanes))
-        for name, given in inputs.items():
-            extra = {"EPS": normed.norm.eps} if name == "matmul_q8_normed" else {}
-            pipeline = kernels.pipeline(up.device, name, m.type, **constants, **extra)
-            group = bind(up.device, pipeline, buffer, out, bias if bias is not None else ws.none, *outs, ws.run,
-                         *given)
-            step = Step(pipeline, group, lambda n, n_logits, groups=groups: grid(groups, -(-(n_logits if logits
-                                                                                              else n) // TILE)))
-            steps.append(step if normed is None else one_token(step, name == "matmul_q8_normed"))
+        steps.append(Step(pipeline, group, lambda n, n_logits, groups=groups: grid(groups, -(-(n_logits if logits
+                                                                                               else n) // TILE))))
     return steps
-
-
-def one_token(step: Step, only: bool) -> Step:
-    """step in one-token passes alone (only), or in the others alone."""
-    return Step(step.pipeline, step.bind_group,
-                lambda n, n_logits: step.groups(n, n_logits) if (n == 1) == only else (0, 0, 0))
 
 
 def embed_steps(up: Uploads, ws: Workspace, m: VkMatrix, scale: float) -> list[Step]:
@@ -184,18 +161,13 @@ def residual(up: Uploads, ws: Workspace, x: Any, m: VkMatrix, bias: Any, post_no
             elementwise(up, ws, "add", (ws.x, ws.h), d, SCALE=scale)]
 
 
-def block_input(up: Uploads, ws: Workspace, norm: Optional[RmsNorm], d: int, matrices: list[VkMatrix],
-                gather: bool = False) -> tuple[Any, list[Step], Optional[Normed]]:
-    """The input of the products by these matrices (of the asking rows with gather), quantized where they are:
-    ws.h = norm(ws.x), or ws.x itself without a norm. Where every matrix is quantized and d fits x_normed.wgsl, a
-    one-token pass's products norm ws.x themselves (the Normed) and the norm's step runs in the other passes alone:
-    a decode step a dispatch fewer."""
+def _input(up: Uploads, ws: Workspace, norm: Optional[RmsNorm], d: int,
+           matrices: list[VkMatrix]) -> tuple[Any, list[Step]]:
+    """The block's input, quantized for the matrices that multiply it: ws.h = norm(ws.x), or ws.x itself for a block
+    without a norm."""
     if norm is None:
-        return ws.x, quantize(up, ws, ws.x, d, matrices), None
-    step = norm_step(up, ws, norm, ws.x, ws.h, d, gather=gather, quantize=quantized(matrices))
-    if any(m.type in FLOATS for m in matrices) or d > MOST_NORMED or norm.weight.shape[0] != d:
-        return ws.h, [step], None
-    return ws.h, [one_token(step, False)], Normed(norm, ws.x)
+        return ws.x, quantize(up, ws, ws.x, d, matrices)
+    return ws.h, [norm_step(up, ws, norm, ws.x, ws.h, d, quantize=quantized(matrices))]
 
 
 class VkAttention:
@@ -222,11 +194,11 @@ class VkAttention:
             else:
                 stacks.append([w])
         matrices = [up.matrix(*(s[0] for s in stack)) for stack in stacks]
-        h, steps, normed = block_input(up, ws, a.norm, self.d, matrices)
+        h, steps = _input(up, ws, a.norm, self.d, matrices)
         for m, stack in zip(matrices, stacks):
             _, biases, buffers, widths = zip(*stack)
             steps += products(up, ws, h, m, buffers[0], widths[0], up.biases(list(biases), m.pieces),
-                              also=tuple(zip(buffers[1:], widths[1:])), normed=normed)
+                              also=tuple(zip(buffers[1:], widths[1:])))
         return steps + ([] if a.norms_after_rope else self._head_norms())
 
     @property
@@ -288,10 +260,10 @@ class VkFeedForward:
         width, down = f.gate.shape[0], up.matrix(f.down)
         one = stackable([f.gate, f.up]) and f.up_bias is None
         halves = [up.matrix(f.gate, f.up)] if one else [up.matrix(f.gate), up.matrix(f.up)]
-        h, steps, normed = block_input(up, ws, f.norm, d, halves)
+        h, steps = _input(up, ws, f.norm, d, halves)
         for i, m in enumerate(halves):  # ws.gu[:n] = the gate's products, then up's
             steps += products(up, ws, h, m, ws.gu, 2 * width, up.vector(f.up_bias) if i else None,
-                              out_offset=i * width, normed=normed)
+                              out_offset=i * width)
         steps.append(gate_step(up, ws, width, f.activation == "gelu_tanh", down))
         self._steps = steps + residual(up, ws, ws.gate, down, up.vector(f.down_bias), f.post_norm, residual_scale, d)
 

@@ -13,8 +13,8 @@ from kinetic.contracts.device import Row, UploadOptions, forward_by_sequence, st
 from kinetic.errors import KineticError
 from kinetic_vulkan import kernels
 from kinetic_vulkan.adapter import Gpu
-from kinetic_vulkan.layers import (Uploads, VkAttention, VkFeedForward, block_input, embed_steps, ff_width,
-                                   norm_step, products)
+from kinetic_vulkan.layers import (Uploads, VkAttention, VkFeedForward, embed_steps, ff_width, norm_step, products,
+                                   quantized)
 from kinetic_vulkan.plan import Step, Workspace, record
 
 STATE_MAGIC = b"KVULKKV1"
@@ -79,9 +79,10 @@ class VulkanRunner:
         self.blocks = [VkAttention(b, up, self.ws, stack.n_embd, scale) if isinstance(b, Attention) else
                        VkFeedForward(b, up, self.ws, stack.n_embd, scale) for b in stack.blocks]
         output = up.matrix(stack.output)
-        h, normed_steps, normed = block_input(up, self.ws, stack.output_norm, stack.n_embd, [output], gather=True)
-        self._logit_steps = normed_steps + products(up, self.ws, h, output, self.ws.logits, stack.n_vocab,
-                                                    scale=stack.logit_scale, logits=True, normed=normed)
+        self._logit_steps = [norm_step(up, self.ws, stack.output_norm, self.ws.x, self.ws.h, stack.n_embd, gather=True,
+                                       quantize=quantized([output])),
+                             *products(up, self.ws, self.ws.h, output, self.ws.logits, stack.n_vocab,
+                                       scale=stack.logit_scale, logits=True)]
         self._hidden_step = norm_step(up, self.ws, stack.output_norm, self.ws.x, self.ws.hidden, stack.n_embd)
         self._spare: list[Caches] = []
         self._ahead: Optional[tuple[tuple, Any]] = None  # (a pass's shape, its command buffer), recorded ahead

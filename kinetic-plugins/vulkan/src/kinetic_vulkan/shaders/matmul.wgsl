@@ -4,12 +4,12 @@
 override ROW_WORDS: u32;  // words a row takes
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out_b: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out_c: array<f32>;
-@group(0) @binding(5) var<uniform> run: Run;
-@group(0) @binding(6) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out_b: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out_c: array<f32>;
+@group(0) @binding(6) var<uniform> run: Run;
 
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
