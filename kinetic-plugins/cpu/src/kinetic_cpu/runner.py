@@ -22,7 +22,7 @@ from kinetic_cpu.cache import CpuSequence, conv_rows, stored
 from kinetic_cpu.home import at_home
 from kinetic_cpu.kernels import delta_net, short_conv, ssm_scan
 from kinetic_cpu.kernels.dots import AVX2
-from kinetic_cpu.kernels.matmul import Matrix, activations
+from kinetic_cpu.kernels.matmul import Matrix, activations, table_products
 from kinetic_cpu.shortlist import Shortlist
 from kinetic_cpu.torque import Torque
 
@@ -384,19 +384,13 @@ class CpuRunner:
         return self._norm(f.post_norm, out)
 
     def _experts(self, m: Experts, x: np.ndarray) -> np.ndarray:
-        """Each expert's products for the rows that picked it, then each row's outputs weighted and summed in its
-        rank order (kinetic.experts), then the shared expert's: a row's bits do not depend on its batch."""
+        """Each row's experts' feed-forwards weighted and summed in its rank order (kinetic.experts), then the
+        shared expert's: a row's bits do not depend on its batch."""
         h = self._norm(m.norm, x)
         bias = self.vector(m.selection_bias) if m.selection_bias is not None else None
         chosen, weights = route(m, self._linears(h, (m.router, m.router_bias))[0], bias)  # [n, n_used] each
-        picked = np.empty((m.n_used, *h.shape), np.float32)  # [rank, n, n_embd]
-        for e in np.unique(chosen):
-            rows, ranks = np.nonzero(chosen == e)
-            gate, up = self._products(h[rows], [self.matrix(m.gate, e), self.matrix(m.up, e)])
-            gate, up = self._expert_bias(gate, m.gate_bias, e), self._expert_bias(up, m.up_bias, e)
-            gated = swiglu_oai(gate, up) if m.activation == "swiglu_oai" else ops.gate(gate, up, False)
-            y = self._expert_bias(self._products(gated, [self.matrix(m.down, e)])[0], m.down_bias, e)
-            picked[ranks, rows] = y * weights[rows, ranks][:, None]
+        picked = self._one_row_experts(m, h, chosen[0]) if len(h) == 1 else self._experts_by_expert(m, h, chosen)
+        picked = picked * weights.T[:, :, None]  # [rank, n, n_embd]
         out = picked[0]
         for more in picked[1:]:
             out = out + more
@@ -407,9 +401,48 @@ class CpuRunner:
             shared = shared * ops.sigmoid(self._linear(m.shared_gate, h))
         return out + shared
 
-    def _expert_bias(self, y: np.ndarray, bias: Optional[Weight], expert: int) -> np.ndarray:
-        """y plus row `expert` of a stacked bias ([n_expert, width]), where there is one."""
-        return y if bias is None else y + self.vector(bias).reshape(bias.shape)[expert]
+    def _experts_by_expert(self, m: Experts, h: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+        """[rank, n, n_embd]: each row's experts' outputs in its rank order, each expert's products for the rows
+        that picked it (its weights read once for them all)."""
+        picked = np.empty((m.n_used, *h.shape), np.float32)
+        for e in np.unique(chosen):
+            rows, ranks = np.nonzero(chosen == e)
+            gate, up = self._products(h[rows], [self.matrix(m.gate, e), self.matrix(m.up, e)])
+            gate, up = self._expert_bias(gate, m.gate_bias, [e]), self._expert_bias(up, m.up_bias, [e])
+            gated = swiglu_oai(gate, up) if m.activation == "swiglu_oai" else ops.gate(gate, up, False)
+            picked[ranks, rows] = self._expert_bias(self._products(gated, [self.matrix(m.down, e)])[0], m.down_bias,
+                                                    [e])
+        return picked
+
+    def _one_row_experts(self, m: Experts, h: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+        """[rank, 1, n_embd]: a one-row pass's experts' outputs (h: [1, n_embd]; chosen: [n_used]), each kind of
+        product for all of them in one parallel call (table_products), the bits of _experts_by_expert's."""
+        n = len(chosen)
+        gate_up = self._table_products(h, [self.matrix(w, e) for w in (m.gate, m.up) for e in chosen], [0] * 2 * n)
+        gate = self._expert_bias(gate_up[:n], m.gate_bias, chosen)
+        up = self._expert_bias(gate_up[n:], m.up_bias, chosen)
+        gated = swiglu_oai(gate, up) if m.activation == "swiglu_oai" else ops.gate(gate, up, False)
+        down = self._table_products(gated, [self.matrix(m.down, e) for e in chosen], list(range(n)))
+        return self._expert_bias(down, m.down_bias, chosen)[:, None]
+
+    def _table_products(self, x: np.ndarray, matrices: list[Matrix], tokens: list[int]) -> np.ndarray:
+        """[len(matrices), rows]: matrix i times x[tokens[i]], in one parallel call for each type among them (the
+        matrices have one row count)."""
+        out = np.empty((len(matrices), matrices[0].rows), np.float32)
+        for name in dict.fromkeys(matrix.type.name for matrix in matrices):
+            at = [i for i, matrix in enumerate(matrices) if matrix.type.name == name]
+            group = [matrices[i] for i in at]
+            if group[0].blocks is None:  # a type without a step kernel: a product each
+                out[at] = [matrix(x[tokens[i] : tokens[i] + 1], threads=self.threads)[0] for i, matrix in zip(at, group)]
+            else:
+                acts = activations(group[0].activations, x)
+                out[at] = table_products(group, acts, [tokens[i] for i in at], self.threads)
+        return out
+
+    def _expert_bias(self, y: np.ndarray, bias: Optional[Weight], experts: Sequence[int]) -> np.ndarray:
+        """y ([len(experts) or rows, width]) plus each expert's row of a stacked bias ([n_expert, width]), where there
+        is one."""
+        return y if bias is None else y + self.vector(bias).reshape(bias.shape)[np.asarray(experts)]
 
     def _logits(self, x: np.ndarray, tops: Sequence[int]) -> np.ndarray:
         """The logits of x [n, n_embd] (hidden states after the output norm): for a row that reads only its

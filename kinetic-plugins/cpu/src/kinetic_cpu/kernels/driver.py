@@ -21,7 +21,7 @@ from numba import njit, prange
 from numba.extending import overload
 
 from kinetic_cpu.kernels import amx, amx_k, block32, floats, ir, kquants
-from kinetic_cpu.kernels.intrinsics import call_at, compiled_address, prefetch
+from kinetic_cpu.kernels.intrinsics import blocks_at, call_at, compiled_address, prefetch
 from kinetic_cpu.kernels.kernel import lanes_sum
 from kinetic_cpu.kernels.shares import take_jobs
 
@@ -177,6 +177,56 @@ def run(rows_at, w, acts, out, threads):  # w: [rows, steps] block records; out:
     taken = np.zeros((workers, 1), np.int64)  # chunks handed out from each share
     for worker in prange(workers):
         take_jobs(RowChunks(rows_at, w, acts, acc, out), n_chunks, workers, worker, taken)
+
+
+def row_of(acts, i):
+    raise NotImplementedError  # compiled code only
+
+
+@overload(row_of, inline="always")
+def _row_of(acts, i):
+    """acts (the one, two or three arrays of a kind of activations) at token i alone, each [1, ...]."""
+    if len(acts) == 1:
+        return lambda acts, i: (acts[0][i : i + 1],)
+    if len(acts) == 2:
+        return lambda acts, i: (acts[0][i : i + 1], acts[1][i : i + 1])
+    return lambda acts, i: (acts[0][i : i + 1], acts[1][i : i + 1], acts[2][i : i + 1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _table_chunk(jobs, job, worker):
+    """Rows chunk * ROWS .. of table row m's matrix against its token of acts, into out[m]."""
+    m, r0 = job // jobs.chunks, job % jobs.chunks * ROWS
+    w = blocks_at(jobs.table[m, 0], jobs.rows, jobs.table[m, 1], jobs.size)
+    call_at(jobs.rows_at, (w, r0, min(jobs.rows, r0 + ROWS), row_of(jobs.acts, jobs.table[m, 2]), jobs.acc[worker],
+                           jobs.out[m : m + 1]))
+
+
+class TableChunks(NamedTuple):
+    """run_table's jobs (shares.py): job j is chunk j % chunks of matrix j // chunks."""
+
+    rows_at: int  # the address of rows compiled for one matrix and one token (rows_address)
+    table: np.ndarray  # [matrices, 3] int64: a matrix's blocks' address, its blocks a row, its token of acts
+    rows: int  # every matrix's
+    size: int  # bytes a block
+    chunks: int  # chunks a matrix
+    acts: tuple
+    acc: np.ndarray  # [workers, 1 + PAD, 8] float32 scratch
+    out: np.ndarray  # [matrices, rows] float32
+    run_job = _table_chunk
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def run_table(rows_at, table, rows, size, acts, out, threads):  # out: [matrices, rows] float32
+    """out[m] = matrix m . its token of acts for every row m of table (the matrices: one type, `rows` rows each, at
+    the addresses it gives), on `threads` threads in one parallel call; each output row is what run gives it."""
+    chunks = (rows + ROWS - 1) // ROWS
+    n_jobs = table.shape[0] * chunks
+    workers = max(1, min(threads, n_jobs))
+    acc = np.empty((workers, 1 + PAD, 8), np.float32)
+    taken = np.zeros((workers, 1), np.int64)
+    for worker in prange(workers):
+        take_jobs(TableChunks(rows_at, table, rows, size, chunks, acts, acc, out), n_jobs, workers, worker, taken)
 
 
 def rows_address(w, acts, out) -> int:

@@ -4,6 +4,7 @@
     Matrix(weight, type_id)        a matrix kept for many products (what a device holds): m(x), or
                                    m(x, acts) with acts = activations(m.activations, x) shared by the
                                    matrices that take the same input (q, k and v; gate and up)
+    table_products(ms, acts, ts)   several matrices' products in one parallel call, each by a token of acts
     compile_kernels(type_ids)      compile (or load from cache) the kernels of a model's types up front
 """
 
@@ -21,7 +22,7 @@ from kinetic.plugins import plugins
 from kinetic_cpu.kernels import amx, amx_k, block32
 from kinetic_cpu.kernels.activations import quantize_q8_0, quantize_q8_k
 from kinetic_cpu.kernels.blocks import as_blocks
-from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, rows_address, run
+from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, rows_address, run, run_table
 from kinetic_cpu.kernels.fallback import dequantizing_matmul
 from kinetic_cpu.mapped_pages import drop_pages
 
@@ -109,6 +110,19 @@ class Matrix:
         if rank not in self._rows_at:
             self._rows_at[rank] = rows_address(self.blocks, acts, out)
         return self._rows_at[rank]
+
+
+def table_products(matrices: list[Matrix], acts: tuple, tokens: list[int], threads: int) -> np.ndarray:
+    """[len(matrices), rows] float32: matrix i times token tokens[i] of acts (as activations(kind, x) gives them), all
+    in one parallel call, each row's bits what matrices[i](x[tokens[i]:][:1]) gives. The matrices share a type and
+    a row count, and their type has a step kernel; a call per matrix costs a decode step a wake-up of the threads
+    each (a mixture of experts' one token runs a dozen of them a layer)."""
+    first = matrices[0]
+    table = np.array([[m.blocks.ctypes.data, m.blocks.shape[1], t] for m, t in zip(matrices, tokens)], np.int64)
+    out = np.empty((len(matrices), first.rows), np.float32)
+    rows_at = first.rows_address(tuple(a[:1] for a in acts), out[:1])
+    run_table(rows_at, table, first.rows, first.blocks.itemsize, acts, out, threads)
+    return out
 
 
 class Tiling(NamedTuple):
