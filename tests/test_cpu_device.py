@@ -31,6 +31,7 @@ from kinetic.plugins import load_plugins, plugins
 from kinetic.reference import blocks as reference_blocks
 from kinetic.reference.executor import ReferenceRunner
 from kinetic.testing.gguf_factory import ARCHITECTURES, COMPARABLE, Dims, write_comparable_model, write_random_model
+from kinetic_cpu.kernels import driver
 
 FAMILIES = ARCHITECTURES
 # The CPU quantizes activations to 8 bits per block where the reference multiplies in float32:
@@ -97,6 +98,16 @@ def assert_batch_invariant(path: Path, n: int, sizes: tuple[int, ...], caches: t
 @pytest.mark.parametrize("caches", CACHES, ids="-".join)
 def test_batches_equal_one_at_a_time_random(random_model, caches):
     assert_batch_invariant(random_model, 70, (2, 7, 64, 70), caches)
+
+
+def test_one_row_experts_of_a_type_without_a_step_kernel_equal_the_batched_path(tmp_path, monkeypatch):
+    """A decode step runs its experts' products together (runner._one_row_experts); a type the step kernels do not
+    take (an IQ2 expert, say; here Q8_0 with its kernel taken away) goes product by product there, and still gives
+    what batches give."""
+    monkeypatch.delitem(driver.KERNELS, "Q8_0")
+    path = write_random_model(tmp_path / "moe.gguf", "qwen3moe", Dims(n_embd=64, n_head=2, n_head_kv=1, n_ff=64),
+                              weight_type="Q8_0", seed=3)
+    assert_batch_invariant(path, 6, (3, 6))
 
 
 def test_matches_reference_random(random_model, monkeypatch):
