@@ -12,8 +12,8 @@ bench_gpu.py.
     python scripts/profile_vulkan.py --model 1b --gpu-step [VARIANT ...]
 
 times the GPU alone instead: one decode step's command buffer submitted back to back, each VARIANT of its steps
-beside the whole step: -LABEL leaves out the steps whose shader label starts with LABEL, 2LABEL runs each twice
-(their outputs are then wrong, their cost is what the difference shows).
+beside the whole step: without:LABEL leaves out the steps whose shader label starts with LABEL, twice:LABEL runs
+each twice (their outputs are then wrong, their cost is what the difference shows).
 """
 
 from __future__ import annotations
@@ -133,13 +133,14 @@ def timed(runner, run) -> tuple[collections.Counter, collections.Counter]:
 
 
 def variant(steps: list, spec: str) -> list:
-    """steps as a --gpu-step VARIANT has them: "all", -LABEL or 2LABEL."""
+    """steps as a --gpu-step VARIANT has them: "all", without:LABEL or twice:LABEL."""
     if spec == "all":
         return steps
-    if spec[0] not in "-2":
-        raise SystemExit(f"profile_vulkan.py: a variant is all, -LABEL or 2LABEL, not {spec!r}")
-    hit = [s.pipeline.label.startswith(spec[1:]) for s in steps]
-    return [s for s, h in zip(steps, hit) for _ in range(0 if h and spec[0] == "-" else 2 if h else 1)]
+    how, _, label = spec.partition(":")
+    if how not in ("without", "twice") or not label:
+        raise SystemExit(f"profile_vulkan.py: a variant is all, without:LABEL or twice:LABEL, not {spec!r}")
+    hit = [s.pipeline.label.startswith(label) for s in steps]
+    return [s for s, h in zip(steps, hit) for _ in range(0 if h and how == "without" else 2 if h else 1)]
 
 
 def gpu_step(runner, seq, n_vocab: int, variants: list[str], repeats: int = 200) -> None:
@@ -197,7 +198,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/kinetic-bench"))
     parser.add_argument("--gpu-step", nargs="*", metavar="VARIANT",
-                        help="time the GPU alone on a decode step: all, -LABEL, 2LABEL (see above)")
+                        help="time the GPU alone on a decode step: all, without:LABEL, twice:LABEL (see above)")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     variants = None if args.gpu_step is None else (args.gpu_step or ["all"])
