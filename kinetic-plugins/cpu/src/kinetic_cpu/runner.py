@@ -409,7 +409,7 @@ class CpuRunner:
             rows, ranks = np.nonzero(chosen == e)
             gate, up = self._products(h[rows], [self.matrix(m.gate, e), self.matrix(m.up, e)])
             gate, up = self._expert_bias(gate, m.gate_bias, [e]), self._expert_bias(up, m.up_bias, [e])
-            gated = swiglu_oai(gate, up) if m.activation == "swiglu_oai" else ops.gate(gate, up, False)
+            gated = self._expert_gate(m, gate, up)
             picked[ranks, rows] = self._expert_bias(self._products(gated, [self.matrix(m.down, e)])[0], m.down_bias,
                                                     [e])
         return picked
@@ -421,7 +421,7 @@ class CpuRunner:
         gate_up = self._table_products(h, [self.matrix(w, e) for w in (m.gate, m.up) for e in chosen], [0] * 2 * n)
         gate = self._expert_bias(gate_up[:n], m.gate_bias, chosen)
         up = self._expert_bias(gate_up[n:], m.up_bias, chosen)
-        gated = swiglu_oai(gate, up) if m.activation == "swiglu_oai" else ops.gate(gate, up, False)
+        gated = self._expert_gate(m, gate, up)
         down = self._table_products(gated, [self.matrix(m.down, e) for e in chosen], list(range(n)))
         return self._expert_bias(down, m.down_bias, chosen)[:, None]
 
@@ -438,6 +438,11 @@ class CpuRunner:
                 acts = activations(group[0].activations, x)
                 out[at] = table_products(group, acts, [tokens[i] for i in at], self.threads)
         return out
+
+    @staticmethod
+    def _expert_gate(m: Experts, gate: np.ndarray, up: np.ndarray) -> np.ndarray:
+        """act(gate) * up of experts' products ([rows, width] each), one way for both paths, so their bits agree."""
+        return swiglu_oai(gate, up) if m.activation == "swiglu_oai" else ops.gate(gate, up, False)
 
     def _expert_bias(self, y: np.ndarray, bias: Optional[Weight], experts: Sequence[int]) -> np.ndarray:
         """y ([len(experts) or rows, width]) plus each expert's row of a stacked bias ([n_expert, width]), where there
