@@ -23,7 +23,7 @@ import pytest
 
 from kinetic.plugins import plugins
 from kinetic.testing.random_weights import random_weights
-from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, compile_kernels, dots, driver, matmul
+from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, compile_kernels, dots, driver, kgroups, matmul
 from kinetic_cpu.kernels.activations import f16_round
 from kinetic_formats.types._common import fields
 
@@ -95,6 +95,24 @@ def test_amx_tiles_give_the_step_kernels_bits(cases, name):
     whole = matmul(weight[:40], type_id(name), x)
     for t in (0, 15, 16, len(x) - 1):
         assert same_bits(matmul(weight[:40], type_id(name), x[t : t + 1])[0], whole[t])
+
+
+@pytest.mark.parametrize("name", kgroups.LAYOUTS)
+def test_k_quants_in_groups_of_rows_give_the_file_layouts_bits(cases, threads, monkeypatch, name):
+    """Without AMX tiles a K-quant matrix is laid out 16 rows to a record (kgroups.py): every token of every
+    batch size (whole calls of 8 tokens and single ones), on 1 thread or 2, gets the bits the step kernels
+    give on the file's own layout."""
+    monkeypatch.setattr(amx, "AVAILABLE", False)
+    monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)
+    weight, x = cases(name)
+    grouped = Matrix(weight, type_id(name))
+    assert grouped.blocks.dtype.names == (name + kgroups.SUFFIX,)
+    monkeypatch.setattr(kgroups, "takes", lambda name, rows: False)
+    plain = Matrix(weight, type_id(name))
+    for n in (1, 5, 8, 13, 40):
+        for n_threads in (1, 2):
+            threads(n_threads)
+            assert same_bits(grouped(x[:n]), plain(x[:n]))
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")

@@ -14,6 +14,7 @@ from kinetic_cpu.kernels.ir import I16, I32, call_intrinsic, const, host_has, in
 AVX2 = host_has("avx2")
 VNNI = AVX2 and (host_has("avxvnni") or (host_has("avx512vnni") and host_has("avx512vl")))
 WIDE = AVX2 and host_has("avx512bw")  # pmaddubsw and pmaddwd on 64 bytes at once
+VNNI_WIDE = host_has("avx512vnni")  # with VNNI, vpdpbusd on 64 bytes at once
 
 
 def _pair_products(builder, q, x, q_signed: bool) -> llvm.Value:
@@ -42,8 +43,13 @@ def _sign_to_x(builder, q, x) -> tuple[llvm.Value, llvm.Value]:
 
 def quad_sums(builder, q, x, q_signed: bool, into=None) -> llvm.Value:
     """<n/4 x i32>: lane j = sum of q[i] * x[i] over i = 4j .. 4j + 3 (plus lane j of `into`, if given),
-    for <n x i8> q (signed, or unsigned <= 63 without VNNI) and signed x, |x| <= 127; n is 16 or 32."""
+    for <n x i8> q (signed, or unsigned <= 63 without VNNI) and signed x, |x| <= 127; n is 16, 32 or 64."""
     words = vector(I32, q.type.count // 4)
+    if q.type.count == 64 and not (VNNI and VNNI_WIDE):  # as two halves of 32
+        halves = [[builder.shuffle_vector(v, v, indices(range(h, h + 32))) for v in (q, x)] for h in (0, 32)]
+        parts = [quad_sums(builder, *half, q_signed) for half in halves]
+        sums = builder.shuffle_vector(parts[0], parts[1], indices(range(16)))
+        return sums if into is None else builder.add(into, sums)
     if VNNI:  # vpdpbusd: unsigned q times signed x, 4 at a time, into the sums
         q, x = _sign_to_x(builder, q, x) if q_signed else (q, x)
         name = f"llvm.x86.avx512.vpdpbusd.{32 * q.type.count // 4}"

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
-from kinetic_cpu.kernels import amx, amx_k, block32, floats, ir, kquants
+from kinetic_cpu.kernels import amx, amx_k, block32, floats, ir, kgroups, kquants
 from kinetic_cpu.kernels.intrinsics import blocks_at, call_at, compiled_address, prefetch
 from kinetic_cpu.kernels.kernel import lanes_sum
 from kinetic_cpu.kernels.shares import take_jobs
@@ -105,7 +105,10 @@ def rows_of(w, r0, r1, acts, acc, out):
 
 @overload(rows_of, inline="always")
 def _rows_of(w, r0, r1, acts, acc, out):
-    """AMX tiles for activations laid out as tiles (amx.tiles, amx_k.tiles), else the type's step kernels."""
+    """K-quants laid out in groups of rows (kgroups.py), AMX tiles for activations laid out as tiles (amx.tiles,
+    amx_k.tiles), else the type's step kernels."""
+    if ir.record_name(w).endswith(kgroups.SUFFIX):
+        return lambda w, r0, r1, acts, acc, out: kgroups.group_rows(w, r0, r1, acts, out)
     if acts[0].ndim == 5:
         tiled = amx_k.row_tiles if ir.record_name(w) in amx_k.SPECS else amx.row_tiles
         return lambda w, r0, r1, acts, acc, out: tiled(w, r0, r1, acts, out)

@@ -13,7 +13,7 @@ from numba.extending import intrinsic
 
 from llvmlite import ir as llvm
 
-from kinetic_cpu.kernels.ir import F32, I8, I16, I32, I64, byte_pointer, const
+from kinetic_cpu.kernels.ir import F32, I8, I16, I32, I64, byte_pointer, const, prefetch_line
 
 
 @intrinsic
@@ -148,10 +148,7 @@ def prefetch(typingctx, array, offset):
     caches; it never faults, so it may point past the end."""
 
     def codegen(context, builder, signature, args):
-        at = byte_pointer(context, builder, signature.args[0], args[0], args[1])
-        hint = llvm.FunctionType(llvm.VoidType(), [at.type, I32, I32, I32])
-        read, keep, data = const(I32, 0), const(I32, 3), const(I32, 1)  # a read, kept in every cache level
-        builder.call(builder.module.declare_intrinsic("llvm.prefetch", fnty=hint), [at, read, keep, data])
+        prefetch_line(builder, byte_pointer(context, builder, signature.args[0], args[0], args[1]))
         return context.get_dummy_value()
 
     return types.none(array, types.intp), codegen

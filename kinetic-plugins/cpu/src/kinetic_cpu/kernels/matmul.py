@@ -19,7 +19,7 @@ import numpy as np
 
 from kinetic.plugins import plugins
 
-from kinetic_cpu.kernels import amx, amx_k, block32
+from kinetic_cpu.kernels import amx, amx_k, block32, kgroups
 from kinetic_cpu.kernels.activations import quantize_q8_0, quantize_q8_k
 from kinetic_cpu.kernels.blocks import as_blocks
 from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, rows_address, run, run_table
@@ -59,9 +59,17 @@ class Matrix:
         self.step_tokens = min(TOKEN_TILE, self._tiling.min_tokens - 1) if self._tiling is not None else TOKEN_TILE
 
     def _laid_out(self) -> np.ndarray:
-        """The weights as the kernels read them: block32's types kept in runs, every other type as the file
-        has it (zero-copy)."""
+        """The weights as the kernels read them: block32's types kept in runs, K-quants in groups of rows where
+        there are no AMX tiles, every other type as the file has it (zero-copy)."""
         name = self.type.name
+        if kgroups.takes(name, self.rows) and not amx.AVAILABLE:
+            kept = np.empty_like(self.weight)
+            step = max(1, KEEP_BYTES // self.weight.shape[1] // kgroups.GROUP) * kgroups.GROUP
+            for start in range(0, self.rows, step):
+                part = slice(start, start + step)
+                kgroups.interleave(self.weight[part], name, kept[part])
+                drop_pages(self.weight[part])
+            return as_blocks(kept, self.type, kgroups.SUFFIX)
         if name in block32.SPECS:
             kept = np.empty_like(self.weight)
             step = max(1, KEEP_BYTES // self.weight.shape[1])
