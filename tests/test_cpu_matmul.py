@@ -99,20 +99,22 @@ def test_amx_tiles_give_the_step_kernels_bits(cases, name):
 
 @pytest.mark.parametrize("name", kgroups.LAYOUTS)
 def test_k_quants_in_groups_of_rows_give_the_file_layouts_bits(cases, threads, monkeypatch, name):
-    """Without AMX tiles a K-quant matrix is laid out 16 rows to a record (kgroups.py): every token of every
-    batch size (whole calls of 8 tokens and single ones), on 1 thread or 2, gets the bits the step kernels
-    give on the file's own layout."""
+    """Without AMX tiles a K-quant matrix is laid out 16 rows to a record (kgroups.py), rows after the last
+    whole 16 as they are: every token of every batch size (whole calls of 8 tokens and single ones), on 1
+    thread or 2, gets the bits the step kernels give on the file's own layout."""
     monkeypatch.setattr(amx, "AVAILABLE", False)
     monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)
     weight, x = cases(name)
-    grouped = Matrix(weight, type_id(name))
-    assert grouped.blocks.dtype.names == (name + kgroups.SUFFIX,)
-    monkeypatch.setattr(kgroups, "takes", lambda name, rows: False)
-    plain = Matrix(weight, type_id(name))
-    for n in (1, 5, 8, 13, 40):
-        for n_threads in (1, 2):
-            threads(n_threads)
-            assert same_bits(grouped(x[:n]), plain(x[:n]))
+    for rows in (ROWS, ROWS - 8):
+        grouped = Matrix(weight[:rows], type_id(name))
+        assert grouped.blocks.dtype.names == (name + kgroups.SUFFIX,)
+        with monkeypatch.context() as file_layout:
+            file_layout.setattr(kgroups, "takes", lambda name, rows: False)
+            plain = Matrix(weight[:rows], type_id(name))
+        for n in (1, 5, 8, 13, 40):
+            for n_threads in (1, 2):
+                threads(n_threads)
+                assert same_bits(grouped(x[:n]), plain(x[:n]))
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")

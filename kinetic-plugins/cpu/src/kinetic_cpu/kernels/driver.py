@@ -32,8 +32,9 @@ PAD = 2  # spare acc rows (of 8 float32) after each worker's, so workers never w
 
 
 def kernel_of(w_type):
-    """The Kernel for a numba array type of block records (the record's one field is named by the type)."""
-    return KERNELS[ir.record_name(w_type)]
+    """The Kernel for a numba array type of block records (the record's one field is named by the type, and
+    kgroups' suffix where it lays the rows out)."""
+    return KERNELS[ir.record_name(w_type).removesuffix(kgroups.SUFFIX)]
 
 
 def full_steps(w):
@@ -108,7 +109,7 @@ def _rows_of(w, r0, r1, acts, acc, out):
     """K-quants laid out in groups of rows (kgroups.py), AMX tiles for activations laid out as tiles (amx.tiles,
     amx_k.tiles), else the type's step kernels."""
     if ir.record_name(w).endswith(kgroups.SUFFIX):
-        return lambda w, r0, r1, acts, acc, out: kgroups.group_rows(w, r0, r1, acts, out)
+        return lambda w, r0, r1, acts, acc, out: grouped_rows(w, r0, r1, acts, acc, out)
     if acts[0].ndim == 5:
         tiled = amx_k.row_tiles if ir.record_name(w) in amx_k.SPECS else amx.row_tiles
         return lambda w, r0, r1, acts, acc, out: tiled(w, r0, r1, acts, out)
@@ -145,6 +146,17 @@ def step_rows(w, r0, r1, acts, acc, out):
             s += 1
         for t in range(n):
             out[t, r] = lanes_sum(acc, t)
+
+
+@njit(cache=True, nogil=True)
+def grouped_rows(w, r0, r1, acts, acc, out):
+    """Rows r0 .. r1 - 1 of out for a matrix kgroups laid out: its whole groups of 16 rows by kgroups' kernel,
+    the rows after them (as the file has them) by the step kernels."""
+    grouped = min(r1, w.shape[0] // kgroups.GROUP * kgroups.GROUP)
+    if grouped > r0:
+        kgroups.group_rows(w, r0, grouped, acts, out)
+    if r1 > max(r0, grouped):
+        step_rows(w, max(r0, grouped), r1, acts, acc, out)
 
 
 @njit(cache=True, nogil=True, inline="always")  # inlined: its own compiled code would be one more level

@@ -83,8 +83,8 @@ LAYOUTS = {
 
 
 def takes(name: str, rows: int) -> bool:
-    """Whether a matrix of this type and row count is laid out in groups."""
-    return name in LAYOUTS and rows % GROUP == 0
+    """Whether a matrix of this type and row count is laid out in groups (all but its last rows % 16)."""
+    return name in LAYOUTS and rows >= GROUP
 
 
 @njit(cache=True, nogil=True)
@@ -138,14 +138,17 @@ def _interleave(weight, out, places):  # weight, out: [rows, row_bytes] uint8; p
 
 
 def interleave(weight: np.ndarray, name: str, out: np.ndarray) -> None:  # both: [rows, row_bytes] uint8
-    """out = weight laid out in groups of 16 rows (module docstring); rows % 16 == 0."""
+    """out = weight laid out in groups of 16 rows (module docstring), the rows after the last whole group as
+    they are."""
     layout = LAYOUTS[name]
     d_at, dmin_at, scale_from = (208, -1, 192) if name == "Q6_K" else (0, 2, 4)
     places = np.array([layout.block_size, layout.high_bits, d_at, dmin_at, scale_from, layout.scale_bytes,
                        layout.scales_at, layout.nibbles_at, layout.highs_at], np.int64)
     read_only = weight.view()  # a file's map is read-only: one compiled specialization takes every weight
     read_only.flags.writeable = False
-    _interleave(read_only, out, places)
+    grouped = len(weight) // GROUP * GROUP
+    _interleave(read_only[:grouped], out[:grouped], places)
+    out[grouped:] = weight[grouped:]
 
 
 def _layout_of(w_type) -> _Layout:
@@ -287,8 +290,8 @@ _MANY, _ONE = _tokens(TOKENS), _tokens(1)
 
 @njit(cache=True, nogil=True)
 def group_rows(w, r0, r1, acts, out):  # w: interleave's records; out: [n_tokens, rows] float32
-    """Rows r0 .. r1 - 1 of out (multiples of 16), on this thread: each 16 rows against TOKENS tokens at a
-    time, then one at a time."""
+    """Rows r0 .. r1 - 1 of out (multiples of 16, in whole groups), on this thread: each 16 rows against
+    TOKENS tokens at a time, then one at a time."""
     n = out.shape[0]
     for row in range(r0, r1, GROUP):
         t = 0
