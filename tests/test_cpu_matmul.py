@@ -100,7 +100,7 @@ def test_amx_tiles_give_the_step_kernels_bits(cases, name):
 @pytest.mark.parametrize("name", kgroups.LAYOUTS)
 def test_k_quants_in_groups_of_rows_give_the_file_layouts_bits(cases, threads, monkeypatch, name):
     """Without AMX tiles a K-quant matrix is laid out 16 rows to a record (kgroups.py), rows after the last
-    whole 16 as they are: every token of every batch size (whole calls of 8 tokens and single ones), on 1
+    whole 16 as they are: every token of every batch size (whole calls of 4 tokens and single ones), on 1
     thread or 2, gets the bits the step kernels give on the file's own layout."""
     monkeypatch.setattr(amx, "AVAILABLE", False)
     monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)
