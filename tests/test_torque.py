@@ -15,9 +15,9 @@ from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
 from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_random_model
 
-# the families whose blocks are all attention and gated feed-forward blocks Torque runs; the others (short
-# convolutions, recurrent states, experts, sinks) keep the kernel-at-a-time pass
-FUSED = {"llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense"}
+# the families whose blocks are all attention, gated feed-forward and short convolution blocks Torque runs; the
+# others (recurrent states, experts, sinks) keep the kernel-at-a-time pass
+FUSED = {"llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense", "lfm2"}
 ROWS = 40
 
 

@@ -1,8 +1,8 @@
 """Torque on the CPU: a stack's blocks as the tables kernels/torque.py walks, and a pass of a few rows through
 them in one parallel call (docs/speed.md, Torque).
 
-Torque runs stacks of attention and gated feed-forward blocks (llama, qwen2, qwen3, gemma3 and the like) with
-float16 caches. Where a block is of another kind or asks for something the fused pass does not do (an output
+Torque runs stacks of attention, gated feed-forward and short convolution blocks (llama, qwen2, qwen3, gemma3,
+lfm2 and the like) with float16 caches. Where a block is of another kind or asks for something the fused pass does not do (an output
 gate, sinks, a layer norm, a quantized cache, heads of several sizes), Torque.of gives None and every pass runs
 unfused.
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Norm, RmsNorm, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Norm, RmsNorm, ShortConv, Weight
 from kinetic_cpu import ops
 from kinetic_cpu.kernels import torque as fused
 from kinetic_cpu.kernels import torque_work as work
@@ -21,10 +21,11 @@ from kinetic_cpu.kernels.activations import _rows_serial
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.intrinsics import compiled_address
 from kinetic_cpu.kernels.matmul import activations
-from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, FEED_FORWARD, FLOAT,
-                                             GATE, JOBS, K_NORM, KIND, LAYER, M1, M2, M3, M4, N_HEAD, N_KV, NEOX,
-                                             NORM, POST_NORM, PRODUCTS, Q_NORM, QUANTIZE, ROOM_FIELDS, ROPE, SERIAL,
-                                             STAGES, VISIBLE, WALK, WORK, Plan, Step, room_arrays)
+from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, CONV, CONV_WIDTH,
+                                             FEED_FORWARD, FLOAT, GATE, JOBS, K_NORM, KIND, LAYER, M1, M2, M3, M4,
+                                             N_HEAD, N_KV, NEOX, NORM, POST_NORM, PRODUCTS, Q_NORM, QUANTIZE,
+                                             ROOM_FIELDS, ROPE, SERIAL, SHORT_CONV, STAGES, VISIBLE, WALK, WORK, Plan,
+                                             Step, room_arrays)
 
 if TYPE_CHECKING:
     from kinetic_cpu.runner import CpuRunner, _Attending
@@ -45,6 +46,7 @@ class Torque:
         self._kept = tables.kept  # the matrices whose blocks the plan reads
         self._room = tables.room(self.most_rows, runner.context_length, runner.threads)
         self._addresses = np.array([array.ctypes.data for array in self._room], np.int64)
+        self._convolutions = tables.convolutions
         self._taken = np.zeros((self._plan.n_phases, runner.threads, 1), np.int64)
         self._finished = np.zeros((self._plan.n_phases, 1), np.int64)
 
@@ -62,9 +64,11 @@ class Torque:
         """x's rows through every block, their caches written as the unfused pass writes them."""
         angles = [self._runner.angles(rope, attending) for rope in self._ropes]
         visible = [attending.visible(window, causal) for window, causal in self._visibility]
+        conv_rows = np.array([[rows.ctypes.data for rows in seq.conv_rows] for seq, _ in attending.spans], np.int64)
         step = Step(attending.positions, attending.cache_of_row, attending.addresses,
                     np.stack([firsts for firsts, _ in visible]), np.stack([lasts for _, lasts in visible]),
-                    np.stack([cos for cos, _ in angles]), np.stack([sin for _, sin in angles]))
+                    np.stack([cos for cos, _ in angles]), np.stack([sin for _, sin in angles]),
+                    conv_rows.T.reshape(self._convolutions, len(attending.spans)))
         return fused.run_pass(self._plan, step, self._addresses, self._taken, self._finished, x, self._runner.threads)
 
 
@@ -73,8 +77,8 @@ def _refusal(runner: "CpuRunner") -> Optional[str]:
     blocks = runner.stack.blocks
     if runner.cache_types != ("f16", "f16"):
         return "a quantized cache"
-    if not all(isinstance(b, (Attention, GatedFeedForward)) for b in blocks):
-        return "a block other than attention and a gated feed-forward"
+    if not all(isinstance(b, (Attention, GatedFeedForward, ShortConv)) for b in blocks):
+        return "a block other than attention, a gated feed-forward and a short convolution"
     if any(runner.matrix(w).blocks is None for b in blocks for w in _weights(b)):
         return "a weight type without a product kernel"
     attentions = [b for b in blocks if isinstance(b, Attention)]
@@ -93,12 +97,16 @@ def _refusal(runner: "CpuRunner") -> Optional[str]:
 def _norms(block) -> tuple[Optional[Norm], ...]:
     if isinstance(block, Attention):
         return block.norm, block.q_norm, block.k_norm, block.post_norm
+    if isinstance(block, ShortConv):
+        return (block.norm,)
     return block.norm, block.post_norm
 
 
 def _weights(block) -> tuple[Weight, ...]:
     if isinstance(block, Attention):
         return block.q, block.k, block.v, block.o
+    if isinstance(block, ShortConv):
+        return block.in_proj, block.out_proj
     return (block.gate, block.up, block.down) if block.gate is not None else (block.up, block.down)
 
 
@@ -118,13 +126,22 @@ class _Tables:
         self.visibility: list[tuple] = []
         self.most_out = 0  # the most outputs of a product phase
         self.gelu = False
+        self.convolutions = 0  # short convolution blocks so far
         self._size = 1  # floats' values so far
         self._attentions: list[Attention] = []
 
     def add(self, block) -> None:
         row = [-1] * BLOCK_FIELDS
-        row[NORM], row[POST_NORM] = self._norm(block.norm), self._norm(block.post_norm)
-        if isinstance(block, Attention):
+        row[NORM], row[POST_NORM] = self._norm(block.norm), self._norm(getattr(block, "post_norm", None))
+        if isinstance(block, ShortConv):
+            row[KIND], row[LAYER], row[CONV_WIDTH] = SHORT_CONV, self.convolutions, block.conv.shape[1]
+            row[M2], row[M3] = self._matrix(block.in_proj, None), self._matrix(block.out_proj, None)
+            taps = self._runner.vector(block.conv).reshape(block.conv.shape).T  # [width, channels]
+            row[CONV] = self._vector(np.ascontiguousarray(taps).ravel())
+            self.convolutions += 1
+            self.scales.append(0.0)
+            self._outputs([row[M2]], [row[M3]])
+        elif isinstance(block, Attention):
             row[KIND], row[Q_NORM], row[K_NORM] = ATTENTION, self._norm(block.q_norm), self._norm(block.k_norm)
             row[AFTER_ROPE], row[NEOX] = int(block.norms_after_rope), int(block.rope.neox)
             row[M1], row[M2], row[M3] = (self._matrix(w, bias) for w, bias in
@@ -219,7 +236,8 @@ def _samples() -> tuple:
     table, flat = np.zeros((1, 1), np.int64), np.zeros(1, np.int64)
     plan = Plan(table, table, table, np.zeros(1), np.zeros(1, np.float32), np.zeros(1), np.zeros(CODE, np.int64),
                 1.0, 0, 0, 0, 0, 0)
-    step = Step(flat, flat, np.zeros((1, 1, 2), np.int64), table, table, np.zeros((1, 1, 1)), np.zeros((1, 1, 1)))
+    step = Step(flat, flat, np.zeros((1, 1, 2), np.int64), table, table, np.zeros((1, 1, 1)), np.zeros((1, 1, 1)),
+                table)
     return (plan, step, np.zeros((1, 1), np.float32), np.zeros(ROOM_FIELDS, np.int64), np.zeros((1, 1, 1), np.int64),
             table)
 

@@ -20,11 +20,14 @@ from kinetic_cpu.kernels.intrinsics import pointer_at
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
-# a block's row: its kind, its norms (an index into the norms, -1: none), its matrices, and an attention
-# block's rope, heads, attention layer and kind of visibility (indices into Step's tables)
-KIND, NORM, POST_NORM, Q_NORM, K_NORM, AFTER_ROPE, M1, M2, M3, M4, ROPE, NEOX, N_HEAD, N_KV, LAYER, VISIBLE = range(16)
-BLOCK_FIELDS = 16
-ATTENTION, FEED_FORWARD = 0, 1  # KIND: M1..M4 are q, k, v, o; or gate (-1: none), up, down
+# a block's row: its kind, its norms (an index into the norms, -1: none), its matrices, an attention block's
+# rope, heads, attention layer (a short convolution's: its kept rows in Step.conv_rows) and kind of visibility
+# (indices into Step's tables), and a short convolution's weights ([width, channels] in the pool) and width
+KIND, NORM, POST_NORM, Q_NORM, K_NORM, AFTER_ROPE, M1, M2, M3, M4, ROPE, NEOX, N_HEAD, N_KV, LAYER, VISIBLE, CONV, \
+    CONV_WIDTH = range(18)
+BLOCK_FIELDS = 18
+ATTENTION, FEED_FORWARD, SHORT_CONV = 0, 1, 2  # KIND: M1..M4 are q, k, v, o; gate (-1: none), up, down; or -1,
+# in_proj, out_proj
 # a matrix's row: the address of rows compiled for it, its blocks' address, rows, blocks a row, bytes a block,
 # the activations it takes (activations.Q8_0, Q8_K or FLOAT), its bias's offset in the pool (-1: none)
 ROWS_AT, ADDRESS, N_ROWS, STEPS, SIZE, ACTS, BIAS = range(7)
@@ -39,12 +42,14 @@ WALK, SERIAL, PRODUCTS, JOBS, WORK, QUANTIZE, ATTEND, GATE = range(8)
 CODE = 8
 # a block's stages, in the order its phases run them: one-thread work (NORMED: x normed and its activations
 # for the first products; QUERIES: q and k normed and rotated, the queries, k and v into the caches; SECOND:
-# the activations for the last product; OUTPUT: its output added to x), products (FIRST: q, k, v, or gate
-# and up; LAST: o, or down) and jobs (ATTEND_ROWS: attention; GATE_ROWS: act(gate) * up)
-NORMED, QUERIES, SECOND, OUTPUT, FIRST, LAST, ATTEND_ROWS, GATE_ROWS = range(8)
+# the activations for the last product; OUTPUT: its output added to x; CONVOLVED: b * u kept, convolved, times
+# c), products (FIRST: q, k, v, gate and up, or in_proj; LAST: o, down or out_proj) and jobs (ATTEND_ROWS:
+# attention; GATE_ROWS: act(gate) * up)
+NORMED, QUERIES, SECOND, OUTPUT, FIRST, LAST, ATTEND_ROWS, GATE_ROWS, CONVOLVED = range(9)
 STAGES = np.array([[NORMED, FIRST, QUERIES, ATTEND_ROWS, SECOND, LAST, OUTPUT],  # by KIND, -1 past the last
-                   [NORMED, FIRST, GATE_ROWS, SECOND, LAST, OUTPUT, -1]], np.int64)
-STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2, np.int64)  # the code of each stage's phase
+                   [NORMED, FIRST, GATE_ROWS, SECOND, LAST, OUTPUT, -1],
+                   [NORMED, FIRST, CONVOLVED, SECOND, LAST, OUTPUT, -1]], np.int64)
+STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2 + [SERIAL], np.int64)  # each stage's phase's code
 # the room's rows: float32 h (a product's input), outs (a product phase's outputs, matrix after matrix),
 # attended, ones; the input as Q8_0 and Q8_K activations (q int8, d float32, sums int32); the queries at float16
 # precision (float64);
@@ -80,6 +85,7 @@ class Step(NamedTuple):
     lasts: np.ndarray  # [kinds, n] int64
     cos: np.ndarray  # [ropes, n, n_dims / 2] float64 (ops.rope_angles)
     sin: np.ndarray
+    conv_rows: np.ndarray  # [short convolutions, caches] int64: each one's kept rows' address (cache.conv_rows)
 
 
 def room_arrays(most_rows: int, widest: int, most_out: int, most_heads: int, head_dim: int, heads_count: int,

@@ -1,8 +1,9 @@
 """The work of Torque's phases (torque.py). Each runs the unfused pass's own kernels on the same values in the
 same order, so each output is bit for bit what the unfused pass gives: products driver.rows (by address, as
 driver.run calls it; then the bias, as numpy adds it), attention ops._attend_group, gates ops._gate_chunk,
-norms ops.rms_norm_into, rotations ops.rope, activations activations._rows_serial, the cache's float16 bits as
-ops.half_bits_of gives them, and the residual sum as the runner adds it.
+norms ops.rms_norm_into, rotations ops.rope, short convolutions short_conv.convolve_row, activations
+activations._rows_serial, the cache's float16 bits as ops.half_bits_of gives them, and the residual sum as the
+runner adds it.
 
 Every array here is x (the rows' residual stream, [n, n_embd] float32) or a view of the room (torque_plan.py).
 """
@@ -20,18 +21,20 @@ from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.driver import PAD, ROWS
 from kinetic_cpu.kernels.intrinsics import blocks_at, call_at, half_bits, pointer_at
 from kinetic_cpu.kernels.shares import ANY
-from kinetic_cpu.kernels.torque_plan import (ACC, ACTS, ADDRESS, AFTER_ROPE, ATTENDED, ATTENTION, BIAS, FIRST, H,
-                                             HALF_QUERIES, HEADS, K_NORM, KIND, LAYER, M1, M2, M3, M4, N_HEAD, N_KV,
-                                             N_ROWS, NEOX, NORM, NORMED, ONES, OUTS, POST_NORM, Q_NORM, QUANTIZE,
-                                             QUERIES, ROPE, ROWS_AT, SCORES, SECOND, SIZE, STEPS, SUMS, VISIBLE, floats,
-                                             q8_0_acts, q8_k_acts, scratch)
+from kinetic_cpu.kernels.short_conv import convolve_row
+from kinetic_cpu.kernels.torque_plan import (ACC, ACTS, ADDRESS, AFTER_ROPE, ATTENDED, ATTENTION, BIAS, CONV,
+                                             CONV_WIDTH, CONVOLVED, FIRST, H, HALF_QUERIES, HEADS, K_NORM, KIND, LAYER,
+                                             M1, M2, M3, M4, N_HEAD, N_KV, N_ROWS, NEOX, NORM, NORMED, ONES, OUTS,
+                                             POST_NORM, Q_NORM, QUANTIZE, QUERIES, ROPE, ROWS_AT, SCORES, SECOND,
+                                             SHORT_CONV, SIZE, STEPS, SUMS, VISIBLE, floats, q8_0_acts, q8_k_acts,
+                                             scratch)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
 @numba.njit(**_JIT)
 def serial(plan, step, x, room, b, stage):
-    """Block b's one-thread work at stage NORMED, QUERIES, SECOND or OUTPUT (torque_plan.py)."""
+    """Block b's one-thread work at stage NORMED, QUERIES, CONVOLVED, SECOND or OUTPUT (torque_plan.py)."""
     block, n = plan.blocks[b], x.shape[0]
     if stage == NORMED:
         h = _input(plan, x, room, b, FIRST)
@@ -46,6 +49,9 @@ def serial(plan, step, x, room, b, stage):
         v = outs[n * (q_rows + k_rows) :].reshape((n, k_rows))
         queries = numba.carray(pointer_at(room[HALF_QUERIES]), n * q_rows, np.float64)
         _queries_and_cache(plan, step, block, q, k, v, queries)
+    elif stage == CONVOLVED:
+        d = plan.matrices[block[M2], N_ROWS] // 3
+        _convolved(plan, step, block, floats(room, OUTS, n, 3 * d), floats(room, H, n, d))
     elif stage == SECOND:
         _quantize(plan, _input(plan, x, room, b, SECOND), room, _matrices(block, SECOND))
     else:
@@ -122,13 +128,13 @@ def _matrices(block, stage):
 @numba.njit(**_JIT, inline="always")
 def _input(plan, x, room, b, stage):
     """What block b's products at stage FIRST read (x itself, or x normed into H), or at SECOND: attention's output
-    (ATTENDED), or act(gate) * up (in H, as the first products' activations are made by then)."""
+    (ATTENDED), or act(gate) * up or c * conv(b * u) (in H, as the first products' activations are made by then)."""
     block, n = plan.blocks[b], x.shape[0]
     if stage == FIRST:
         return x if block[NORM] < 0 else floats(room, H, n, x.shape[1])
     if block[KIND] == ATTENTION:
         return floats(room, ATTENDED, n, block[N_HEAD] * plan.head_dim)
-    return floats(room, H, n, plan.matrices[block[M2], N_ROWS])
+    return floats(room, H, n, plan.matrices[block[M2], N_ROWS] // (3 if block[KIND] == SHORT_CONV else 1))
 
 
 @numba.njit(**_JIT, inline="always")
@@ -230,6 +236,28 @@ def _queries_and_cache(plan, step, block, q, k, v, queries):  # q: [n, n_head * 
             for j in range(hd):
                 keys[h, p // KEY_BLOCK, j, p % KEY_BLOCK] = half_bits(f16_round(k[i, h * hd + j]))
                 values[p, h, j] = half_bits(f16_round(v[i, h * hd + j]))
+
+
+@numba.njit(**_JIT)
+def _convolved(plan, step, block, bcu, out):  # bcu: [n, 3 d] in_proj's b, c, u; out: [n, d] float32
+    """Each row's b * u kept at its position in its sequence's rows, then out = c * conv(b * u), as the runner's
+    _short_conv and _convolve do: every row kept before any is convolved."""
+    n, d, width = out.shape[0], out.shape[1], block[CONV_WIDTH]
+    taps = plan.floats[block[CONV] : block[CONV] + width * d].reshape((width, d))
+    for i in range(n):
+        kept = _kept_rows(plan, step, block, i, d)
+        for c in range(d):
+            kept[step.positions[i], c] = bcu[i, c] * bcu[i, 2 * d + c]
+    for i in range(n):
+        convolve_row(_kept_rows(plan, step, block, i, d), step.positions[i], taps, out[i])
+        for c in range(d):
+            out[i, c] = bcu[i, d + c] * out[i, c]
+
+
+@numba.njit(**_JIT, inline="always")
+def _kept_rows(plan, step, block, i, d):
+    """Row i's sequence's kept rows of short convolution block (cache.conv_rows): [context, d] float32."""
+    return numba.carray(pointer_at(step.conv_rows[block[LAYER], step.cache_of_row[i]]), (plan.context, d), np.float32)
 
 
 @numba.njit(**_JIT, inline="always")
