@@ -13,7 +13,8 @@ file gives them: a super-block s of rows g .. g + 15 is one record of 16 times t
             32p + 4b + i; Q6_K 16 loads, bits 2b, 2b + 1 of byte 4r + i of load p for weight 16p + 4b + i
 
 so that one 64-byte vector holds 4 weights of each of 16 rows (a quad), and a vpdpbusd of it against 4 of a
-token's activations, broadcast, adds the 16 rows' 4 products into their lanes: no horizontal sums, and each
+token's activations, broadcast, adds the 16 rows' 4 products into their lanes (dots.quad_sums: pmaddubsw and
+pmaddwd on 32 bytes at a time where the CPU has no AVX-512 VNNI): no horizontal sums, and each
 weight decoded once for up to TOKENS tokens. The values are kquants.py's bit for bit: a super-block's I and M
 are the same exact integers, and lane s % 8 of each (row, token) takes the same two fmas in the same order;
 the 8 lanes are summed in kernel.lanes_sum's tree.
@@ -31,7 +32,7 @@ from numba.extending import intrinsic
 
 from kinetic_cpu.kernels import dots, halves, ir
 from kinetic_cpu.kernels.bitfields import field
-from kinetic_cpu.kernels.ir import F32, I8, I16, I32, I64
+from kinetic_cpu.kernels.ir import F32, I16, I32, I64
 
 GROUP = 16  # rows a record holds: 16 lanes of int32 fill a 64-byte vector
 TOKENS = 4  # tokens a call takes at most: 4 accumulators of sums and 4 of I beside a run's 8 decoded quads (at 8
