@@ -37,7 +37,7 @@ from kinetic_cpu.kernels.ir import F32, I16, I32, I64
 GROUP = 16  # rows a record holds: 16 lanes of int32 fill a 64-byte vector
 TOKENS = 4  # tokens a call takes at most: 4 accumulators of sums and 4 of I beside a run's 8 decoded quads (at 8
 # they no longer fit the 32 vector registers)
-PREFETCH = 8192  # bytes ahead of a record that the caches are asked for as it is read
+PREFETCH = 4096  # bytes ahead of a record that the caches are asked for as it is read
 SUFFIX = "x16"  # a laid-out matrix's record name: the type's name and this
 
 
