@@ -63,22 +63,22 @@ class Matrix:
         there are no AMX tiles, every other type as the file has it (zero-copy)."""
         name = self.type.name
         if kgroups.takes(name, self.rows) and not amx.AVAILABLE:
-            kept = np.empty_like(self.weight)
-            step = max(1, KEEP_BYTES // self.weight.shape[1] // kgroups.GROUP) * kgroups.GROUP
-            for start in range(0, self.rows, step):
-                part = slice(start, start + step)
-                kgroups.interleave(self.weight[part], name, kept[part])
-                drop_pages(self.weight[part])
-            return as_blocks(kept, self.type, kgroups.SUFFIX)
+            grouped = self._copied(lambda part, out: kgroups.interleave(part, name, out), kgroups.GROUP)
+            return as_blocks(grouped, self.type, kgroups.SUFFIX)
         if name in block32.SPECS:
-            kept = np.empty_like(self.weight)
-            step = max(1, KEEP_BYTES // self.weight.shape[1])
-            for start in range(0, self.rows, step):  # a part at a time: the file's pages go as the copy comes
-                part = slice(start, start + step)
-                block32.keep_in_runs(self.weight[part], name, kept[part])
-                drop_pages(self.weight[part])
-            return as_blocks(kept, self.type)
+            return as_blocks(self._copied(lambda part, out: block32.keep_in_runs(part, name, out), 1), self.type)
         return as_blocks(self.weight, self.type)
+
+    def _copied(self, lay_out: Callable, rows_at_once: int) -> np.ndarray:
+        """The weights laid out by lay_out(part, out), a part of whole multiples of rows_at_once rows at a time:
+        the file's pages go as the copy comes."""
+        kept = np.empty_like(self.weight)
+        step = max(1, KEEP_BYTES // self.weight.shape[1] // rows_at_once) * rows_at_once
+        for start in range(0, self.rows, step):
+            part = slice(start, start + step)
+            lay_out(self.weight[part], kept[part])
+            drop_pages(self.weight[part])
+        return kept
 
     def __call__(self, x: np.ndarray, acts: Optional[tuple] = None, threads: Optional[int] = None) -> np.ndarray:
         """[n_tokens, rows] float32 for x [n_tokens, k] float32, on `threads` threads (None: numba's count on
