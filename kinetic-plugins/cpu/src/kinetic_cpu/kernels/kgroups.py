@@ -30,8 +30,8 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from kinetic_cpu.kernels import dots, halves, ir
-from kinetic_cpu.kernels.bitfields import field
+from kinetic_cpu.kernels import dots, halves, ir, kquants
+from kinetic_cpu.kernels.bitfields import concat, field
 from kinetic_cpu.kernels.ir import F32, I16, I32, I64
 
 GROUP = 16  # rows a record holds: 16 lanes of int32 fill a 64-byte vector
@@ -41,13 +41,11 @@ PREFETCH = 4096  # bytes ahead of a record that the caches are asked for as it i
 SUFFIX = "x16"  # a laid-out matrix's record name: the type's name and this
 
 
-def _k4_scales(builder, scales):  # the 12 bytes of get_scale_min_k4 (ggml-quants.c), 16 rows to a vector
-    low, mid, high = scales[0:4], scales[4:8], scales[8:12]
-    upper = [builder.shl(builder.lshr(v, ir.const(v.type, 6)), ir.const(v.type, 4)) for v in low + mid]
-    firsts = [field(builder, v, 6, 0) for v in low], [field(builder, v, 6, 0) for v in mid]
-    lasts = ([builder.or_(field(builder, h, 4, 0), upper[j]) for j, h in enumerate(high)],
-             [builder.or_(field(builder, h, 4, 1), upper[4 + j]) for j, h in enumerate(high)])
-    return firsts[0] + lasts[0], firsts[1] + lasts[1]
+def _k4_scales(builder, scales):  # the 12 packed bytes, 16 rows to a vector -> 8 scales and 8 mins, likewise
+    packed = [concat(builder, concat(builder, *scales[at : at + 2]), concat(builder, *scales[at + 2 : at + 4]))
+              for at in (0, 4, 8)]
+    return tuple([builder.shuffle_vector(v, v, ir.indices(range(GROUP * j, GROUP * (j + 1)))) for j in range(8)]
+                 for v in kquants.k4_scale_bytes(builder, *packed))
 
 
 def _q6_k_scales(builder, scales):
@@ -154,7 +152,7 @@ def interleave(weight: np.ndarray, name: str, out: np.ndarray) -> None:  # both:
 
 
 def _layout_of(w_type) -> _Layout:
-    return LAYOUTS[ir.record_name(w_type)[: -len(SUFFIX)]]
+    return LAYOUTS[ir.record_name(w_type).removesuffix(SUFFIX)]
 
 
 class _Record:

@@ -41,14 +41,21 @@ def _q3_k_scales(builder, block):  # 6-bit scales - 32: low nibbles in bytes 96.
 
 
 def _k4_scales(builder, block):  # Q4_K/Q5_K: eight 6-bit scales and mins packed in bytes 4..15
-    low, mid, high = (ir.load_bytes(builder, block, at, 4) for at in (4, 8, 12))
+    scales, mins = k4_scale_bytes(builder, *(ir.load_bytes(builder, block, at, 4) for at in (4, 8, 12)))
+    return _widen(builder, scales), _widen(builder, mins)
+
+
+def k4_scale_bytes(builder, low, mid, high):
+    """Q4_K/Q5_K's 8 scales and 8 mins (unsigned bytes, get_scale_min_k4 in ggml-quants.c) from the 12 packed bytes
+    as three vectors of n lanes, bytes 0-3, 4-7 and 8-11 (n = 4: one row; 4m: byte j of m rows at lanes jm ..):
+    -> (scales, mins), <2n x i8> each, in the same order."""
 
     def upper(v, top):  # (v & 15 or v >> 4) | (top >> 6) << 4
         return builder.or_(v, builder.shl(builder.lshr(top, ir.const(top.type, 6)), ir.const(top.type, 4)))
 
     scales = concat(builder, field(builder, low, 6, 0), upper(field(builder, high, 4, 0), low))
     mins = concat(builder, field(builder, mid, 6, 0), upper(field(builder, high, 4, 1), mid))
-    return _widen(builder, scales), _widen(builder, mins)
+    return scales, mins
 
 
 def _q6_k_scales(builder, block):  # an int8 scale per run of 16 in bytes 192..207
