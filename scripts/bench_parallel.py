@@ -79,9 +79,9 @@ def main(argv: list[str]) -> int:
     rows = []
     for n_clients in (int(n) for n in args.clients.split(",")):
         for server in servers(args, args.model, n_clients, context):
-            with server.start() as url:
-                timed_chat(url, {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4})
-                answers, seconds = clients(url, n_clients, args.tokens)
+            with server.start() as served:
+                timed_chat(served.url, {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4})
+                answers, seconds = clients(served.url, n_clients, args.tokens)
             rows.append(row(server.name, n_clients, answers, seconds))
             print(f"{server.title}: {sum(a.tokens for a in answers)} tokens in {seconds:.1f} s", file=sys.stderr)
     print(table(rows))

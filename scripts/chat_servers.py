@@ -114,10 +114,18 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                              "llama.cpp's models/templates/google-gemma-2-2b-it.jinja, the same turns)")
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running server: its /v1 base URL and its process id."""
+
+    url: str
+    pid: int
+
+
 @contextmanager
-def _running(command: list[str], started: Callable[[subprocess.Popen], str]) -> Iterator[str]:
-    """The base URL (started(server)) of a server started by command, stopped at the end; its stderr shows
-    only if it does not start."""
+def _running(command: list[str], started: Callable[[subprocess.Popen], str]) -> Iterator[Served]:
+    """The server started by command, at the base URL started(server) gives, stopped at the end; its stderr
+    shows only if it does not start."""
     with tempfile.TemporaryFile() as log:
         server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
         try:
@@ -127,7 +135,7 @@ def _running(command: list[str], started: Callable[[subprocess.Popen], str]) -> 
                 log.seek(0)
                 sys.stderr.write(log.read().decode(errors="replace"))
                 raise
-            yield url
+            yield Served(url, server.pid)
         finally:
             server.terminate()
             server.wait()
@@ -145,11 +153,11 @@ def _kinetic_started(server: subprocess.Popen) -> str:
 
 @dataclass(frozen=True)
 class Launch:
-    """A server to start: start() is a context manager giving its /v1 URL, and stopping it at the end."""
+    """A server to start: start() is a context manager giving it Served, and stopping it at the end."""
 
     name: str  # Kinetic or llama.cpp
     command: str  # as the tables name it
-    start: Callable[[], ContextManager[str]]
+    start: Callable[[], ContextManager[Served]]
 
     @property
     def title(self) -> str:
@@ -167,13 +175,13 @@ def servers(args: argparse.Namespace, model: Path, parallel: int, context: int) 
         llama = str(llama_cpp.build(("llama-server",)) / "llama-server")
 
     @contextmanager
-    def start_kinetic() -> Iterator[str]:
+    def start_kinetic() -> Iterator[Served]:
         with tempfile.TemporaryDirectory(prefix="kinetic-bench-states-") as states:  # no state from an earlier run
             command = [*kinetic, "--cache-dir", states, *shlex.split(args.kinetic_args)]
-            with _running(command, _kinetic_started) as url:
-                yield url
+            with _running(command, _kinetic_started) as served:
+                yield served
 
-    def start_llama() -> ContextManager[str]:
+    def start_llama() -> ContextManager[Served]:
         port = free_port()
         # llama-server's -c is the whole cache, shared by its slots
         command = [llama, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-np", str(parallel),

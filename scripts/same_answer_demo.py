@@ -98,8 +98,8 @@ def main(argv: list[str]) -> int:
     context = max(args.tokens, BUSY_TOKENS) + 512  # the chat prompt and the answer, per slot
     for server in servers(args, args.model, SLOTS, context):
         receipts = args.receipt is not None and server.name == "Kinetic"
-        with server.start() as url:
-            answers = answers_while_busy(url, {**body, "receipt": True} if receipts else body, args.runs)
+        with server.start() as served:
+            answers = answers_while_busy(served.url, {**body, "receipt": True} if receipts else body, args.runs)
         print(answer_table(server.title, [answer.text for answer in answers]) + "\n", flush=True)
         if receipts:
             args.receipt.write_text(json.dumps(answers[-1].receipt, indent=2, ensure_ascii=False) + "\n")

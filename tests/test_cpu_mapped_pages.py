@@ -1,5 +1,5 @@
-"""drop_pages: a copy's file pages go back to the OS, and nothing else is touched; lazy_zeros: a page is resident
-only once written."""
+"""drop_pages and drop_rows: the file pages of a copy or a lookup go back to the OS, whole folios of them, and
+nothing else; lazy_zeros: a page is resident only once written."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import mmap
 
 import numpy as np
 
-from kinetic_cpu.mapped_pages import drop_pages, lazy_zeros
+from kinetic_cpu.mapped_pages import FOLIO, drop_pages, drop_rows, lazy_zeros
 
 
 def resident_pages(mapped: mmap.mmap) -> int:
@@ -23,17 +23,39 @@ def resident_pages(mapped: mmap.mmap) -> int:
     raise AssertionError("the map is not in smaps")
 
 
-def test_a_file_maps_pages_go_and_its_bytes_stay(tmp_path):
-    data = np.random.default_rng(0).integers(0, 256, 64 * mmap.PAGESIZE, np.uint8)
+FOLIO_PAGES = FOLIO // mmap.PAGESIZE
+
+
+def mapped_file(tmp_path, data: np.ndarray) -> mmap.mmap:
     (tmp_path / "weights").write_bytes(data.tobytes())
     with open(tmp_path / "weights", "rb") as f:
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    view = np.frombuffer(mapped, np.uint8).reshape(64, -1)
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def test_a_file_maps_pages_go_with_their_folios_and_its_bytes_stay(tmp_path):
+    data = np.random.default_rng(0).integers(0, 256, 3 * FOLIO, np.uint8)  # three folios
+    mapped = mapped_file(tmp_path, data)
+    view = np.frombuffer(mapped, np.uint8).reshape(3 * FOLIO_PAGES, -1)  # a page a row
     assert view.sum() == data.sum()  # every page read in
     before = resident_pages(mapped)
-    drop_pages(view[8:40])
-    assert resident_pages(mapped) == before - 32
-    assert np.array_equal(view, data.reshape(64, -1))  # read again from the file
+    drop_pages(view[FOLIO_PAGES + 8 : FOLIO_PAGES + 40])  # inside the second folio: all of it goes
+    assert resident_pages(mapped) == before - FOLIO_PAGES
+    drop_pages(view[FOLIO_PAGES - 1 : FOLIO_PAGES + 1])  # across the first two: the first goes too
+    assert resident_pages(mapped) == before - 2 * FOLIO_PAGES
+    assert np.array_equal(view, data.reshape(view.shape))  # read again from the file
+
+
+def test_looked_up_rows_give_back_their_folios_only(tmp_path):
+    data = np.random.default_rng(1).integers(0, 256, 3 * FOLIO, np.uint8)
+    mapped = mapped_file(tmp_path, data)
+    rows = np.frombuffer(mapped, np.uint8, 6_000_000).reshape(-1, 1000)  # rows straddling pages and folios
+    assert rows.sum() == data[: rows.size].sum()
+    before = resident_pages(mapped)
+    drop_rows(rows, np.array([5, 3, 5]))  # rows of the first folio, one twice
+    assert resident_pages(mapped) == before - FOLIO_PAGES
+    drop_rows(rows, np.array([FOLIO // 1000]))  # bytes 2,097,000 to 2,098,000: the first two folios
+    assert resident_pages(mapped) == before - 2 * FOLIO_PAGES
+    assert np.array_equal(rows, data[: rows.size].reshape(rows.shape))
 
 
 def test_memory_not_in_a_file_is_left_alone():

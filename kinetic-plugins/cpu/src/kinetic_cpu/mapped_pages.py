@@ -9,19 +9,44 @@ from typing import Optional
 import numpy as np
 
 
+# The page cache holds a file in folios of up to 2 MiB (a PMD), and a read fault maps every page of its folio:
+# reading one tensor maps the neighbours' pages that share its first and last folios.
+FOLIO = 2 << 20
+
+
 def drop_pages(array: np.ndarray) -> None:
-    """Let the OS take back the pages of the read-only file map under `array` (a contiguous view of one)
-    now that a copy serves its reads: resident memory would count both, and a later read of the array maps
-    its pages again from the file. An array not in a file map is left alone (DONTNEED would zero
-    anonymous memory)."""
+    """Let the OS take back the pages of the read-only file map under `array` (a contiguous view of one) now
+    that a copy serves its reads, and those of the folios its ends share with its neighbours (they came in
+    with its own, and a neighbour copied earlier would otherwise be held again): resident memory would count
+    both, and a later read maps its pages again from the file. An array not in a file map is left alone
+    (DONTNEED would zero anonymous memory)."""
     mapped = _file_map(array)
-    if mapped is None or not array.flags.c_contiguous or not hasattr(mmap, "MADV_DONTNEED"):
+    if mapped is not None and array.flags.c_contiguous:
+        start = _offset(array, mapped)
+        _drop_folios(mapped, start // FOLIO, (start + array.nbytes - 1) // FOLIO)
+
+
+def drop_rows(matrix: np.ndarray, rows: np.ndarray) -> None:  # matrix: [n_rows, row_bytes] uint8
+    """drop_pages for the rows `rows` of matrix (a contiguous view of a file map) that a lookup just read: an
+    embedding's rows, read a few at a time, would otherwise stay mapped a folio each."""
+    mapped = _file_map(matrix)
+    if mapped is None or not matrix.flags.c_contiguous:
         return
-    start = array.__array_interface__["data"][0] - np.frombuffer(mapped, np.uint8).__array_interface__["data"][0]
-    first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside the array only
-    end = (start + array.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
-    if end > first:
-        mapped.madvise(mmap.MADV_DONTNEED, first, end - first)
+    starts = _offset(matrix, mapped) + np.unique(rows).astype(np.int64) * matrix.shape[1]
+    folios = np.unique(np.concatenate([starts // FOLIO, (starts + matrix.shape[1] - 1) // FOLIO]))
+    for folio in folios.tolist():
+        _drop_folios(mapped, folio, folio)
+
+
+def _drop_folios(mapped: mmap.mmap, first: int, last: int) -> None:
+    """MADV_DONTNEED for folios first to last (file offsets over FOLIO: the map starts at the file's first byte)."""
+    if hasattr(mmap, "MADV_DONTNEED"):
+        end = min((last + 1) * FOLIO, len(mapped))
+        mapped.madvise(mmap.MADV_DONTNEED, first * FOLIO, end - first * FOLIO)
+
+
+def _offset(array: np.ndarray, mapped: mmap.mmap) -> int:
+    return array.__array_interface__["data"][0] - np.frombuffer(mapped, np.uint8).__array_interface__["data"][0]
 
 
 def _file_map(array: np.ndarray) -> Optional[mmap.mmap]:
