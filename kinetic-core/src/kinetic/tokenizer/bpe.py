@@ -34,7 +34,7 @@ class BpeModel:
         if whole is not None and self._pre.ignore_merges:
             return [whole]
         ids = []
-        for symbol in merge_symbols(list(word), self._ranks, " "):
+        for symbol in merge_symbols(list(word), self._ranks.get, " "):
             token = self._vocab.get(symbol)
             if token is not None:
                 ids.append(token)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from heapq import heapify, heappop, heappush
-from typing import Mapping
+from typing import Callable, Optional
 
 
-def merge_symbols(symbols: list[str], ranks: Mapping[str, float], joiner: str) -> list[str]:
+def merge_symbols(symbols: list[str], rank_of: Callable[[str], Optional[float]], joiner: str) -> list[str]:
     """Join adjacent symbols, lowest rank first and leftmost among equals, while a pair has a rank.
 
-    A pair's rank is ranks[left + joiner + right]. Runs in O(n log n), as llama.cpp's queue does,
-    so long runs (thousands of spaces) stay fast. The loop is written out flat: it is the hot path.
+    A pair's rank is rank_of(left + joiner + right), None for a pair that never merges. Runs in
+    O(n log n), as llama.cpp's queue does, so long runs (thousands of spaces) stay fast. The loop is
+    written out flat: it is the hot path.
     """
-    rank_of = ranks.get
     following = list(range(1, len(symbols))) + [-1]
     preceding = list(range(-1, len(symbols) - 1))
     heap = []

@@ -22,8 +22,6 @@ class SpmModel:
 
     def __init__(self, vocab: Vocab, unk_id: int | None):
         self._vocab = vocab
-        # the best merge makes the highest-scoring token: rank = -score
-        self._ranks = dict(zip(vocab.texts, (-score for score in vocab.scores)))
         self._byte_ids = [_byte_token(vocab, byte, unk_id) for byte in range(256)]
         # characters that some token has right before a "▁": no cut is made after them (nor after
         # NUL, the separator used to find them)
@@ -39,9 +37,14 @@ class SpmModel:
             ids.extend(self._cache.ids(piece, self._encode_piece))
         return ids
 
+    def _rank(self, text: str) -> float | None:
+        """The best merge makes the highest-scoring token: rank = -score."""
+        token = self._vocab.ids.get(text)
+        return None if token is None else -self._vocab.scores[token]
+
     def _encode_piece(self, piece: str) -> list[int]:
         ids = []
-        for symbol in merge_symbols(list(piece), self._ranks, ""):
+        for symbol in merge_symbols(list(piece), self._rank, ""):
             token = self._vocab.get(symbol)
             if token is not None:
                 ids.append(token)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from array import array
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -54,7 +55,8 @@ class Vocab:
         if "" in self.texts:  # llama.cpp names empty tokens so that every text is unique
             self.texts = [text or f"[EMPTY_{i}]" for i, text in enumerate(self.texts)]
         self.ids = dict(zip(self.texts, range(len(self.texts))))
-        self.scores = list(scores) if scores is not None else [0.0] * len(self.texts)
+        # float32 as the file stores them, 4 bytes each rather than a float object each
+        self.scores = array("f", scores if scores is not None else bytes(4 * len(self.texts)))
         if types is None:
             self.attrs = [int(TokenAttr.NORMAL)] * len(self.texts)
         else:
