@@ -360,6 +360,28 @@ def test_real_models_512_token_prompt(key, request):
     assert_batch_invariant(request.getfixturevalue(f"{key}_gguf"), 512, (512,))
 
 
+def resident_bytes(mapped: np.ndarray) -> int:
+    """The Rss of the memory map that `mapped` (a whole file's map) starts, from /proc/self/smaps."""
+    address = f"{mapped.__array_interface__['data'][0]:x}-"
+    with open("/proc/self/smaps") as smaps:
+        lines = iter(smaps)
+        for line in lines:
+            if line.startswith(address):
+                return next(int(entry.split()[1]) for entry in lines if entry.startswith("Rss:")) * 1024
+    raise AssertionError("the map is not in smaps")
+
+
+def test_a_tied_output_layers_lookups_give_its_file_pages_back(gemma_gguf):
+    """Gemma's embedding table is its output layer, which the runner holds as a copy laid out for its kernels:
+    the rows a pass looks up in the file go back with their folios, rather than holding the table twice."""
+    stack = load_stack(gemma_gguf)
+    runner = plugins().devices["cpu"].upload(stack, UploadOptions(context_length=1024))
+    tokens = np.random.default_rng(0).choice(stack.embedding.shape[0], 512, replace=False).tolist()
+    for part in (tokens[:256], tokens[256:]):  # the first pass's logits make the output layer's copy
+        in_batches_last(runner, runner.new_sequence(), part)
+    assert resident_bytes(stack.embedding.model.data) < 16 << 20  # the header's pages: its tokens' texts
+
+
 @pytest.mark.parametrize("interleaved", [False, True], ids=["grouped", "interleaved"])
 @pytest.mark.parametrize("key", ["qwen", "gemma"])
 def test_real_models_sequences_sharing_a_pass(key, interleaved, request):

@@ -49,6 +49,11 @@ def _offset(array: np.ndarray, mapped: mmap.mmap) -> int:
     return array.__array_interface__["data"][0] - np.frombuffer(mapped, np.uint8).__array_interface__["data"][0]
 
 
+def in_file_map(array: np.ndarray) -> bool:
+    """Whether array views a file's memory map (rather than memory of its own)."""
+    return _file_map(array) is not None
+
+
 def _file_map(array: np.ndarray) -> Optional[mmap.mmap]:
     """The mmap at the root of array's chain of views, if it is a file's."""
     base = array

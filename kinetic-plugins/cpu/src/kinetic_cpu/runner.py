@@ -23,7 +23,7 @@ from kinetic_cpu.home import at_home
 from kinetic_cpu.kernels import delta_net, short_conv, ssm_scan
 from kinetic_cpu.kernels.dots import AVX2
 from kinetic_cpu.kernels.matmul import Matrix, activations, table_products
-from kinetic_cpu.mapped_pages import drop_pages, drop_rows
+from kinetic_cpu.mapped_pages import drop_pages, drop_rows, in_file_map
 from kinetic_cpu.shortlist import Shortlist
 from kinetic_cpu.torque import Torque
 
@@ -162,7 +162,8 @@ class CpuRunner:
     def _embed(self, tokens: np.ndarray, batch: list[Row]) -> np.ndarray:
         """The rows' inputs: their tokens' embeddings, or with Stack.input those and their vectors through it."""
         rows = self.stack.embedding.rows_float32(tokens)
-        drop_rows(self.stack.embedding.raw(), tokens)
+        if self._copied(self.stack.embedding):  # a tied output layer's copy holds the rows already
+            drop_rows(self.stack.embedding.raw(), tokens)
         x = (rows * np.float32(self.stack.embedding_scale)).astype(np.float32)
         if self.stack.token_types is not None:
             x = x + self.vector(self.stack.token_types)[: self.stack.n_embd]  # row 0: sentence A's
@@ -195,6 +196,11 @@ class CpuRunner:
             self._norms[weight.key] = np.ascontiguousarray(weight.to_float32().reshape(-1), dtype=np.float32)
             drop_pages(weight.raw())  # and the neighbouring matrices' pages its read mapped
         return self._norms[weight.key]
+
+    def _copied(self, weight: Weight) -> bool:
+        """Whether the weight's matrix is held as a copy laid out for the kernels, its file pages given back."""
+        matrix = self._matrices.get(weight.key)
+        return matrix is not None and matrix.blocks is not None and not in_file_map(matrix.blocks)
 
     def matrix(self, weight: Weight, expert: Optional[int] = None) -> Matrix:
         """The weight's matrix, or with expert e the e-th of its stacked matrices ([n_expert, rows, k])."""
