@@ -32,7 +32,7 @@ def drop_rows(matrix: np.ndarray, rows: np.ndarray) -> None:  # matrix: [n_rows,
     mapped = _file_map(matrix)
     if mapped is None or not matrix.flags.c_contiguous:
         return
-    starts = _offset(matrix, mapped) + np.unique(rows).astype(np.int64) * matrix.shape[1]
+    starts = _offset(matrix, mapped) + np.asarray(rows, np.int64) * matrix.shape[1]
     folios = np.unique(np.concatenate([starts // FOLIO, (starts + matrix.shape[1] - 1) // FOLIO]))
     for folio in folios.tolist():
         _drop_folios(mapped, folio, folio)
