@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import mmap
 import os
 import signal
 import threading
@@ -18,6 +19,7 @@ import numba
 import numpy as np
 import pytest
 from greedy_golden import divergences, load_family_golden, load_golden
+from test_cpu_mapped_pages import resident_pages
 
 from kinetic.contracts.blocks import Attention
 from kinetic.contracts.device import Device, Row, UploadOptions, UploadRefused
@@ -360,17 +362,6 @@ def test_real_models_512_token_prompt(key, request):
     assert_batch_invariant(request.getfixturevalue(f"{key}_gguf"), 512, (512,))
 
 
-def resident_bytes(mapped: np.ndarray) -> int:
-    """The Rss of the memory map that `mapped` (a whole file's map) starts, from /proc/self/smaps."""
-    address = f"{mapped.__array_interface__['data'][0]:x}-"
-    with open("/proc/self/smaps") as smaps:
-        lines = iter(smaps)
-        for line in lines:
-            if line.startswith(address):
-                return next(int(entry.split()[1]) for entry in lines if entry.startswith("Rss:")) * 1024
-    raise AssertionError("the map is not in smaps")
-
-
 def test_a_tied_output_layers_lookups_give_its_file_pages_back(gemma_gguf):
     """Gemma's embedding table is its output layer, which the runner holds as a copy laid out for its kernels:
     the rows a pass looks up in the file go back with their folios, rather than holding the table twice."""
@@ -379,7 +370,7 @@ def test_a_tied_output_layers_lookups_give_its_file_pages_back(gemma_gguf):
     tokens = np.random.default_rng(0).choice(stack.embedding.shape[0], 512, replace=False).tolist()
     for part in (tokens[:256], tokens[256:]):  # the first pass's logits make the output layer's copy
         in_batches_last(runner, runner.new_sequence(), part)
-    assert resident_bytes(stack.embedding.model.data) < 16 << 20  # the header's pages: its tokens' texts
+    assert resident_pages(stack.embedding.model.data) * mmap.PAGESIZE < 16 << 20  # the header: its tokens' texts
 
 
 @pytest.mark.parametrize("interleaved", [False, True], ids=["grouped", "interleaved"])

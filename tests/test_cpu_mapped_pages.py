@@ -10,8 +10,9 @@ import numpy as np
 from kinetic_cpu.mapped_pages import FOLIO, drop_pages, drop_rows, lazy_zeros
 
 
-def resident_pages(mapped: mmap.mmap) -> int:
-    """Pages of the map resident in this process: its Rss in /proc/self/smaps."""
+def resident_pages(mapped) -> int:
+    """Pages of the map resident in this process (mapped: the mmap, or an array over all of it): its Rss in
+    /proc/self/smaps."""
     address = np.frombuffer(mapped, np.uint8).__array_interface__["data"][0]
     with open("/proc/self/smaps") as smaps:
         lines = iter(smaps)
