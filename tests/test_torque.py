@@ -14,10 +14,13 @@ from kinetic.engine.session import Session
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
 from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_random_model
+from kinetic_cpu.torque import FusedRun
 
-# the families whose blocks are all attention, gated feed-forward and short convolution blocks Torque runs; the
-# others (recurrent states, experts, sinks) keep the kernel-at-a-time pass
+# the families whose blocks are all attention, gated feed-forward and short convolution blocks Torque runs; in
+# PARTLY's, recurrent states, parallel mixers, gated attention and experts run unfused between fused runs; the
+# others (nothing but those, or sinks) keep the kernel-at-a-time pass
 FUSED = {"llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense", "lfm2"}
+PARTLY = {"granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "granitemoe", "lfm2moe"}
 ROWS = 40
 
 
@@ -45,16 +48,20 @@ def passes(runner, tokens: list[int], size: int) -> tuple[np.ndarray, bytes]:
     return np.concatenate(out), seq.save()
 
 
-def test_torque_takes_the_families_of_attention_and_feed_forward_blocks(family):
+def test_torque_fuses_the_blocks_it_takes_and_runs_the_others_between(family):
     name, path = family
-    assert uploaded(path, False).start_torque() == (name in FUSED)
+    runner = uploaded(path, False)
+    assert runner.start_torque() == (name in FUSED | PARTLY)
+    if runner._torque is not None:
+        unfused = [part for part in runner._torque.parts if not isinstance(part, FusedRun)]
+        assert bool(unfused) == (name in PARTLY)
 
 
 @pytest.mark.parametrize("size", [1, 7, 32, 33])
 def test_fused_passes_give_the_unfused_bits(family, size):
     """One row at a time, drafted rows, and beyond the rows Torque takes (33: unfused, the same bits)."""
     name, path = family
-    if name not in FUSED:
+    if name not in FUSED | PARTLY:
         pytest.skip(f"Torque does not run {name}'s blocks")
     tokens = np.random.default_rng(3).integers(0, load_stack(path).n_vocab, ROWS).tolist()
     fused, plain = passes(uploaded(path, True), tokens, size), passes(uploaded(path, False), tokens, size)
@@ -64,7 +71,7 @@ def test_fused_passes_give_the_unfused_bits(family, size):
 def test_a_fused_pass_of_several_sequences_gives_each_its_unfused_bits(family):
     """Convoy's passes: a decode row, a prompt chunk and drafted rows of three sequences side by side."""
     name, path = family
-    if name not in FUSED:
+    if name not in FUSED | PARTLY:
         pytest.skip(f"Torque does not run {name}'s blocks")
     tokens = np.random.default_rng(5).integers(0, load_stack(path).n_vocab, (3, 30)).tolist()
     held, counts = (12, 3, 20), (1, 9, 4)

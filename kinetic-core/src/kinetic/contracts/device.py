@@ -131,8 +131,8 @@ class Runner(Protocol):
         their k largest (Row.top); False where the runner cannot."""
 
     def start_torque(self) -> bool:
-        """Run passes of a few rows from here on as one fused call per pass (Torque), bit for bit what the
-        kernel-at-a-time pass gives; False where the runner cannot for this model."""
+        """Run passes of a few rows from here on as fused calls, one a run of the blocks it takes (Torque), bit
+        for bit what the kernel-at-a-time pass gives; False where the runner cannot for this model."""
 
     def predictor(self) -> Optional["Runner"]:
         """A runner of the stack's prediction block (Stack.prediction) sharing this one's weights; None for a

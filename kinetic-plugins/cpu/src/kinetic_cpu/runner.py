@@ -118,29 +118,32 @@ class CpuRunner:
             if seq.recurrent is not None:
                 seq.recurrent.tokens[positions[span]] = tokens[span]
         numbers = _Numbers(_Attending(spans, positions))
+
+        def unfused(block, x: np.ndarray) -> np.ndarray:
+            return self._block(block, x, spans, numbers, positions)
+
         if self._torque is not None and len(batch) <= self._torque.most_rows:
-            x = self._torque.run(x, numbers.attending)
+            x = self._torque.run(x, numbers, unfused)
         else:
-            x = self._blocks(x, spans, numbers, positions)
+            for block in self.stack.blocks:
+                x = unfused(block, x)
         for seq, span in spans:
             seq.n_tokens = int(positions[span.stop - 1]) + 1
         return x
 
-    def _blocks(self, x: np.ndarray, spans: Spans, numbers: "_Numbers", positions: np.ndarray) -> np.ndarray:
-        """x ([n, n_embd] float32) through every block, a kernel call at a time."""
+    def _block(self, block, x: np.ndarray, spans: Spans, numbers: "_Numbers", positions: np.ndarray) -> np.ndarray:
+        """x ([n, n_embd] float32) through the block, a kernel call at a time."""
+        if isinstance(block, Parallel):
+            h = self._norm(block.norm, x)
+            outs = [self._mixer(m, h, spans, numbers, positions) for m in block.mixers]
+            out = outs[0]
+            for more in outs[1:]:
+                out = out + more
+        else:
+            out = self._mixer(block, x, spans, numbers, positions)
         residual_scale = np.float32(self.stack.residual_scale)
-        for block in self.stack.blocks:
-            if isinstance(block, Parallel):
-                h = self._norm(block.norm, x)
-                outs = [self._mixer(m, h, spans, numbers, positions) for m in block.mixers]
-                out = outs[0]
-                for more in outs[1:]:
-                    out = out + more
-            else:
-                out = self._mixer(block, x, spans, numbers, positions)
-            x = self._norm(getattr(block, "residual_norm", None), x + (out if residual_scale == 1 else
-                                                                         out * residual_scale))
-        return x
+        return self._norm(getattr(block, "residual_norm", None), x + (out if residual_scale == 1 else
+                                                                        out * residual_scale))
 
     def _mixer(self, block: Mixer, x: np.ndarray, spans: Spans, numbers: "_Numbers",
                positions: np.ndarray) -> np.ndarray:
@@ -473,8 +476,8 @@ class CpuRunner:
         return self._shortlist
 
     def start_torque(self) -> bool:
-        """Run passes of a few rows as one parallel call (kinetic_cpu.torque), where every block is one it
-        runs; False where one is not."""
+        """Run passes of a few rows as a parallel call a run of the blocks it takes (kinetic_cpu.torque), the
+        others between them unfused; False where it takes none (or the cache is quantized)."""
         return at_home(self.threads, self._start_torque)
 
     def _start_torque(self) -> bool:

@@ -1,19 +1,20 @@
 """Torque on the CPU: a stack's blocks as the tables kernels/torque.py walks, and a pass of a few rows through
-them in one parallel call (docs/speed.md, Torque).
+them in one parallel call a run of blocks (docs/speed.md, Torque).
 
-Torque runs stacks of attention, gated feed-forward and short convolution blocks (llama, qwen2, qwen3, gemma3,
-lfm2 and the like) with float16 caches. Where a block is of another kind or asks for something the fused pass does not do (an output
-gate, sinks, a layer norm, a quantized cache, heads of several sizes), Torque.of gives None and every pass runs
-unfused.
+Torque runs attention, gated feed-forward and short convolution blocks (llama, qwen2, qwen3, gemma3, lfm2 and
+the like; the feed-forwards and plain attention of hybrid and mixture-of-experts stacks) with float16 caches.
+A block of another kind, or one asking for something the fused pass does not do (an output gate, sinks, a
+layer norm, another head size than the first fused attention's), runs unfused between the fused runs; with a
+quantized cache, or no block it takes, Torque.of gives None and every pass runs unfused.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, NamedTuple, Optional, Union
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Norm, RmsNorm, ShortConv, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Norm, Parallel, RmsNorm, ShortConv, Weight
 from kinetic_cpu import ops
 from kinetic_cpu.kernels import torque as fused
 from kinetic_cpu.kernels import torque_work as work
@@ -28,70 +29,104 @@ from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOC
                                              Step, room_arrays)
 
 if TYPE_CHECKING:
-    from kinetic_cpu.runner import CpuRunner, _Attending
+    from kinetic_cpu.runner import CpuRunner, _Attending, _Numbers
 
 _ACTS = {"q8_0": 0, "q8_k": 1, "float": FLOAT}  # torque_plan.py's codes for Matrix.activations
 
 
+class FusedRun(NamedTuple):
+    """Consecutive blocks the fused pass runs in one parallel call."""
+
+    plan: Plan
+    attentions: int  # attention blocks among them (each numbers its caches in block order)
+    convolutions: int  # short convolution blocks among them (each numbers its kept rows)
+
+
 class Torque:
-    """A runner's blocks as one fused pass: run(x, attending) is the runner's blocks on x's rows."""
+    """A runner's blocks as fused runs, and the blocks between them that run unfused: run(x, numbers, unfused)
+    is the runner's blocks on x's rows."""
 
     def __init__(self, runner: "CpuRunner", tables: "_Tables"):
         self._runner = runner
-        self._plan = tables.plan(runner.stack.residual_scale, runner.context_length)
-        self._ropes = tables.ropes  # the blocks' ropes, in the order of their rows' ROPE
+        self.parts = tables.parts(runner.stack.residual_scale, runner.context_length)
+        self._ropes = tables.ropes  # the fused blocks' ropes, in the order of their rows' ROPE
         self._visibility = tables.visibility  # (window, causal) of each kind of visibility, likewise
         # the most rows of a pass it runs: beyond, products go to AMX tiles or in parts
         self.most_rows = min(m.step_tokens for m in tables.kept)
-        self._kept = tables.kept  # the matrices whose blocks the plan reads
+        self._kept = tables.kept  # the matrices whose blocks the plans read
         self._room = tables.room(self.most_rows, runner.context_length, runner.threads)
         self._addresses = np.array([array.ctypes.data for array in self._room], np.int64)
         self._convolutions = tables.convolutions
-        self._taken = np.zeros((self._plan.n_phases, runner.threads, 1), np.int64)
-        self._finished = np.zeros((self._plan.n_phases, 1), np.int64)
+        phases = max(part.plan.n_phases for part in self.parts if isinstance(part, FusedRun))
+        self._taken = np.zeros((phases, runner.threads, 1), np.int64)
+        self._finished = np.zeros((phases, 1), np.int64)
 
     @classmethod
     def of(cls, runner: "CpuRunner") -> Optional["Torque"]:
-        """The runner's Torque, or None where its stack has a block the fused pass does not run."""
-        if _refusal(runner) is not None:
+        """The runner's Torque, or None where the cache is quantized or no block is one the fused pass runs."""
+        if runner.cache_types != ("f16", "f16"):
             return None
         tables = _Tables(runner)
         for block in runner.stack.blocks:
             tables.add(block)
-        return cls(runner, tables)
+        return cls(runner, tables) if tables.kept else None
 
-    def run(self, x: np.ndarray, attending: "_Attending") -> np.ndarray:  # x: [n, n_embd] float32
-        """x's rows through every block, their caches written as the unfused pass writes them."""
+    def run(self, x: np.ndarray, numbers: "_Numbers", unfused: Callable) -> np.ndarray:  # x: [n, n_embd] float32
+        """x's rows through every block, their caches written as the unfused pass writes them: each fused run in
+        one call, each other block by unfused(block, x)."""
+        step = self._step(numbers.attending)
+        for part in self.parts:
+            if isinstance(part, FusedRun):
+                x = fused.run_pass(part.plan, step, self._addresses, self._taken, self._finished, x,
+                                   self._runner.threads)
+                numbers.attentions += part.attentions
+                numbers.rows += part.convolutions
+            else:
+                x = unfused(part, x)
+        return x
+
+    def _step(self, attending: "_Attending") -> Step:
+        """The pass's rows as the fused blocks read them."""
+        n = len(attending.positions)
         angles = [self._runner.angles(rope, attending) for rope in self._ropes]
         visible = [attending.visible(window, causal) for window, causal in self._visibility]
         conv_rows = np.array([[rows.ctypes.data for rows in seq.conv_rows] for seq, _ in attending.spans], np.int64)
-        step = Step(attending.positions, attending.cache_of_row, attending.addresses,
-                    np.stack([firsts for firsts, _ in visible]), np.stack([lasts for _, lasts in visible]),
-                    np.stack([cos for cos, _ in angles]), np.stack([sin for _, sin in angles]),
+        return Step(attending.positions, attending.cache_of_row, attending.addresses,
+                    _stacked([firsts for firsts, _ in visible], (n,), np.int64),
+                    _stacked([lasts for _, lasts in visible], (n,), np.int64),
+                    _stacked([cos for cos, _ in angles], (n, 1), np.float64),
+                    _stacked([sin for _, sin in angles], (n, 1), np.float64),
                     conv_rows.T.reshape(self._convolutions, len(attending.spans)))
-        return fused.run_pass(self._plan, step, self._addresses, self._taken, self._finished, x, self._runner.threads)
 
 
-def _refusal(runner: "CpuRunner") -> Optional[str]:
-    """Why the fused pass cannot run the runner's blocks, or None where it can."""
-    blocks = runner.stack.blocks
-    if runner.cache_types != ("f16", "f16"):
-        return "a quantized cache"
-    if not all(isinstance(b, (Attention, GatedFeedForward, ShortConv)) for b in blocks):
+def _stacked(arrays: list[np.ndarray], shape: tuple, dtype) -> np.ndarray:
+    """The arrays stacked, or none of that shape where there are none (a stack whose attention runs unfused)."""
+    return np.stack(arrays) if arrays else np.zeros((0, *shape), dtype)
+
+
+def _refusal(block, attention: Optional[Attention], activation: Optional[str], runner: "CpuRunner") -> Optional[str]:
+    """Why the fused pass cannot run the block, or None where it can; attention and activation: the first fused
+    attention block's and feed-forward's (a plan has one head size and one gate)."""
+    if not isinstance(block, (Attention, GatedFeedForward, ShortConv)):
         return "a block other than attention, a gated feed-forward and a short convolution"
-    if any(runner.matrix(w).blocks is None for b in blocks for w in _weights(b)):
+    if any(runner.matrix(w).blocks is None for w in _weights(block)):
         return "a weight type without a product kernel"
-    attentions = [b for b in blocks if isinstance(b, Attention)]
-    if not attentions or not all(isinstance(n, RmsNorm) for b in blocks for n in _norms(b) if n is not None):
-        return "no attention, or a layer norm"
-    if any(a.output_gate or a.sinks is not None or a.residual_norm is not None for a in attentions):
-        return "an output gate, sinks or a residual norm"
-    if len({(a.head_dim, a.n_head // a.n_head_kv, a.rope.n_dims) for a in attentions}) > 1:
-        return "attention blocks of several head sizes, groups or rotations"
-    feed_forwards = [b for b in blocks if isinstance(b, GatedFeedForward)]
-    if len({f.activation for f in feed_forwards}) > 1 or any(f.residual_norm is not None for f in feed_forwards):
-        return "feed-forward blocks of several activations, or a residual norm"
+    if not all(isinstance(n, RmsNorm) for n in _norms(block) if n is not None):
+        return "a layer norm"
+    if getattr(block, "residual_norm", None) is not None:
+        return "a residual norm"
+    if isinstance(block, Attention):
+        if block.output_gate or block.sinks is not None:
+            return "an output gate or sinks"
+        if attention is not None and _heads(block) != _heads(attention):
+            return "another head size, group or rotation than the first fused attention's"
+    if isinstance(block, GatedFeedForward) and activation not in (None, block.activation):
+        return "another activation than the first fused feed-forward's"
     return None
+
+
+def _heads(a: Attention) -> tuple[int, int, int]:
+    return a.head_dim, a.n_head // a.n_head_kv, a.rope.n_dims
 
 
 def _norms(block) -> tuple[Optional[Norm], ...]:
@@ -111,7 +146,8 @@ def _weights(block) -> tuple[Weight, ...]:
 
 
 class _Tables:
-    """The plan's tables, a block at a time."""
+    """The plans' tables, a block at a time: the fused blocks' rows, and the parts of the stack (a fused run's
+    rows, or a block that runs unfused)."""
 
     def __init__(self, runner: "CpuRunner"):
         self._runner = runner
@@ -126,11 +162,28 @@ class _Tables:
         self.visibility: list[tuple] = []
         self.most_out = 0  # the most outputs of a product phase
         self.gelu = False
-        self.convolutions = 0  # short convolution blocks so far
+        self.convolutions = 0  # short convolution blocks so far, fused or not (their kept rows' numbers)
         self._size = 1  # floats' values so far
-        self._attentions: list[Attention] = []
+        self._attentions: list[Attention] = []  # the fused ones
+        self._attention_layers = 0  # attention blocks so far, fused or not (their caches' numbers)
+        self._activation: Optional[str] = None  # the fused feed-forwards'
+        self._parts: list[Union[list[int], object]] = []  # [first row, attentions, convolutions] or a block
 
     def add(self, block) -> None:
+        first = self._attentions[0] if self._attentions else None
+        if _refusal(block, first, self._activation, self._runner) is not None:
+            self._parts.append(block)
+            for mixer in block.mixers if isinstance(block, Parallel) else (block,):
+                self._attention_layers += isinstance(mixer, Attention)
+                self.convolutions += isinstance(mixer, ShortConv)
+            return
+        if not self._parts or not isinstance(self._parts[-1], list):
+            self._parts.append([len(self.blocks), 0, 0])
+        self._parts[-1][1] += isinstance(block, Attention)
+        self._parts[-1][2] += isinstance(block, ShortConv)
+        self._add_row(block)
+
+    def _add_row(self, block) -> None:
         row = [-1] * BLOCK_FIELDS
         row[NORM], row[POST_NORM] = self._norm(block.norm), self._norm(getattr(block, "post_norm", None))
         if isinstance(block, ShortConv):
@@ -148,13 +201,15 @@ class _Tables:
                                          ((block.q, block.q_bias), (block.k, block.k_bias), (block.v, block.v_bias)))
             row[M4] = self._matrix(block.o, block.o_bias)
             row[ROPE] = _index(self.ropes, block.rope, lambda a, b: a is b)
-            row[N_HEAD], row[N_KV], row[LAYER] = block.n_head, block.n_head_kv, len(self._attentions)
+            row[N_HEAD], row[N_KV], row[LAYER] = block.n_head, block.n_head_kv, self._attention_layers
+            self._attention_layers += 1
             row[VISIBLE] = _index(self.visibility, (block.sliding_window, block.causal), lambda a, b: a == b)
             self._attentions.append(block)
             self.scales.append(block.scale)
             self._outputs(row[M1 : M4], [row[M4]])
         else:
-            row[KIND], self.gelu = FEED_FORWARD, block.activation == "gelu_tanh"
+            row[KIND], self._activation = FEED_FORWARD, block.activation
+            self.gelu = block.activation == "gelu_tanh"
             row[M1] = self._matrix(block.gate, None) if block.gate is not None else -1
             row[M2], row[M3] = self._matrix(block.up, block.up_bias), self._matrix(block.down, block.down_bias)
             self.scales.append(0.0)
@@ -163,25 +218,37 @@ class _Tables:
 
     @property
     def heads_per_call(self) -> int:
-        """The query heads an attention kernel call takes (one head size and group for every block: _refusal)."""
-        first = self._attentions[0]
-        return ops.heads_per_call(first.n_head // first.n_head_kv)
+        """The query heads an attention kernel call takes (one head size and group for every fused block:
+        _refusal), or 0 where no attention block is fused."""
+        first = self._attentions[0] if self._attentions else None
+        return ops.heads_per_call(first.n_head // first.n_head_kv) if first is not None else 0
 
-    def plan(self, residual_scale: float, context: int) -> Plan:
-        first, count = self._attentions[0], self.heads_per_call
-        n_phases = sum(int((STAGES[row[KIND]] >= 0).sum()) for row in self.blocks)
-        return Plan(np.array(self.blocks, np.int64), np.array(self.matrices, np.int64),
-                    np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
-                    np.concatenate(self.floats), np.array(self.scales, np.float64),
-                    _code(count, self.gelu), float(residual_scale), first.head_dim, count,
-                    -(-context // KEY_BLOCK), context, n_phases)
+    def parts(self, residual_scale: float, context: int) -> list:
+        """The stack in block order: a FusedRun for each run of fused blocks, and the blocks between them."""
+        head_dim, count = (self._attentions[0].head_dim if self._attentions else 0), self.heads_per_call
+        whole = Plan(np.zeros((0, BLOCK_FIELDS), np.int64), np.array(self.matrices, np.int64),
+                     np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
+                     np.concatenate(self.floats), np.zeros(0), _code(count, self.gelu), float(residual_scale),
+                     head_dim, count, -(-context // KEY_BLOCK), context, 0)
+        starts = [part[0] for part in self._parts if isinstance(part, list)] + [len(self.blocks)]
+        parts, runs = [], iter(zip(starts, starts[1:]))
+        for part in self._parts:
+            if not isinstance(part, list):
+                parts.append(part)
+                continue
+            first, last = next(runs)  # a run's rows end where the next run's start
+            blocks = np.array(self.blocks[first:last], np.int64)
+            plan = whole._replace(blocks=blocks, scales=np.array(self.scales[first:last], np.float64),
+                                  n_phases=int((STAGES[blocks[:, KIND]] >= 0).sum()))
+            parts.append(FusedRun(plan, part[1], part[2]))
+        return parts
 
     def room(self, most_rows: int, context: int, workers: int) -> list[np.ndarray]:
-        first = self._attentions[0]
+        head_dim = self._attentions[0].head_dim if self._attentions else 0
         widest = -(-max(m.k for m in self.kept) // 256) * 256  # whole Q8_K blocks
-        most_heads = max(a.n_head for a in self._attentions)
-        return room_arrays(most_rows, widest, self.most_out, most_heads, first.head_dim, self.heads_per_call,
-                           context, workers)
+        most_heads = max((a.n_head for a in self._attentions), default=0)
+        return room_arrays(most_rows, widest, self.most_out, most_heads, head_dim, self.heads_per_call, context,
+                           workers)
 
     def _outputs(self, *phases: list[int]) -> None:
         for phase in phases:
@@ -226,7 +293,8 @@ def _code(count: int, gelu: bool) -> np.ndarray:
     code[JOBS] = compiled_address(fused.jobs_phase, phase)
     q, d, sums = activations("q8_0", np.zeros((1, 32), np.float32))
     code[QUANTIZE] = compiled_address(_rows_serial, (0, x, q, d, sums))
-    code[ATTEND] = ops.attend_address(np.dtype(np.uint16), np.dtype(np.uint16), count)  # f16 caches
+    if count:  # f16 caches
+        code[ATTEND] = ops.attend_address(np.dtype(np.uint16), np.dtype(np.uint16), count)
     code[GATE] = ops.gate_address(gelu)
     return code
 
