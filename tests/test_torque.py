@@ -18,9 +18,9 @@ from kinetic_cpu.torque import FusedRun
 
 # the families whose blocks are all attention, gated feed-forward and short convolution blocks Torque runs; in
 # PARTLY's, recurrent states, parallel mixers, gated attention and experts run unfused between fused runs; the
-# others (nothing but those, or sinks) keep the kernel-at-a-time pass
+# others (nothing but those) keep the kernel-at-a-time pass
 FUSED = {"llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense", "lfm2"}
-PARTLY = {"granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "granitemoe", "lfm2moe"}
+PARTLY = {"granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "granitemoe", "lfm2moe", "gpt-oss"}
 ROWS = 40
 
 

@@ -3,8 +3,8 @@ them in one parallel call a run of blocks (docs/speed.md, Torque).
 
 Torque runs attention, gated feed-forward and short convolution blocks (llama, qwen2, qwen3, gemma3, lfm2 and
 the like; the feed-forwards and plain attention of hybrid and mixture-of-experts stacks) with float16 caches.
-A block of another kind, or one asking for something the fused pass does not do (an output gate, sinks, a
-layer norm, another head size than the first fused attention's), runs unfused between the fused runs; with a
+A block of another kind, or one asking for something the fused pass does not do (an output gate, a layer
+norm, another head size than the first fused attention's), runs unfused between the fused runs; with a
 quantized cache, or no block it takes, Torque.of gives None and every pass runs unfused.
 """
 
@@ -25,8 +25,8 @@ from kinetic_cpu.kernels.matmul import activations
 from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, CONV, CONV_WIDTH,
                                              FEED_FORWARD, FLOAT, GATE, JOBS, K_NORM, KIND, LAYER, M1, M2, M3, M4,
                                              N_HEAD, N_KV, NEOX, NORM, POST_NORM, PRODUCTS, Q_NORM, QUANTIZE,
-                                             ROOM_FIELDS, ROPE, SERIAL, SHORT_CONV, STAGES, VISIBLE, WALK, WORK, Plan,
-                                             Step, room_arrays)
+                                             ROOM_FIELDS, ROPE, SERIAL, SHORT_CONV, SINKS, STAGES, VISIBLE, WALK, WORK,
+                                             Plan, Step, room_arrays)
 
 if TYPE_CHECKING:
     from kinetic_cpu.runner import CpuRunner, _Attending, _Numbers
@@ -116,8 +116,8 @@ def _refusal(block, attention: Optional[Attention], activation: Optional[str], r
     if getattr(block, "residual_norm", None) is not None:
         return "a residual norm"
     if isinstance(block, Attention):
-        if block.output_gate or block.sinks is not None:
-            return "an output gate or sinks"
+        if block.output_gate:
+            return "an output gate"
         if attention is not None and _heads(block) != _heads(attention):
             return "another head size, group or rotation than the first fused attention's"
     if isinstance(block, GatedFeedForward) and activation not in (None, block.activation):
@@ -204,6 +204,7 @@ class _Tables:
             row[N_HEAD], row[N_KV], row[LAYER] = block.n_head, block.n_head_kv, self._attention_layers
             self._attention_layers += 1
             row[VISIBLE] = _index(self.visibility, (block.sliding_window, block.causal), lambda a, b: a == b)
+            row[SINKS] = self._vector(self._runner.vector(block.sinks)) if block.sinks is not None else -1
             self._attentions.append(block)
             self.scales.append(block.scale)
             self._outputs(row[M1 : M4], [row[M4]])

@@ -22,10 +22,11 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 # a block's row: its kind, its norms (an index into the norms, -1: none), its matrices, an attention block's
 # rope, heads, attention layer (a short convolution's: its kept rows in Step.conv_rows) and kind of visibility
-# (indices into Step's tables), and a short convolution's weights ([width, channels] in the pool) and width
+# (indices into Step's tables), a short convolution's weights ([width, channels] in the pool) and width, and an
+# attention block's sinks ([n_head] in the pool; -1: none)
 KIND, NORM, POST_NORM, Q_NORM, K_NORM, AFTER_ROPE, M1, M2, M3, M4, ROPE, NEOX, N_HEAD, N_KV, LAYER, VISIBLE, CONV, \
-    CONV_WIDTH = range(18)
-BLOCK_FIELDS = 18
+    CONV_WIDTH, SINKS = range(19)
+BLOCK_FIELDS = 19
 ATTENTION, FEED_FORWARD, SHORT_CONV = 0, 1, 2  # KIND: M1..M4 are q, k, v, o; gate (-1: none), up, down; or -1,
 # in_proj, out_proj
 # a matrix's row: the address of rows compiled for it, its blocks' address, rows, blocks a row, bytes a block,

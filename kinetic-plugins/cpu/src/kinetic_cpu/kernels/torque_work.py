@@ -26,8 +26,8 @@ from kinetic_cpu.kernels.torque_plan import (ACC, ACTS, ADDRESS, AFTER_ROPE, ATT
                                              CONV_WIDTH, CONVOLVED, FIRST, H, HALF_QUERIES, HEADS, K_NORM, KIND, LAYER,
                                              M1, M2, M3, M4, N_HEAD, N_KV, N_ROWS, NEOX, NORM, NORMED, ONES, OUTS,
                                              POST_NORM, Q_NORM, QUANTIZE, QUERIES, ROPE, ROWS_AT, SCORES, SECOND,
-                                             SHORT_CONV, SIZE, STEPS, SUMS, VISIBLE, floats, q8_0_acts, q8_k_acts,
-                                             scratch)
+                                             SHORT_CONV, SINKS, SIZE, STEPS, SUMS, VISIBLE, floats, q8_0_acts,
+                                             q8_k_acts, scratch)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
@@ -90,11 +90,12 @@ def attention_jobs(plan, step, room, b, n, workers):
     keys = numba.carray(pointer_at(at[0]), (n_kv, plan.key_blocks, hd, KEY_BLOCK), np.uint16)
     values = numba.carray(pointer_at(at[1]), (plan.context, n_kv, hd), np.uint16)
     queries = numba.carray(pointer_at(room[HALF_QUERIES]), (n, n_head, hd), np.float64)
+    sinks = plan.floats[block[SINKS] : block[SINKS] + n_head].astype(np.float64) if block[SINKS] >= 0 else np.empty(0)
     return ops._HeadGroups(queries, keys, values, step.addresses[layer], step.cache_of_row, step.firsts[visible],
                            step.lasts[visible], plan.scales[b], floats(room, ATTENDED, n, n_head * hd),
                            scratch(room, HEADS, workers, count, hd),
                            scratch(room, SCORES, workers, count, step.lasts.max() + 1),
-                           scratch(room, SUMS, workers, count, hd), np.empty(0), ANY)
+                           scratch(room, SUMS, workers, count, hd), sinks, ANY)
 
 
 @numba.njit(**_JIT)
