@@ -21,6 +21,7 @@ from kinetic_cpu.torque import FusedRun
 # others (nothing but those) keep the kernel-at-a-time pass
 FUSED = {"llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense", "lfm2"}
 PARTLY = {"granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "granitemoe", "lfm2moe", "gpt-oss"}
+ONE_ROW = {"granitehybrid"}  # PARTLY's whose passes of one row a sequence are fused whole (Mamba-2 blocks too)
 ROWS = 40
 
 
@@ -55,6 +56,8 @@ def test_torque_fuses_the_blocks_it_takes_and_runs_the_others_between(family):
     if runner._torque is not None:
         unfused = [part for part in runner._torque.parts if not isinstance(part, FusedRun)]
         assert bool(unfused) == (name in PARTLY)
+        unfused = [part for part in runner._torque.one_row_parts if not isinstance(part, FusedRun)]
+        assert bool(unfused) == (name in PARTLY - ONE_ROW)
 
 
 @pytest.mark.parametrize("size", [1, 7, 32, 33])
@@ -86,6 +89,33 @@ def test_a_fused_pass_of_several_sequences_gives_each_its_unfused_bits(family):
             rows += [Row(seq, row[h + j], h + j, parent=first + j - 1 if j else -1, logits=True) for j in range(count)]
         results.append((runner.forward(rows), [seq.save() for seq in seqs]))
     assert np.array_equal(results[0][0], results[1][0]) and results[0][1] == results[1][1]
+
+
+def test_one_row_passes_of_several_sequences_give_each_its_unfused_bits(family):
+    """Convoy's decode steps: a row of each of three sequences a pass, their recurrent states moved on in place
+    by the fused Mamba-2 blocks; then a longer pass after them, from the states they left."""
+    name, path = family
+    if name not in FUSED | PARTLY:
+        pytest.skip(f"Torque does not run {name}'s blocks")
+    tokens = np.random.default_rng(9).integers(0, load_stack(path).n_vocab, (3, 24)).tolist()
+    results = []
+    for runner in (uploaded(path, True), uploaded(path, False)):
+        seqs, logits = [runner.new_sequence() for _ in tokens], []
+        for p in range(20):
+            logits.append(runner.forward([Row(seq, row[p], p, logits=True) for seq, row in zip(seqs, tokens)]))
+        logits.append(runner.forward([Row(seqs[0], t, 20 + j, parent=j - 1, logits=True)
+                                      for j, t in enumerate(tokens[0][20:])]))
+        results.append((np.concatenate(logits), [seq.save() for seq in seqs]))
+    assert np.array_equal(results[0][0], results[1][0]) and results[0][1] == results[1][1]
+
+
+def test_fused_mamba2_blocks_of_several_groups_give_the_unfused_bits(tmp_path):
+    """Mamba-2 with two groups of B and C, each head reading its group's, and an out_norm per group."""
+    path = write_random_model(tmp_path / "m.gguf", "granitehybrid", Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256),
+                              weight_type="Q8_0", seed=11, metadata={"granitehybrid.ssm.group_count": 2})
+    tokens = np.random.default_rng(4).integers(0, load_stack(path).n_vocab, ROWS).tolist()
+    fused, plain = passes(uploaded(path, True), tokens, 1), passes(uploaded(path, False), tokens, 1)
+    assert np.array_equal(fused[0], plain[0]) and fused[1] == plain[1]
 
 
 def test_a_quantized_cache_keeps_the_unfused_pass(tmp_path):

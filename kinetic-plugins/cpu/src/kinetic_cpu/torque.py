@@ -10,11 +10,12 @@ quantized cache, or no block it takes, Torque.of gives None and every pass runs 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Norm, Parallel, RmsNorm, ShortConv, Weight
+from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, Norm, Parallel, RmsNorm, ShortConv, Weight
+from kinetic.recurrent import RECURRENT
 from kinetic_cpu import ops
 from kinetic_cpu.kernels import torque as fused
 from kinetic_cpu.kernels import torque_work as work
@@ -22,11 +23,12 @@ from kinetic_cpu.kernels.activations import _rows_serial
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.intrinsics import compiled_address
 from kinetic_cpu.kernels.matmul import activations
-from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, CONV, CONV_WIDTH,
-                                             FEED_FORWARD, FLOAT, GATE, JOBS, K_NORM, KIND, LAYER, M1, M2, M3, M4,
-                                             N_HEAD, N_KV, NEOX, NORM, POST_NORM, PRODUCTS, Q_NORM, QUANTIZE,
-                                             ROOM_FIELDS, ROPE, SERIAL, SHORT_CONV, SINKS, STAGES, VISIBLE, WALK, WORK,
-                                             Plan, Step, room_arrays)
+from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, CONV, CONV_BIAS,
+                                             CONV_WIDTH, D_INNER, D_STATE, FEED_FORWARD, FLOAT, GATE, JOBS, K_NORM,
+                                             KIND, LAYER, M1, M2, M3, M4, MAMBA2, N_GROUP, N_HEAD, N_KV, NEOX, NORM,
+                                             OUT_NORM, POST_NORM, PRODUCTS, Q_NORM, QUANTIZE, ROOM_FIELDS, ROPE,
+                                             SERIAL, SHORT_CONV, SINKS, SSM, STAGES, VISIBLE, WALK, WORK, Plan, Step,
+                                             room_arrays, ssm_floats)
 
 if TYPE_CHECKING:
     from kinetic_cpu.runner import CpuRunner, _Attending, _Numbers
@@ -40,15 +42,19 @@ class FusedRun(NamedTuple):
     plan: Plan
     attentions: int  # attention blocks among them (each numbers its caches in block order)
     convolutions: int  # short convolution blocks among them (each numbers its kept rows)
+    states: tuple[int, ...]  # the recurrent layers of its Mamba-2 blocks (RecurrentStates' numbers)
 
 
 class Torque:
     """A runner's blocks as fused runs, and the blocks between them that run unfused: run(x, numbers, unfused)
-    is the runner's blocks on x's rows."""
+    is the runner's blocks on x's rows. Mamba-2 blocks are fused in passes of one row a sequence (one_row_parts),
+    whose states move on where they are; a longer pass keeps a state for each of its rows (kinetic.recurrent),
+    and runs them unfused (parts)."""
 
     def __init__(self, runner: "CpuRunner", tables: "_Tables"):
         self._runner = runner
-        self.parts = tables.parts(runner.stack.residual_scale, runner.context_length)
+        self.parts = tables.parts(runner.stack.residual_scale, runner.context_length, one_row=False)
+        self.one_row_parts = tables.parts(runner.stack.residual_scale, runner.context_length, one_row=True)
         self._ropes = tables.ropes  # the fused blocks' ropes, in the order of their rows' ROPE
         self._visibility = tables.visibility  # (window, causal) of each kind of visibility, likewise
         # the most rows of a pass it runs: beyond, products go to AMX tiles or in parts
@@ -57,7 +63,8 @@ class Torque:
         self._room = tables.room(self.most_rows, runner.context_length, runner.threads)
         self._addresses = np.array([array.ctypes.data for array in self._room], np.int64)
         self._convolutions = tables.convolutions
-        phases = max(part.plan.n_phases for part in self.parts if isinstance(part, FusedRun))
+        self._states = tables.states
+        phases = max(part.plan.n_phases for part in self.parts + self.one_row_parts if isinstance(part, FusedRun))
         self._taken = np.zeros((phases, runner.threads, 1), np.int64)
         self._finished = np.zeros((phases, 1), np.int64)
 
@@ -74,15 +81,20 @@ class Torque:
     def run(self, x: np.ndarray, numbers: "_Numbers", unfused: Callable) -> np.ndarray:  # x: [n, n_embd] float32
         """x's rows through every block, their caches written as the unfused pass writes them: each fused run in
         one call, each other block by unfused(block, x)."""
-        step = self._step(numbers.attending)
-        for part in self.parts:
-            if isinstance(part, FusedRun):
-                x = fused.run_pass(part.plan, step, self._addresses, self._taken, self._finished, x,
-                                   self._runner.threads)
-                numbers.attentions += part.attentions
-                numbers.rows += part.convolutions
-            else:
+        attending = numbers.attending
+        step = self._step(attending)
+        one_row = all(span.stop - span.start == 1 for _, span in attending.spans)
+        for part in self.one_row_parts if one_row else self.parts:
+            if not isinstance(part, FusedRun):
                 x = unfused(part, x)
+                continue
+            x = fused.run_pass(part.plan, step, self._addresses, self._taken, self._finished, x, self._runner.threads)
+            numbers.attentions += part.attentions
+            numbers.rows += part.convolutions
+            numbers.states += len(part.states)
+            for layer in part.states:  # what the unfused scan keeps, the states moved on where they are
+                for seq, span in attending.spans:
+                    seq.recurrent.scan(layer, 1, int(attending.positions[span.start]), None)
         return x
 
     def _step(self, attending: "_Attending") -> Step:
@@ -91,12 +103,15 @@ class Torque:
         angles = [self._runner.angles(rope, attending) for rope in self._ropes]
         visible = [attending.visible(window, causal) for window, causal in self._visibility]
         conv_rows = np.array([[rows.ctypes.data for rows in seq.conv_rows] for seq, _ in attending.spans], np.int64)
+        states = np.array([[state.ctypes.data for state in seq.recurrent.current] if seq.recurrent is not None else []
+                           for seq, _ in attending.spans], np.int64)
         return Step(attending.positions, attending.cache_of_row, attending.addresses,
                     _stacked([firsts for firsts, _ in visible], (n,), np.int64),
                     _stacked([lasts for _, lasts in visible], (n,), np.int64),
                     _stacked([cos for cos, _ in angles], (n, 1), np.float64),
                     _stacked([sin for _, sin in angles], (n, 1), np.float64),
-                    conv_rows.T.reshape(self._convolutions, len(attending.spans)))
+                    conv_rows.T.reshape(self._convolutions, len(attending.spans)),
+                    states.T.reshape(self._states, len(attending.spans)))
 
 
 def _stacked(arrays: list[np.ndarray], shape: tuple, dtype) -> np.ndarray:
@@ -107,8 +122,8 @@ def _stacked(arrays: list[np.ndarray], shape: tuple, dtype) -> np.ndarray:
 def _refusal(block, attention: Optional[Attention], activation: Optional[str], runner: "CpuRunner") -> Optional[str]:
     """Why the fused pass cannot run the block, or None where it can; attention and activation: the first fused
     attention block's and feed-forward's (a plan has one head size and one gate)."""
-    if not isinstance(block, (Attention, GatedFeedForward, ShortConv)):
-        return "a block other than attention, a gated feed-forward and a short convolution"
+    if not isinstance(block, (Attention, GatedFeedForward, ShortConv, Mamba2)):
+        return "a block other than attention, a gated feed-forward, a short convolution and Mamba-2"
     if any(runner.matrix(w).blocks is None for w in _weights(block)):
         return "a weight type without a product kernel"
     if not all(isinstance(n, RmsNorm) for n in _norms(block) if n is not None):
@@ -120,9 +135,14 @@ def _refusal(block, attention: Optional[Attention], activation: Optional[str], r
             return "an output gate"
         if attention is not None and _heads(block) != _heads(attention):
             return "another head size, group or rotation than the first fused attention's"
-    if isinstance(block, GatedFeedForward) and activation not in (None, block.activation):
-        return "another activation than the first fused feed-forward's"
+    if isinstance(block, (GatedFeedForward, Mamba2)) and activation not in (None, _activation(block)):
+        return "another activation than the first fused feed-forward's (Mamba-2: SiLU)"
     return None
+
+
+def _activation(block) -> str:
+    """The activation a fused block's gate jobs take (the plan's GATE)."""
+    return "silu" if isinstance(block, Mamba2) else block.activation
 
 
 def _heads(a: Attention) -> tuple[int, int, int]:
@@ -134,13 +154,15 @@ def _norms(block) -> tuple[Optional[Norm], ...]:
         return block.norm, block.q_norm, block.k_norm, block.post_norm
     if isinstance(block, ShortConv):
         return (block.norm,)
+    if isinstance(block, Mamba2):
+        return block.norm, block.out_norm
     return block.norm, block.post_norm
 
 
 def _weights(block) -> tuple[Weight, ...]:
     if isinstance(block, Attention):
         return block.q, block.k, block.v, block.o
-    if isinstance(block, ShortConv):
+    if isinstance(block, (ShortConv, Mamba2)):
         return block.in_proj, block.out_proj
     return (block.gate, block.up, block.down) if block.gate is not None else (block.up, block.down)
 
@@ -161,61 +183,81 @@ class _Tables:
         self.ropes: list = []
         self.visibility: list[tuple] = []
         self.most_out = 0  # the most outputs of a product phase
-        self.gelu = False
         self.convolutions = 0  # short convolution blocks so far, fused or not (their kept rows' numbers)
+        self.states = 0  # recurrent blocks so far, fused or not (their states' numbers)
+        self._ssm: list[tuple[int, int, int]] = []  # each fused Mamba-2 block's channels, d_inner and width
         self._size = 1  # floats' values so far
         self._attentions: list[Attention] = []  # the fused ones
         self._attention_layers = 0  # attention blocks so far, fused or not (their caches' numbers)
-        self._activation: Optional[str] = None  # the fused feed-forwards'
-        self._parts: list[Union[list[int], object]] = []  # [first row, attentions, convolutions] or a block
+        self._activation: Optional[str] = None  # the fused feed-forwards' and Mamba-2 blocks'
+        self._order: list[tuple[Optional[int], object]] = []  # each block in order with its row (None: unfused)
 
     def add(self, block) -> None:
         first = self._attentions[0] if self._attentions else None
         if _refusal(block, first, self._activation, self._runner) is not None:
-            self._parts.append(block)
+            self._order.append((None, block))
             for mixer in block.mixers if isinstance(block, Parallel) else (block,):
                 self._attention_layers += isinstance(mixer, Attention)
                 self.convolutions += isinstance(mixer, ShortConv)
+                self.states += isinstance(mixer, RECURRENT)
             return
-        if not self._parts or not isinstance(self._parts[-1], list):
-            self._parts.append([len(self.blocks), 0, 0])
-        self._parts[-1][1] += isinstance(block, Attention)
-        self._parts[-1][2] += isinstance(block, ShortConv)
+        self._order.append((len(self.blocks), block))
         self._add_row(block)
 
     def _add_row(self, block) -> None:
         row = [-1] * BLOCK_FIELDS
         row[NORM], row[POST_NORM] = self._norm(block.norm), self._norm(getattr(block, "post_norm", None))
-        if isinstance(block, ShortConv):
-            row[KIND], row[LAYER], row[CONV_WIDTH] = SHORT_CONV, self.convolutions, block.conv.shape[1]
-            row[M2], row[M3] = self._matrix(block.in_proj, None), self._matrix(block.out_proj, None)
-            taps = self._runner.vector(block.conv).reshape(block.conv.shape).T  # [width, channels]
-            row[CONV] = self._vector(np.ascontiguousarray(taps).ravel())
-            self.convolutions += 1
-            self.scales.append(0.0)
-            self._outputs([row[M2]], [row[M3]])
-        elif isinstance(block, Attention):
-            row[KIND], row[Q_NORM], row[K_NORM] = ATTENTION, self._norm(block.q_norm), self._norm(block.k_norm)
-            row[AFTER_ROPE], row[NEOX] = int(block.norms_after_rope), int(block.rope.neox)
-            row[M1], row[M2], row[M3] = (self._matrix(w, bias) for w, bias in
-                                         ((block.q, block.q_bias), (block.k, block.k_bias), (block.v, block.v_bias)))
-            row[M4] = self._matrix(block.o, block.o_bias)
-            row[ROPE] = _index(self.ropes, block.rope, lambda a, b: a is b)
-            row[N_HEAD], row[N_KV], row[LAYER] = block.n_head, block.n_head_kv, self._attention_layers
-            self._attention_layers += 1
-            row[VISIBLE] = _index(self.visibility, (block.sliding_window, block.causal), lambda a, b: a == b)
-            row[SINKS] = self._vector(self._runner.vector(block.sinks)) if block.sinks is not None else -1
-            self._attentions.append(block)
-            self.scales.append(block.scale)
-            self._outputs(row[M1 : M4], [row[M4]])
-        else:
-            row[KIND], self._activation = FEED_FORWARD, block.activation
-            self.gelu = block.activation == "gelu_tanh"
-            row[M1] = self._matrix(block.gate, None) if block.gate is not None else -1
-            row[M2], row[M3] = self._matrix(block.up, block.up_bias), self._matrix(block.down, block.down_bias)
-            self.scales.append(0.0)
-            self._outputs([m for m in row[M1 : M3] if m >= 0], [row[M3]])
+        kind = {ShortConv: self._short_conv, Attention: self._attention, Mamba2: self._mamba2}
+        kind.get(type(block), self._feed_forward)(block, row)
         self.blocks.append(row)
+
+    def _short_conv(self, block: ShortConv, row: list[int]) -> None:
+        row[KIND], row[LAYER] = SHORT_CONV, self.convolutions
+        row[M2], row[M3] = self._matrix(block.in_proj, None), self._matrix(block.out_proj, None)
+        row[CONV], row[CONV_WIDTH] = self._taps(block.conv), block.conv.shape[1]
+        self.convolutions += 1
+        self.scales.append(0.0)
+        self._outputs([row[M2]], [row[M3]])
+
+    def _attention(self, block: Attention, row: list[int]) -> None:
+        row[KIND], row[Q_NORM], row[K_NORM] = ATTENTION, self._norm(block.q_norm), self._norm(block.k_norm)
+        row[AFTER_ROPE], row[NEOX] = int(block.norms_after_rope), int(block.rope.neox)
+        row[M1], row[M2], row[M3] = (self._matrix(w, bias) for w, bias in
+                                     ((block.q, block.q_bias), (block.k, block.k_bias), (block.v, block.v_bias)))
+        row[M4] = self._matrix(block.o, block.o_bias)
+        row[ROPE] = _index(self.ropes, block.rope, lambda a, b: a is b)
+        row[N_HEAD], row[N_KV], row[LAYER] = block.n_head, block.n_head_kv, self._attention_layers
+        self._attention_layers += 1
+        row[VISIBLE] = _index(self.visibility, (block.sliding_window, block.causal), lambda a, b: a == b)
+        row[SINKS] = self._vector(self._runner.vector(block.sinks)) if block.sinks is not None else -1
+        self._attentions.append(block)
+        self.scales.append(block.scale)
+        self._outputs(row[M1:M4], [row[M4]])
+
+    def _feed_forward(self, block: GatedFeedForward, row: list[int]) -> None:
+        row[KIND], self._activation = FEED_FORWARD, block.activation
+        row[M1] = self._matrix(block.gate, None) if block.gate is not None else -1
+        row[M2], row[M3] = self._matrix(block.up, block.up_bias), self._matrix(block.down, block.down_bias)
+        self.scales.append(0.0)
+        self._outputs([m for m in row[M1:M3] if m >= 0], [row[M3]])
+
+    def _mamba2(self, block: Mamba2, row: list[int]) -> None:
+        row[KIND], row[LAYER], self._activation = MAMBA2, self.states, "silu"
+        row[M2], row[M3] = self._matrix(block.in_proj, None), self._matrix(block.out_proj, None)
+        row[CONV], row[CONV_WIDTH] = self._taps(block.conv), block.conv.shape[1]
+        row[CONV_BIAS] = self._vector(self._runner.vector(block.conv_bias)) if block.conv_bias is not None else -1
+        row[SSM] = self._vector(np.concatenate([self._runner.vector(w) for w in (block.dt_bias, block.a, block.d)]))
+        row[N_HEAD], row[N_GROUP], row[D_STATE] = block.n_head, block.n_group, block.d_state
+        row[D_INNER], row[OUT_NORM] = block.out_proj.shape[1], self._norm(block.out_norm)
+        self.states += 1
+        self.scales.append(0.0)
+        self._ssm.append((block.conv.shape[0], row[D_INNER], row[CONV_WIDTH]))
+        self._outputs([row[M2]], [row[M3]])
+
+    def _taps(self, conv: Weight) -> int:
+        """A convolution's weights [channels, width] as [width, channels] in the pool."""
+        taps = self._runner.vector(conv).reshape(conv.shape).T
+        return self._vector(np.ascontiguousarray(taps).ravel())
 
     @property
     def heads_per_call(self) -> int:
@@ -224,32 +266,42 @@ class _Tables:
         first = self._attentions[0] if self._attentions else None
         return ops.heads_per_call(first.n_head // first.n_head_kv) if first is not None else 0
 
-    def parts(self, residual_scale: float, context: int) -> list:
-        """The stack in block order: a FusedRun for each run of fused blocks, and the blocks between them."""
+    def parts(self, residual_scale: float, context: int, one_row: bool) -> list:
+        """The stack in block order: a FusedRun for each run of fused blocks, and the blocks between them; with
+        one_row False, Mamba-2 blocks among the latter."""
         head_dim, count = (self._attentions[0].head_dim if self._attentions else 0), self.heads_per_call
         whole = Plan(np.zeros((0, BLOCK_FIELDS), np.int64), np.array(self.matrices, np.int64),
                      np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
-                     np.concatenate(self.floats), np.zeros(0), _code(count, self.gelu), float(residual_scale),
-                     head_dim, count, -(-context // KEY_BLOCK), context, 0)
-        starts = [part[0] for part in self._parts if isinstance(part, list)] + [len(self.blocks)]
-        parts, runs = [], iter(zip(starts, starts[1:]))
-        for part in self._parts:
-            if not isinstance(part, list):
-                parts.append(part)
+                     np.concatenate(self.floats), np.zeros(0), _code(count, self._activation == "gelu_tanh"),
+                     float(residual_scale), head_dim, count, -(-context // KEY_BLOCK), context, 0)
+        parts, run = [], []
+        for row, block in self._order + [(None, None)]:
+            if row is not None and (one_row or not isinstance(block, Mamba2)):
+                run.append(row)
                 continue
-            first, last = next(runs)  # a run's rows end where the next run's start
-            blocks = np.array(self.blocks[first:last], np.int64)
-            plan = whole._replace(blocks=blocks, scales=np.array(self.scales[first:last], np.float64),
-                                  n_phases=int((STAGES[blocks[:, KIND]] >= 0).sum()))
-            parts.append(FusedRun(plan, part[1], part[2]))
+            if run:
+                parts.append(self._run(whole, run[0], run[-1] + 1))
+                run = []
+            if block is not None:
+                parts.append(block)
         return parts
+
+    def _run(self, whole: Plan, first: int, last: int) -> FusedRun:
+        """Rows first .. last - 1 as a FusedRun."""
+        blocks = np.array(self.blocks[first:last], np.int64)
+        plan = whole._replace(blocks=blocks, scales=np.array(self.scales[first:last], np.float64),
+                              n_phases=int((STAGES[blocks[:, KIND]] >= 0).sum()))
+        kinds = blocks[:, KIND]
+        return FusedRun(plan, int((kinds == ATTENTION).sum()), int((kinds == SHORT_CONV).sum()),
+                        tuple(int(layer) for layer in blocks[kinds == MAMBA2, LAYER]))
 
     def room(self, most_rows: int, context: int, workers: int) -> list[np.ndarray]:
         head_dim = self._attentions[0].head_dim if self._attentions else 0
-        widest = -(-max(m.k for m in self.kept) // 256) * 256  # whole Q8_K blocks
+        widest = max([m.k for m in self.kept] + [channels for channels, _, _ in self._ssm])  # ONES covers v too
         most_heads = max((a.n_head for a in self._attentions), default=0)
-        return room_arrays(most_rows, widest, self.most_out, most_heads, head_dim, self.heads_per_call, context,
-                           workers)
+        most_ssm = max((ssm_floats(most_rows, *shape) for shape in self._ssm), default=0)
+        return room_arrays(most_rows, -(-widest // 256) * 256, self.most_out, most_heads, head_dim,
+                           self.heads_per_call, context, workers, most_ssm)
 
     def _outputs(self, *phases: list[int]) -> None:
         for phase in phases:
@@ -306,7 +358,7 @@ def _samples() -> tuple:
     plan = Plan(table, table, table, np.zeros(1), np.zeros(1, np.float32), np.zeros(1), np.zeros(CODE, np.int64),
                 1.0, 0, 0, 0, 0, 0)
     step = Step(flat, flat, np.zeros((1, 1, 2), np.int64), table, table, np.zeros((1, 1, 1)), np.zeros((1, 1, 1)),
-                table)
+                table, table)
     return (plan, step, np.zeros((1, 1), np.float32), np.zeros(ROOM_FIELDS, np.int64), np.zeros((1, 1, 1), np.int64),
             table)
 

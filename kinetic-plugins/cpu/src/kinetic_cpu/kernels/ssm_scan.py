@@ -34,28 +34,35 @@ def scan(v, dt, dt_bias, a, d, state_in, state_out, n_group):
     # v: [n, channels] float32 (u [d_inner], B, C [n_group * d_state]); dt: [n, n_head] float32;
     # dt_bias, a, d: [n_head] float32; state_in, state_out: [n_head, d_state, head_dim] float32 -> y [n, d_inner]
     n_head, d_state, head_dim = state_in.shape
-    d_inner = n_head * head_dim
-    per_group = n_head // n_group
-    y = np.empty((v.shape[0], d_inner), np.float32)
+    y = np.empty((v.shape[0], n_head * head_dim), np.float32)
     separate = state_in.ctypes.data != state_out.ctypes.data  # else the states are updated where they are
     for h in numba.prange(n_head):
-        g = h // per_group
-        b_at, c_at, u_at = d_inner + g * d_state, d_inner + (n_group + g) * d_state, h * head_dim
-        tu, sums = np.empty(head_dim, np.float32), np.empty(head_dim, np.float32)
-        state = state_out[h]  # updated in place, each row copied in at the first step, while it is in cache: rows
-        # that alias no other keep to vector registers
-        for i in range(v.shape[0]):
-            t = softplus(np.float64(dt[i, h]) + np.float64(dt_bias[h]))
-            decay = np.float32(math.exp(t * np.float64(a[h])))
-            for p in range(head_dim):
-                tu[p] = np.float32(t * np.float64(v[i, u_at + p]))
-                sums[p] = 0.0
-            for s in range(d_state):
-                b, c = v[i, b_at + s], v[i, c_at + s]
-                row = state[s]
-                if i == 0 and separate:
-                    row[:] = state_in[h, s]
-                decay_add(row, decay, tu, b, sums, c)
-            for p in range(head_dim):
-                y[i, u_at + p] = sums[p] + np.float32(np.float64(d[h]) * np.float64(v[i, u_at + p]))
+        scan_head(v, dt, dt_bias, a, d, state_in[h], state_out[h], h, n_group, y, separate)
     return y
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def scan_head(v, dt, dt_bias, a, d, head_in, head_out, h, n_group, y, separate):
+    """scan's head h: v's rows in order from head_in into head_out ([d_state, head_dim] each; the same memory
+    unless separate), its outputs into y[:, h * head_dim:][:head_dim]."""
+    d_state, head_dim = head_out.shape
+    n_head, d_inner = y.shape[1] // head_dim, y.shape[1]
+    g = h // (n_head // n_group)
+    b_at, c_at, u_at = d_inner + g * d_state, d_inner + (n_group + g) * d_state, h * head_dim
+    tu, sums = np.empty(head_dim, np.float32), np.empty(head_dim, np.float32)
+    # head_out is updated in place, each row copied in at the first step, while it is in cache: rows that alias
+    # no other keep to vector registers
+    for i in range(v.shape[0]):
+        t = softplus(np.float64(dt[i, h]) + np.float64(dt_bias[h]))
+        decay = np.float32(math.exp(t * np.float64(a[h])))
+        for p in range(head_dim):
+            tu[p] = np.float32(t * np.float64(v[i, u_at + p]))
+            sums[p] = 0.0
+        for s in range(d_state):
+            b, c = v[i, b_at + s], v[i, c_at + s]
+            row = head_out[s]
+            if i == 0 and separate:
+                row[:] = head_in[s]
+            decay_add(row, decay, tu, b, sums, c)
+        for p in range(head_dim):
+            y[i, u_at + p] = sums[p] + np.float32(np.float64(d[h]) * np.float64(v[i, u_at + p]))

@@ -17,8 +17,10 @@ import numpy as np
 
 from kinetic_cpu.kernels.intrinsics import arrive, call_at, fetch_add, load_acquire, spin_pause, yield_thread
 from kinetic_cpu.kernels.shares import Addressed, take_jobs
+from kinetic_cpu.kernels import torque_mamba as mamba
 from kinetic_cpu.kernels import torque_work as work
-from kinetic_cpu.kernels.torque_plan import ATTEND, ATTEND_ROWS, GATE, KIND, N_KV, STAGE_CODE, STAGES, WALK, WORK
+from kinetic_cpu.kernels.torque_plan import (ATTEND, ATTEND_ROWS, GATE, KIND, N_HEAD, N_KV, SCAN_ROWS, STAGE_CODE,
+                                             STAGES, WALK, WORK)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 YIELD_SPINS = 1024  # spins of a waiting worker between yields of its core (a phase's wait is mostly far shorter)
@@ -74,12 +76,16 @@ def products_phase(plan, step, x, room, taken, finished, b, stage, phase, worker
 
 @numba.njit(**_JIT)
 def jobs_phase(plan, step, x, room, taken, finished, b, stage, phase, worker, workers):
-    """Block b's attention (ATTEND_ROWS: a row and a KV head a job) or gate (a chunk of a row a job), each job
-    by the unfused pass's code for the model's head count or activation (shares.Addressed)."""
+    """Block b's attention (ATTEND_ROWS: a row and a KV head a job, by the unfused pass's code for the model's
+    head count, shares.Addressed), Mamba-2 scan (SCAN_ROWS: a row and a head a job) or gate (a chunk of a row a
+    job, by its code for the model's activation)."""
     n = x.shape[0]
     if stage == ATTEND_ROWS:
         jobs = Addressed(plan.code[ATTEND], work.attention_jobs(plan, step, room, b, n, workers))
         _jobs(jobs, n * plan.blocks[b, N_KV], taken, finished, phase, worker, workers)
+    elif stage == SCAN_ROWS:
+        _jobs(mamba.scan_jobs(plan, step, room, plan.blocks[b], n), n * plan.blocks[b, N_HEAD], taken, finished,
+              phase, worker, workers)
     else:
         jobs = Addressed(plan.code[GATE], work.gate_jobs(plan, x, room, b))
         _jobs(jobs, n * work.gate_chunks(plan, b), taken, finished, phase, worker, workers)

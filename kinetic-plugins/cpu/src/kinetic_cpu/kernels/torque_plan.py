@@ -21,14 +21,16 @@ from kinetic_cpu.kernels.intrinsics import pointer_at
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 # a block's row: its kind, its norms (an index into the norms, -1: none), its matrices, an attention block's
-# rope, heads, attention layer (a short convolution's: its kept rows in Step.conv_rows) and kind of visibility
-# (indices into Step's tables), a short convolution's weights ([width, channels] in the pool) and width, and an
-# attention block's sinks ([n_head] in the pool; -1: none)
+# rope, heads, attention layer (a short convolution's: its kept rows in Step.conv_rows; a Mamba-2 block's: its
+# state in Step.states) and kind of visibility (indices into Step's tables), a convolution's weights ([width,
+# channels] in the pool) and width, an attention block's sinks ([n_head] in the pool; -1: none), and a Mamba-2
+# block's d_inner, groups, state size, its dt_bias, a and d ([n_head] each, one after another in the pool), its
+# convolution's bias (in the pool; -1: none) and its out_norm (a norm; -1: none)
 KIND, NORM, POST_NORM, Q_NORM, K_NORM, AFTER_ROPE, M1, M2, M3, M4, ROPE, NEOX, N_HEAD, N_KV, LAYER, VISIBLE, CONV, \
-    CONV_WIDTH, SINKS = range(19)
-BLOCK_FIELDS = 19
-ATTENTION, FEED_FORWARD, SHORT_CONV = 0, 1, 2  # KIND: M1..M4 are q, k, v, o; gate (-1: none), up, down; or -1,
-# in_proj, out_proj
+    CONV_WIDTH, SINKS, D_INNER, N_GROUP, D_STATE, SSM, CONV_BIAS, OUT_NORM = range(25)
+BLOCK_FIELDS = 25
+ATTENTION, FEED_FORWARD, SHORT_CONV, MAMBA2 = 0, 1, 2, 3  # KIND: M1..M4 are q, k, v, o; gate (-1: none), up, down;
+# or -1, in_proj, out_proj
 # a matrix's row: the address of rows compiled for it, its blocks' address, rows, blocks a row, bytes a block,
 # the activations it takes (activations.Q8_0, Q8_K or FLOAT), its bias's offset in the pool (-1: none)
 ROWS_AT, ADDRESS, N_ROWS, STEPS, SIZE, ACTS, BIAS = range(7)
@@ -44,20 +46,25 @@ CODE = 8
 # a block's stages, in the order its phases run them: one-thread work (NORMED: x normed and its activations
 # for the first products; QUERIES: q and k normed and rotated, the queries, k and v into the caches; SECOND:
 # the activations for the last product; OUTPUT: its output added to x; CONVOLVED: b * u kept, convolved, times
-# c), products (FIRST: q, k, v, gate and up, or in_proj; LAST: o, down or out_proj) and jobs (ATTEND_ROWS:
-# attention; GATE_ROWS: act(gate) * up)
-NORMED, QUERIES, SECOND, OUTPUT, FIRST, LAST, ATTEND_ROWS, GATE_ROWS, CONVOLVED = range(9)
-STAGES = np.array([[NORMED, FIRST, QUERIES, ATTEND_ROWS, SECOND, LAST, OUTPUT],  # by KIND, -1 past the last
-                   [NORMED, FIRST, GATE_ROWS, SECOND, LAST, OUTPUT, -1],
-                   [NORMED, FIRST, CONVOLVED, SECOND, LAST, OUTPUT, -1]], np.int64)
-STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2 + [SERIAL], np.int64)  # each stage's phase's code
+# c; STATE_CONV: a Mamba-2 block's convolution over its kept tail, which moves on a row; GATED: y * silu(z), its
+# out_norm), products (FIRST: q, k, v, gate and up, or in_proj; LAST: o, down or out_proj) and jobs (ATTEND_ROWS:
+# attention; GATE_ROWS: act(gate) * up; SCAN_ROWS: a row and a head of a Mamba-2 scan)
+NORMED, QUERIES, SECOND, OUTPUT, FIRST, LAST, ATTEND_ROWS, GATE_ROWS, CONVOLVED, STATE_CONV, SCAN_ROWS, \
+    GATED = range(12)
+STAGES = np.array([[NORMED, FIRST, QUERIES, ATTEND_ROWS, SECOND, LAST, OUTPUT, -1],  # by KIND, -1 past the last
+                   [NORMED, FIRST, GATE_ROWS, SECOND, LAST, OUTPUT, -1, -1],
+                   [NORMED, FIRST, CONVOLVED, SECOND, LAST, OUTPUT, -1, -1],
+                   [NORMED, FIRST, STATE_CONV, SCAN_ROWS, GATED, SECOND, LAST, OUTPUT]], np.int64)
+STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2 + [SERIAL] * 2 + [JOBS, SERIAL], np.int64)  # each
+# stage's phase's code
 # the room's rows: float32 h (a product's input), outs (a product phase's outputs, matrix after matrix),
 # attended, ones; the input as Q8_0 and Q8_K activations (q int8, d float32, sums int32); the queries at float16
 # precision (float64);
-# each worker's float32 product scratch (acc) and float64 attention scratch (heads, scores, sums)
+# each worker's float32 product scratch (acc) and float64 attention scratch (heads, scores, sums); a Mamba-2
+# block's float32 rows (its convolution's window, v after it, y and z)
 H, OUTS, ATTENDED, ONES, Q8_0_Q, Q8_0_D, Q8_0_SUMS, Q8_K_Q, Q8_K_D, Q8_K_SUMS, HALF_QUERIES, ACC, HEADS, SCORES, \
-    SUMS = range(15)
-ROOM_FIELDS = 15
+    SUMS, SSM_ROWS = range(16)
+ROOM_FIELDS = 16
 
 
 class Plan(NamedTuple):
@@ -87,20 +94,27 @@ class Step(NamedTuple):
     cos: np.ndarray  # [ropes, n, n_dims / 2] float64 (ops.rope_angles)
     sin: np.ndarray
     conv_rows: np.ndarray  # [short convolutions, caches] int64: each one's kept rows' address (cache.conv_rows)
+    states: np.ndarray  # [recurrent layers, caches] int64: each one's state buffer's address (RecurrentStates)
 
 
 def room_arrays(most_rows: int, widest: int, most_out: int, most_heads: int, head_dim: int, heads_count: int,
-                context: int, workers: int) -> list[np.ndarray]:
+                context: int, workers: int, most_ssm: int) -> list[np.ndarray]:
     """The room's arrays, in ROOM_FIELDS order, for passes of up to most_rows rows: products of inputs up to
     widest (a multiple of 256) wide and phases of up to most_out outputs, attention of up to most_heads heads
-    over up to `context` positions, on `workers` threads."""
+    over up to `context` positions, on `workers` threads, and Mamba-2 blocks of up to most_ssm floats (ssm_floats)."""
     wide, heads = most_rows * widest, most_rows * most_heads * head_dim
     f32, scratch = np.float32, (workers, heads_count, head_dim)
     return [np.empty(wide, f32), np.empty(most_rows * most_out, f32), np.empty(heads, f32), np.ones(wide, f32),
             np.empty(wide, np.int8), np.empty(wide // 32, f32), np.empty(wide // 32, np.int32),
             np.empty(wide, np.int8), np.empty(wide // 256, f32), np.empty(wide // 16, np.int32),
             np.empty(heads), np.empty((workers, most_rows + PAD, 8), f32), np.zeros(scratch),
-            np.empty((workers, heads_count, context)), np.empty(scratch)]
+            np.empty((workers, heads_count, context)), np.empty(scratch), np.empty(most_ssm, f32)]
+
+
+def ssm_floats(most_rows: int, channels: int, d_inner: int, width: int) -> int:
+    """The SSM_ROWS floats a Mamba-2 block takes: a window of width rows of its convolution's channels, and per
+    row its convolved channels, y and z."""
+    return width * channels + most_rows * (channels + 2 * d_inner)
 
 
 @numba.njit(**_JIT, inline="always")

@@ -16,6 +16,7 @@ import numba
 import numpy as np
 
 from kinetic_cpu import ops
+from kinetic_cpu.kernels import torque_mamba as mamba
 from kinetic_cpu.kernels.activations import Q8_0, Q8_K, f16_round
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.driver import PAD, ROWS
@@ -23,18 +24,19 @@ from kinetic_cpu.kernels.intrinsics import blocks_at, call_at, half_bits, pointe
 from kinetic_cpu.kernels.shares import ANY
 from kinetic_cpu.kernels.short_conv import convolve_row
 from kinetic_cpu.kernels.torque_plan import (ACC, ACTS, ADDRESS, AFTER_ROPE, ATTENDED, ATTENTION, BIAS, CONV,
-                                             CONV_WIDTH, CONVOLVED, FIRST, H, HALF_QUERIES, HEADS, K_NORM, KIND, LAYER,
-                                             M1, M2, M3, M4, N_HEAD, N_KV, N_ROWS, NEOX, NORM, NORMED, ONES, OUTS,
-                                             POST_NORM, Q_NORM, QUANTIZE, QUERIES, ROPE, ROWS_AT, SCORES, SECOND,
-                                             SHORT_CONV, SINKS, SIZE, STEPS, SUMS, VISIBLE, floats, q8_0_acts,
-                                             q8_k_acts, scratch)
+                                             CONV_WIDTH, CONVOLVED, D_INNER, FIRST, GATED, H, HALF_QUERIES, HEADS,
+                                             K_NORM, KIND, LAYER, M1, M2, M3, M4, MAMBA2, N_HEAD, N_KV, N_ROWS, NEOX,
+                                             NORM, NORMED, ONES, OUTS, POST_NORM, Q_NORM, QUANTIZE, QUERIES, ROPE,
+                                             ROWS_AT, SCORES, SECOND, SHORT_CONV, SINKS, SIZE, STATE_CONV, STEPS,
+                                             SUMS, VISIBLE, floats, q8_0_acts, q8_k_acts, scratch)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
 @numba.njit(**_JIT)
 def serial(plan, step, x, room, b, stage):
-    """Block b's one-thread work at stage NORMED, QUERIES, CONVOLVED, SECOND or OUTPUT (torque_plan.py)."""
+    """Block b's one-thread work at stage NORMED, QUERIES, CONVOLVED, STATE_CONV, GATED, SECOND or OUTPUT
+    (torque_plan.py)."""
     block, n = plan.blocks[b], x.shape[0]
     if stage == NORMED:
         h = _input(plan, x, room, b, FIRST)
@@ -52,6 +54,10 @@ def serial(plan, step, x, room, b, stage):
     elif stage == CONVOLVED:
         d = plan.matrices[block[M2], N_ROWS] // 3
         _convolved(plan, step, block, floats(room, OUTS, n, 3 * d), floats(room, H, n, d))
+    elif stage == STATE_CONV:
+        mamba.state_conv(plan, step, room, block, n)
+    elif stage == GATED:
+        mamba.gated(plan, room, block, n, _input(plan, x, room, b, SECOND))
     elif stage == SECOND:
         _quantize(plan, _input(plan, x, room, b, SECOND), room, _matrices(block, SECOND))
     else:
@@ -135,6 +141,8 @@ def _input(plan, x, room, b, stage):
         return x if block[NORM] < 0 else floats(room, H, n, x.shape[1])
     if block[KIND] == ATTENTION:
         return floats(room, ATTENDED, n, block[N_HEAD] * plan.head_dim)
+    if block[KIND] == MAMBA2:
+        return floats(room, H, n, block[D_INNER])
     return floats(room, H, n, plan.matrices[block[M2], N_ROWS] // (3 if block[KIND] == SHORT_CONV else 1))
 
 
