@@ -21,7 +21,7 @@ from kinetic_cpu.torque import FusedRun
 # others (nothing but those) keep the kernel-at-a-time pass
 FUSED = {"llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense", "lfm2"}
 PARTLY = {"granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "granitemoe", "lfm2moe", "gpt-oss"}
-ONE_ROW = {"granitehybrid"}  # PARTLY's whose passes of one row a sequence are fused whole (Mamba-2 blocks too)
+ONE_ROW = {"granitehybrid", "falcon-h1"}  # PARTLY's whose passes of one row a sequence are fused whole (Mamba-2 too)
 ROWS = 40
 
 
@@ -35,8 +35,9 @@ def uploaded(path: Path, torque: bool, caches: tuple[str, str] = ("f16", "f16"))
 @pytest.fixture(scope="module", params=ARCHITECTURES)
 def family(request, tmp_path_factory) -> tuple[str, Path]:
     path = tmp_path_factory.mktemp("torque") / f"{request.param}.gguf"
-    write_random_model(path, request.param, Dims(n_embd=128, n_head=4, n_head_kv=2, n_ff=256), weight_type="Q8_0",
-                       seed=7)
+    # four layers: two of each kind of kept state in the hybrids (tables of addresses by layer and sequence)
+    write_random_model(path, request.param, Dims(n_layer=4, n_embd=128, n_head=4, n_head_kv=2, n_ff=256),
+                       weight_type="Q8_0", seed=7)
     return request.param, path
 
 

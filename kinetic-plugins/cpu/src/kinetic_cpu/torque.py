@@ -26,8 +26,9 @@ from kinetic_cpu.kernels.matmul import activations
 from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, CONV, CONV_BIAS,
                                              CONV_WIDTH, D_INNER, D_STATE, FEED_FORWARD, FLOAT, GATE, JOBS, K_NORM,
                                              KIND, LAYER, M1, M2, M3, M4, MAMBA2, N_GROUP, N_HEAD, N_KV, NEOX, NORM,
-                                             OUT_NORM, POST_NORM, PRODUCTS, Q_NORM, QUANTIZE, ROOM_FIELDS, ROPE,
-                                             SERIAL, SHORT_CONV, SINKS, SSM, STAGES, VISIBLE, WALK, WORK, Plan, Step,
+                                             OUT_NORM, POST_NORM, PRODUCTS, Q_NORM, QUANTIZE, RESIDUAL, ROOM_FIELDS,
+                                             ROPE, SERIAL, SHARED, SHORT_CONV, SINKS, SSM, STAGES, SUM_FIRST,
+                                             SUM_LAST, SUM_NEXT, SUMS_TO, VISIBLE, WALK, WORK, Plan, Step,
                                              room_arrays, ssm_floats)
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class Torque:
 
     def _step(self, attending: "_Attending") -> Step:
         """The pass's rows as the fused blocks read them."""
-        n = len(attending.positions)
+        n, n_caches = len(attending.positions), len(attending.spans)
         angles = [self._runner.angles(rope, attending) for rope in self._ropes]
         visible = [attending.visible(window, causal) for window, causal in self._visibility]
         conv_rows = np.array([[rows.ctypes.data for rows in seq.conv_rows] for seq, _ in attending.spans], np.int64)
@@ -110,8 +111,13 @@ class Torque:
                     _stacked([lasts for _, lasts in visible], (n,), np.int64),
                     _stacked([cos for cos, _ in angles], (n, 1), np.float64),
                     _stacked([sin for _, sin in angles], (n, 1), np.float64),
-                    conv_rows.T.reshape(self._convolutions, len(attending.spans)),
-                    states.T.reshape(self._states, len(attending.spans)))
+                    _by_layer(conv_rows, self._convolutions, n_caches), _by_layer(states, self._states, n_caches))
+
+
+def _by_layer(addresses: np.ndarray, layers: int, caches: int) -> np.ndarray:  # addresses: [caches, layers] int64
+    """[layers, caches] int64, C-contiguous as the compiled pass takes it (a transpose alone is not, and the
+    code called by address reads it as if it were)."""
+    return np.ascontiguousarray(addresses.T.reshape(layers, caches))
 
 
 def _stacked(arrays: list[np.ndarray], shape: tuple, dtype) -> np.ndarray:
@@ -122,6 +128,16 @@ def _stacked(arrays: list[np.ndarray], shape: tuple, dtype) -> np.ndarray:
 def _refusal(block, attention: Optional[Attention], activation: Optional[str], runner: "CpuRunner") -> Optional[str]:
     """Why the fused pass cannot run the block, or None where it can; attention and activation: the first fused
     attention block's and feed-forward's (a plan has one head size and one gate)."""
+    if isinstance(block, Parallel):
+        if not isinstance(block.norm, RmsNorm):
+            return "a layer norm"
+        for mixer in block.mixers:
+            reason = _refusal(mixer, attention, activation, runner)
+            if reason is not None:
+                return reason
+            attention = mixer if attention is None and isinstance(mixer, Attention) else attention
+            activation = _activation(mixer) if isinstance(mixer, (GatedFeedForward, Mamba2)) else activation
+        return None
     if not isinstance(block, (Attention, GatedFeedForward, ShortConv, Mamba2)):
         return "a block other than attention, a gated feed-forward, a short convolution and Mamba-2"
     if any(runner.matrix(w).blocks is None for w in _weights(block)):
@@ -143,6 +159,10 @@ def _refusal(block, attention: Optional[Attention], activation: Optional[str], r
 def _activation(block) -> str:
     """The activation a fused block's gate jobs take (the plan's GATE)."""
     return "silu" if isinstance(block, Mamba2) else block.activation
+
+
+def _mixers(block) -> tuple:
+    return block.mixers if isinstance(block, Parallel) else (block,)
 
 
 def _heads(a: Attention) -> tuple[int, int, int]:
@@ -190,23 +210,29 @@ class _Tables:
         self._attentions: list[Attention] = []  # the fused ones
         self._attention_layers = 0  # attention blocks so far, fused or not (their caches' numbers)
         self._activation: Optional[str] = None  # the fused feed-forwards' and Mamba-2 blocks'
-        self._order: list[tuple[Optional[int], object]] = []  # each block in order with its row (None: unfused)
+        self._order: list[tuple] = []  # each block in order with its rows (first, end; None: unfused)
 
     def add(self, block) -> None:
         first = self._attentions[0] if self._attentions else None
         if _refusal(block, first, self._activation, self._runner) is not None:
-            self._order.append((None, block))
-            for mixer in block.mixers if isinstance(block, Parallel) else (block,):
+            self._order.append((None, None, block))
+            for mixer in _mixers(block):
                 self._attention_layers += isinstance(mixer, Attention)
                 self.convolutions += isinstance(mixer, ShortConv)
                 self.states += isinstance(mixer, RECURRENT)
             return
-        self._order.append((len(self.blocks), block))
-        self._add_row(block)
+        start, last = len(self.blocks), len(_mixers(block)) - 1
+        if not isinstance(block, Parallel):
+            self._add_row(block, block.norm, False, RESIDUAL)
+        for i, mixer in enumerate(block.mixers if isinstance(block, Parallel) else ()):  # one normed input, summed
+            sums_to = RESIDUAL if last == 0 else SUM_FIRST if i == 0 else SUM_LAST if i == last else SUM_NEXT
+            self._add_row(mixer, block.norm if i == 0 else None, True, sums_to)
+        self._order.append((start, len(self.blocks), block))
 
-    def _add_row(self, block) -> None:
+    def _add_row(self, block, norm: Optional[RmsNorm], shared: bool, sums_to: int) -> None:
         row = [-1] * BLOCK_FIELDS
-        row[NORM], row[POST_NORM] = self._norm(block.norm), self._norm(getattr(block, "post_norm", None))
+        row[NORM], row[POST_NORM] = self._norm(norm), self._norm(getattr(block, "post_norm", None))
+        row[SHARED], row[SUMS_TO] = int(shared), sums_to
         kind = {ShortConv: self._short_conv, Attention: self._attention, Mamba2: self._mamba2}
         kind.get(type(block), self._feed_forward)(block, row)
         self.blocks.append(row)
@@ -275,12 +301,12 @@ class _Tables:
                      np.concatenate(self.floats), np.zeros(0), _code(count, self._activation == "gelu_tanh"),
                      float(residual_scale), head_dim, count, -(-context // KEY_BLOCK), context, 0)
         parts, run = [], []
-        for row, block in self._order + [(None, None)]:
-            if row is not None and (one_row or not isinstance(block, Mamba2)):
-                run.append(row)
+        for first, end, block in self._order + [(None, None, None)]:
+            if first is not None and (one_row or not any(isinstance(m, Mamba2) for m in _mixers(block))):
+                run = [run[0] if run else first, end]
                 continue
             if run:
-                parts.append(self._run(whole, run[0], run[-1] + 1))
+                parts.append(self._run(whole, *run))
                 run = []
             if block is not None:
                 parts.append(block)

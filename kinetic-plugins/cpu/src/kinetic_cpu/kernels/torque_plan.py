@@ -25,10 +25,15 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 # state in Step.states) and kind of visibility (indices into Step's tables), a convolution's weights ([width,
 # channels] in the pool) and width, an attention block's sinks ([n_head] in the pool; -1: none), and a Mamba-2
 # block's d_inner, groups, state size, its dt_bias, a and d ([n_head] each, one after another in the pool), its
-# convolution's bias (in the pool; -1: none) and its out_norm (a norm; -1: none)
+# convolution's bias (in the pool; -1: none) and its out_norm (a norm; -1: none); what the block reads (x, or
+# SHARED: a Parallel block's mixers' one normed input, which its first mixer's NORM makes) and where its output
+# goes (SUMS_TO)
 KIND, NORM, POST_NORM, Q_NORM, K_NORM, AFTER_ROPE, M1, M2, M3, M4, ROPE, NEOX, N_HEAD, N_KV, LAYER, VISIBLE, CONV, \
-    CONV_WIDTH, SINKS, D_INNER, N_GROUP, D_STATE, SSM, CONV_BIAS, OUT_NORM = range(25)
-BLOCK_FIELDS = 25
+    CONV_WIDTH, SINKS, D_INNER, N_GROUP, D_STATE, SSM, CONV_BIAS, OUT_NORM, SHARED, SUMS_TO = range(27)
+BLOCK_FIELDS = 27
+# SUMS_TO: x += the output (a block); a Parallel block's mixers' outputs summed in order, then added: the first
+# into SUMMED, the next added to it, the last added to it and the sum into x
+RESIDUAL, SUM_FIRST, SUM_NEXT, SUM_LAST = range(4)
 ATTENTION, FEED_FORWARD, SHORT_CONV, MAMBA2 = 0, 1, 2, 3  # KIND: M1..M4 are q, k, v, o; gate (-1: none), up, down;
 # or -1, in_proj, out_proj
 # a matrix's row: the address of rows compiled for it, its blocks' address, rows, blocks a row, bytes a block,
@@ -61,10 +66,11 @@ STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2 + [SERIAL] * 2 
 # attended, ones; the input as Q8_0 and Q8_K activations (q int8, d float32, sums int32); the queries at float16
 # precision (float64);
 # each worker's float32 product scratch (acc) and float64 attention scratch (heads, scores, sums); a Mamba-2
-# block's float32 rows (its convolution's window, v after it, y and z)
+# block's float32 rows (its convolution's window, v after it, y and z); a Parallel block's normed input and
+# its mixers' sum so far (float32 [n, n_embd])
 H, OUTS, ATTENDED, ONES, Q8_0_Q, Q8_0_D, Q8_0_SUMS, Q8_K_Q, Q8_K_D, Q8_K_SUMS, HALF_QUERIES, ACC, HEADS, SCORES, \
-    SUMS, SSM_ROWS = range(16)
-ROOM_FIELDS = 16
+    SUMS, SSM_ROWS, SHARED_IN, SUMMED = range(18)
+ROOM_FIELDS = 18
 
 
 class Plan(NamedTuple):
@@ -108,7 +114,8 @@ def room_arrays(most_rows: int, widest: int, most_out: int, most_heads: int, hea
             np.empty(wide, np.int8), np.empty(wide // 32, f32), np.empty(wide // 32, np.int32),
             np.empty(wide, np.int8), np.empty(wide // 256, f32), np.empty(wide // 16, np.int32),
             np.empty(heads), np.empty((workers, most_rows + PAD, 8), f32), np.zeros(scratch),
-            np.empty((workers, heads_count, context)), np.empty(scratch), np.empty(most_ssm, f32)]
+            np.empty((workers, heads_count, context)), np.empty(scratch), np.empty(most_ssm, f32), np.empty(wide, f32),
+            np.empty(wide, f32)]
 
 
 def ssm_floats(most_rows: int, channels: int, d_inner: int, width: int) -> int:

@@ -27,8 +27,9 @@ from kinetic_cpu.kernels.torque_plan import (ACC, ACTS, ADDRESS, AFTER_ROPE, ATT
                                              CONV_WIDTH, CONVOLVED, D_INNER, FIRST, GATED, H, HALF_QUERIES, HEADS,
                                              K_NORM, KIND, LAYER, M1, M2, M3, M4, MAMBA2, N_HEAD, N_KV, N_ROWS, NEOX,
                                              NORM, NORMED, ONES, OUTS, POST_NORM, Q_NORM, QUANTIZE, QUERIES, ROPE,
-                                             ROWS_AT, SCORES, SECOND, SHORT_CONV, SINKS, SIZE, STATE_CONV, STEPS,
-                                             SUMS, VISIBLE, floats, q8_0_acts, q8_k_acts, scratch)
+                                             RESIDUAL, ROWS_AT, SCORES, SECOND, SHARED, SHARED_IN, SHORT_CONV, SINKS,
+                                             SIZE, STATE_CONV, STEPS, SUM_FIRST, SUM_NEXT, SUMMED, SUMS, SUMS_TO,
+                                             VISIBLE, floats, q8_0_acts, q8_k_acts, scratch)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
@@ -61,7 +62,7 @@ def serial(plan, step, x, room, b, stage):
     elif stage == SECOND:
         _quantize(plan, _input(plan, x, room, b, SECOND), room, _matrices(block, SECOND))
     else:
-        _add_output(plan, block[POST_NORM], x, floats(room, OUTS, n, x.shape[1]))
+        _add_output(plan, block, x, floats(room, OUTS, n, x.shape[1]), floats(room, SUMMED, n, x.shape[1]))
 
 
 @numba.njit(**_JIT)
@@ -138,6 +139,8 @@ def _input(plan, x, room, b, stage):
     (ATTENDED), or act(gate) * up or c * conv(b * u) (in H, as the first products' activations are made by then)."""
     block, n = plan.blocks[b], x.shape[0]
     if stage == FIRST:
+        if block[SHARED] == 1:
+            return floats(room, SHARED_IN, n, x.shape[1])
         return x if block[NORM] < 0 else floats(room, H, n, x.shape[1])
     if block[KIND] == ATTENTION:
         return floats(room, ATTENDED, n, block[N_HEAD] * plan.head_dim)
@@ -279,11 +282,18 @@ def _head_norms(plan, block, q, k):
 
 
 @numba.njit(**_JIT)
-def _add_output(plan, norm, x, y):  # x, y: [n, n_embd] float32
-    """x += post_norm(y) (times the residual scale unless it is 1), y normed in place."""
-    if norm >= 0:
-        _norm_pieces(plan, norm, y, y)
-    scale = np.float32(plan.residual_scale)
+def _add_output(plan, block, x, y, summed):  # x, y, summed: [n, n_embd] float32
+    """x += post_norm(y) (times the residual scale unless it is 1), y normed in place; in a Parallel block, y
+    summed with the mixers' before it (SUMS_TO), as the runner's _block sums them, the sum added at the last."""
+    if block[POST_NORM] >= 0:
+        _norm_pieces(plan, block[POST_NORM], y, y)
+    scale, sums_to = np.float32(plan.residual_scale), block[SUMS_TO]
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
-            x[i, j] = x[i, j] + (y[i, j] if scale == 1 else y[i, j] * scale)
+            if sums_to == SUM_FIRST:
+                summed[i, j] = y[i, j]
+            elif sums_to == SUM_NEXT:
+                summed[i, j] = summed[i, j] + y[i, j]
+            else:
+                out = y[i, j] if sums_to == RESIDUAL else summed[i, j] + y[i, j]
+                x[i, j] = x[i, j] + (out if scale == 1 else out * scale)
