@@ -17,10 +17,10 @@ from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_random_model
 from kinetic_cpu.torque import FusedRun
 
 # the families whose blocks are all attention, gated feed-forward and short convolution blocks Torque runs; in
-# PARTLY's, recurrent states, parallel mixers, gated attention and experts run unfused between fused runs; the
-# others (nothing but those) keep the kernel-at-a-time pass
+# PARTLY's, gated attention and experts run unfused between fused runs, and recurrent blocks too in passes of
+# several rows of a sequence
 FUSED = {"llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense", "lfm2"}
-PARTLY = {"granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "granitemoe", "lfm2moe", "gpt-oss"}
+PARTLY = {"granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "qwen35moe", "granitemoe", "lfm2moe", "gpt-oss"}
 ONE_ROW = {"granitehybrid", "falcon-h1"}  # PARTLY's whose passes of one row a sequence are fused whole (Mamba-2 too)
 ROWS = 40
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
 import numpy as np
 
-from kinetic.contracts.blocks import Attention, GatedFeedForward, Mamba2, Norm, Parallel, RmsNorm, ShortConv, Weight
+from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward, Mamba2, Norm, Parallel, RmsNorm,
+                                      ShortConv, Weight)
 from kinetic.recurrent import RECURRENT
 from kinetic_cpu import ops
 from kinetic_cpu.kernels import torque as fused
@@ -24,12 +25,12 @@ from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.intrinsics import compiled_address
 from kinetic_cpu.kernels.matmul import activations
 from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, CONV, CONV_BIAS,
-                                             CONV_WIDTH, D_INNER, D_STATE, FEED_FORWARD, FLOAT, GATE, JOBS, K_NORM,
-                                             KIND, LAYER, M1, M2, M3, M4, MAMBA2, N_GROUP, N_HEAD, N_KV, NEOX, NORM,
-                                             OUT_NORM, POST_NORM, PRODUCTS, Q_NORM, QUANTIZE, RESIDUAL, ROOM_FIELDS,
-                                             ROPE, SERIAL, SHARED, SHORT_CONV, SINKS, SSM, STAGES, SUM_FIRST,
-                                             SUM_LAST, SUM_NEXT, SUMS_TO, VISIBLE, WALK, WORK, Plan, Step,
-                                             room_arrays, ssm_floats)
+                                             CONV_WIDTH, D_INNER, D_STATE, DELTA_NET, FEED_FORWARD, FLOAT, GATE, JOBS,
+                                             K_NORM, KIND, L2_NORM, LAYER, M1, M2, M3, M4, M5, MAMBA2, N_GROUP,
+                                             N_HEAD, N_KV, NEOX, NORM, OUT_NORM, POST_NORM, PRODUCTS, Q_NORM,
+                                             QUANTIZE, RESIDUAL, ROOM_FIELDS, ROPE, SERIAL, SHARED, SHORT_CONV, SINKS,
+                                             SSM, STAGES, SUM_FIRST, SUM_LAST, SUM_NEXT, SUMS_TO, VISIBLE, WALK, WORK,
+                                             Plan, Step, room_arrays, ssm_floats)
 
 if TYPE_CHECKING:
     from kinetic_cpu.runner import CpuRunner, _Attending, _Numbers
@@ -136,10 +137,10 @@ def _refusal(block, attention: Optional[Attention], activation: Optional[str], r
             if reason is not None:
                 return reason
             attention = mixer if attention is None and isinstance(mixer, Attention) else attention
-            activation = _activation(mixer) if isinstance(mixer, (GatedFeedForward, Mamba2)) else activation
+            activation = _activation(mixer) if isinstance(mixer, (GatedFeedForward, *RECURRENT)) else activation
         return None
-    if not isinstance(block, (Attention, GatedFeedForward, ShortConv, Mamba2)):
-        return "a block other than attention, a gated feed-forward, a short convolution and Mamba-2"
+    if not isinstance(block, (Attention, GatedFeedForward, ShortConv, *RECURRENT)):
+        return "a block other than attention, a gated feed-forward, a short convolution, Mamba-2 and Gated DeltaNet"
     if any(runner.matrix(w).blocks is None for w in _weights(block)):
         return "a weight type without a product kernel"
     if not all(isinstance(n, RmsNorm) for n in _norms(block) if n is not None):
@@ -151,14 +152,14 @@ def _refusal(block, attention: Optional[Attention], activation: Optional[str], r
             return "an output gate"
         if attention is not None and _heads(block) != _heads(attention):
             return "another head size, group or rotation than the first fused attention's"
-    if isinstance(block, (GatedFeedForward, Mamba2)) and activation not in (None, _activation(block)):
-        return "another activation than the first fused feed-forward's (Mamba-2: SiLU)"
+    if isinstance(block, (GatedFeedForward, *RECURRENT)) and activation not in (None, _activation(block)):
+        return "another activation than the first fused feed-forward's (the recurrent blocks': SiLU)"
     return None
 
 
 def _activation(block) -> str:
     """The activation a fused block's gate jobs take (the plan's GATE)."""
-    return "silu" if isinstance(block, Mamba2) else block.activation
+    return "silu" if isinstance(block, RECURRENT) else block.activation
 
 
 def _mixers(block) -> tuple:
@@ -174,7 +175,7 @@ def _norms(block) -> tuple[Optional[Norm], ...]:
         return block.norm, block.q_norm, block.k_norm, block.post_norm
     if isinstance(block, ShortConv):
         return (block.norm,)
-    if isinstance(block, Mamba2):
+    if isinstance(block, RECURRENT):
         return block.norm, block.out_norm
     return block.norm, block.post_norm
 
@@ -184,6 +185,8 @@ def _weights(block) -> tuple[Weight, ...]:
         return block.q, block.k, block.v, block.o
     if isinstance(block, (ShortConv, Mamba2)):
         return block.in_proj, block.out_proj
+    if isinstance(block, GatedDeltaNet):
+        return block.qkv_proj, block.gate_proj, block.beta_proj, block.alpha_proj, block.out_proj
     return (block.gate, block.up, block.down) if block.gate is not None else (block.up, block.down)
 
 
@@ -233,7 +236,8 @@ class _Tables:
         row = [-1] * BLOCK_FIELDS
         row[NORM], row[POST_NORM] = self._norm(norm), self._norm(getattr(block, "post_norm", None))
         row[SHARED], row[SUMS_TO] = int(shared), sums_to
-        kind = {ShortConv: self._short_conv, Attention: self._attention, Mamba2: self._mamba2}
+        kind = {ShortConv: self._short_conv, Attention: self._attention, Mamba2: self._mamba2,
+                GatedDeltaNet: self._delta_net}
         kind.get(type(block), self._feed_forward)(block, row)
         self.blocks.append(row)
 
@@ -280,6 +284,21 @@ class _Tables:
         self._ssm.append((block.conv.shape[0], row[D_INNER], row[CONV_WIDTH]))
         self._outputs([row[M2]], [row[M3]])
 
+    def _delta_net(self, block: GatedDeltaNet, row: list[int]) -> None:
+        row[KIND], row[LAYER], self._activation = DELTA_NET, self.states, "silu"
+        row[M1], row[M2], row[M3], row[M4], row[M5] = (self._matrix(w, None) for w in _weights(block))
+        row[CONV], row[CONV_WIDTH] = self._taps(block.conv), block.conv.shape[1]
+        row[SSM] = self._vector(np.concatenate([self._runner.vector(w) for w in (block.dt_bias, block.a)]))
+        row[N_HEAD], row[N_KV], row[D_STATE] = block.n_v_head, block.n_k_head, block.head_dim
+        row[D_INNER], row[OUT_NORM] = block.n_v_head * block.head_dim, self._norm(block.out_norm)
+        row[L2_NORM] = len(self.norms)  # q's and k's: weights of one, eps / head_dim (runner._l2_norm)
+        self.norms.append([self._vector(np.ones(block.head_dim, np.float32)), block.head_dim])
+        self.eps.append(block.l2_eps / block.head_dim)
+        self.states += 1
+        self.scales.append(0.0)
+        self._ssm.append((block.conv.shape[0], row[D_INNER], row[CONV_WIDTH]))
+        self._outputs(row[M1:M4 + 1], [row[M5]])
+
     def _taps(self, conv: Weight) -> int:
         """A convolution's weights [channels, width] as [width, channels] in the pool."""
         taps = self._runner.vector(conv).reshape(conv.shape).T
@@ -302,7 +321,7 @@ class _Tables:
                      float(residual_scale), head_dim, count, -(-context // KEY_BLOCK), context, 0)
         parts, run = [], []
         for first, end, block in self._order + [(None, None, None)]:
-            if first is not None and (one_row or not any(isinstance(m, Mamba2) for m in _mixers(block))):
+            if first is not None and (one_row or not any(isinstance(m, RECURRENT) for m in _mixers(block))):
                 run = [run[0] if run else first, end]
                 continue
             if run:

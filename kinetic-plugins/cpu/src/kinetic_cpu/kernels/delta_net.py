@@ -23,32 +23,38 @@ def scan(q, k, v, beta, alpha, dt_bias, a, state_in, state_out):
     # float32 (before their sigmoid and softplus); dt_bias, a: [n_head] float32;
     # state_in, state_out: [n_head, head_dim (k), head_dim (v)] float32 -> o [n, n_head, head_dim] float32
     n_head, head_dim = state_in.shape[0], state_in.shape[1]
-    n_k_head = q.shape[1]
-    scale = np.float32(1.0 / math.sqrt(head_dim))
     o = np.empty((q.shape[0], n_head, head_dim), np.float32)
     separate = state_in.ctypes.data != state_out.ctypes.data  # else the states are updated where they are
     for h in numba.prange(n_head):
-        kh = h % n_k_head
-        delta, sums = np.empty(head_dim, np.float32), np.empty(head_dim, np.float32)
-        state = state_out[h]  # updated in place, each row copied in at the first step, while it is in cache: rows
-        # that alias no other keep to vector registers
-        for i in range(q.shape[0]):
-            decay = np.float32(math.exp(softplus(np.float64(alpha[i, h] + dt_bias[h])) * np.float64(a[h])))
-            b = np.float32(1.0 / (1.0 + math.exp(-np.float64(beta[i, h]))))
-            keys, queries = k[i, kh], q[i, kh]
-            sums[:] = 0.0
-            for s in range(head_dim):
-                key, row = keys[s], state[s]
-                if i == 0 and separate:
-                    row[:] = state_in[h, s]
-                for j in range(head_dim):
-                    sums[j] += row[j] * key
-            for j in range(head_dim):
-                delta[j] = b * (v[i, h, j] - decay * sums[j])
-                sums[j] = 0.0
-            for s in range(head_dim):
-                key, query, row = keys[s], queries[s], state[s]
-                decay_add(row, decay, delta, key, sums, query)
-            for j in range(head_dim):
-                o[i, h, j] = sums[j] * scale
+        scan_head(q, k, v, beta, alpha, dt_bias, a, state_in[h], state_out[h], h, o, separate)
     return o
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def scan_head(q, k, v, beta, alpha, dt_bias, a, head_in, head_out, h, o, separate):
+    """scan's value head h: the rows in order from head_in into head_out ([head_dim (k), head_dim (v)] each; the
+    same memory unless separate), its outputs into o[:, h]."""
+    head_dim, kh = head_out.shape[0], h % q.shape[1]
+    scale = np.float32(1.0 / math.sqrt(head_dim))
+    delta, sums = np.empty(head_dim, np.float32), np.empty(head_dim, np.float32)
+    # head_out is updated in place, each row copied in at the first step, while it is in cache: rows that alias
+    # no other keep to vector registers
+    for i in range(q.shape[0]):
+        decay = np.float32(math.exp(softplus(np.float64(alpha[i, h] + dt_bias[h])) * np.float64(a[h])))
+        b = np.float32(1.0 / (1.0 + math.exp(-np.float64(beta[i, h]))))
+        keys, queries = k[i, kh], q[i, kh]
+        sums[:] = 0.0
+        for s in range(head_dim):
+            key, row = keys[s], head_out[s]
+            if i == 0 and separate:
+                row[:] = head_in[s]
+            for j in range(head_dim):
+                sums[j] += row[j] * key
+        for j in range(head_dim):
+            delta[j] = b * (v[i, h, j] - decay * sums[j])
+            sums[j] = 0.0
+        for s in range(head_dim):
+            key, query, row = keys[s], queries[s], head_out[s]
+            decay_add(row, decay, delta, key, sums, query)
+        for j in range(head_dim):
+            o[i, h, j] = sums[j] * scale

@@ -17,10 +17,10 @@ import numpy as np
 
 from kinetic_cpu.kernels.intrinsics import arrive, call_at, fetch_add, load_acquire, spin_pause, yield_thread
 from kinetic_cpu.kernels.shares import Addressed, take_jobs
-from kinetic_cpu.kernels import torque_mamba as mamba
+from kinetic_cpu.kernels import torque_recurrent as recurrent
 from kinetic_cpu.kernels import torque_work as work
-from kinetic_cpu.kernels.torque_plan import (ATTEND, ATTEND_ROWS, GATE, KIND, N_HEAD, N_KV, SCAN_ROWS, STAGE_CODE,
-                                             STAGES, WALK, WORK)
+from kinetic_cpu.kernels.torque_plan import (ATTEND, ATTEND_ROWS, GATE, KIND, MAMBA2, N_HEAD, N_KV, SCAN_ROWS,
+                                             STAGE_CODE, STAGES, WALK, WORK)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 YIELD_SPINS = 1024  # spins of a waiting worker between yields of its core (a phase's wait is mostly far shorter)
@@ -83,9 +83,12 @@ def jobs_phase(plan, step, x, room, taken, finished, b, stage, phase, worker, wo
     if stage == ATTEND_ROWS:
         jobs = Addressed(plan.code[ATTEND], work.attention_jobs(plan, step, room, b, n, workers))
         _jobs(jobs, n * plan.blocks[b, N_KV], taken, finished, phase, worker, workers)
+    elif stage == SCAN_ROWS and plan.blocks[b, KIND] == MAMBA2:
+        _jobs(recurrent.mamba_jobs(plan, step, room, plan.blocks[b], n), n * plan.blocks[b, N_HEAD], taken,
+              finished, phase, worker, workers)
     elif stage == SCAN_ROWS:
-        _jobs(mamba.scan_jobs(plan, step, room, plan.blocks[b], n), n * plan.blocks[b, N_HEAD], taken, finished,
-              phase, worker, workers)
+        _jobs(recurrent.delta_jobs(plan, step, room, plan.blocks[b], n), n * plan.blocks[b, N_HEAD], taken,
+              finished, phase, worker, workers)
     else:
         jobs = Addressed(plan.code[GATE], work.gate_jobs(plan, x, room, b))
         _jobs(jobs, n * work.gate_chunks(plan, b), taken, finished, phase, worker, workers)

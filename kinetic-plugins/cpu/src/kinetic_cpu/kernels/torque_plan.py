@@ -29,13 +29,16 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 # SHARED: a Parallel block's mixers' one normed input, which its first mixer's NORM makes) and where its output
 # goes (SUMS_TO)
 KIND, NORM, POST_NORM, Q_NORM, K_NORM, AFTER_ROPE, M1, M2, M3, M4, ROPE, NEOX, N_HEAD, N_KV, LAYER, VISIBLE, CONV, \
-    CONV_WIDTH, SINKS, D_INNER, N_GROUP, D_STATE, SSM, CONV_BIAS, OUT_NORM, SHARED, SUMS_TO = range(27)
-BLOCK_FIELDS = 27
+    CONV_WIDTH, SINKS, D_INNER, N_GROUP, D_STATE, SSM, CONV_BIAS, OUT_NORM, SHARED, SUMS_TO, M5, L2_NORM = range(29)
+BLOCK_FIELDS = 29
 # SUMS_TO: x += the output (a block); a Parallel block's mixers' outputs summed in order, then added: the first
 # into SUMMED, the next added to it, the last added to it and the sum into x
 RESIDUAL, SUM_FIRST, SUM_NEXT, SUM_LAST = range(4)
-ATTENTION, FEED_FORWARD, SHORT_CONV, MAMBA2 = 0, 1, 2, 3  # KIND: M1..M4 are q, k, v, o; gate (-1: none), up, down;
-# or -1, in_proj, out_proj
+ATTENTION, FEED_FORWARD, SHORT_CONV, MAMBA2, DELTA_NET = range(5)  # KIND: M1..M4 are q, k, v, o; gate (-1: none),
+# up, down; or -1, in_proj, out_proj; or Gated DeltaNet's qkv_proj, gate_proj, beta_proj, alpha_proj, and M5 its
+# out_proj. Gated DeltaNet's N_HEAD, N_KV, D_STATE and D_INNER are its value heads, key heads, head_dim and
+# value heads times head_dim, SSM its dt_bias and a, L2_NORM the norm (weights of one, l2_eps / head_dim) of its
+# q and k
 # a matrix's row: the address of rows compiled for it, its blocks' address, rows, blocks a row, bytes a block,
 # the activations it takes (activations.Q8_0, Q8_K or FLOAT), its bias's offset in the pool (-1: none)
 ROWS_AT, ADDRESS, N_ROWS, STEPS, SIZE, ACTS, BIAS = range(7)
@@ -59,6 +62,7 @@ NORMED, QUERIES, SECOND, OUTPUT, FIRST, LAST, ATTEND_ROWS, GATE_ROWS, CONVOLVED,
 STAGES = np.array([[NORMED, FIRST, QUERIES, ATTEND_ROWS, SECOND, LAST, OUTPUT, -1],  # by KIND, -1 past the last
                    [NORMED, FIRST, GATE_ROWS, SECOND, LAST, OUTPUT, -1, -1],
                    [NORMED, FIRST, CONVOLVED, SECOND, LAST, OUTPUT, -1, -1],
+                   [NORMED, FIRST, STATE_CONV, SCAN_ROWS, GATED, SECOND, LAST, OUTPUT],
                    [NORMED, FIRST, STATE_CONV, SCAN_ROWS, GATED, SECOND, LAST, OUTPUT]], np.int64)
 STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2 + [SERIAL] * 2 + [JOBS, SERIAL], np.int64)  # each
 # stage's phase's code

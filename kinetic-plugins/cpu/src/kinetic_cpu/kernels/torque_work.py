@@ -16,20 +16,20 @@ import numba
 import numpy as np
 
 from kinetic_cpu import ops
-from kinetic_cpu.kernels import torque_mamba as mamba
+from kinetic_cpu.kernels import torque_recurrent as recurrent
 from kinetic_cpu.kernels.activations import Q8_0, Q8_K, f16_round
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.driver import PAD, ROWS
 from kinetic_cpu.kernels.intrinsics import blocks_at, call_at, half_bits, pointer_at
 from kinetic_cpu.kernels.shares import ANY
 from kinetic_cpu.kernels.short_conv import convolve_row
-from kinetic_cpu.kernels.torque_plan import (ACC, ACTS, ADDRESS, AFTER_ROPE, ATTENDED, ATTENTION, BIAS, CONV,
-                                             CONV_WIDTH, CONVOLVED, D_INNER, FIRST, GATED, H, HALF_QUERIES, HEADS,
-                                             K_NORM, KIND, LAYER, M1, M2, M3, M4, MAMBA2, N_HEAD, N_KV, N_ROWS, NEOX,
-                                             NORM, NORMED, ONES, OUTS, POST_NORM, Q_NORM, QUANTIZE, QUERIES, ROPE,
-                                             RESIDUAL, ROWS_AT, SCORES, SECOND, SHARED, SHARED_IN, SHORT_CONV, SINKS,
-                                             SIZE, STATE_CONV, STEPS, SUM_FIRST, SUM_NEXT, SUMMED, SUMS, SUMS_TO,
-                                             VISIBLE, floats, q8_0_acts, q8_k_acts, scratch)
+from kinetic_cpu.kernels.torque_plan import (ACC, ACTS, ADDRESS, AFTER_ROPE, ATTENDED, ATTENTION, BIAS, CONV, CONVOLVED,
+                                             CONV_WIDTH, DELTA_NET, D_INNER, FIRST, GATED, H, HALF_QUERIES, HEADS, KIND,
+                                             K_NORM, LAYER, M1, M2, M3, M4, M5, MAMBA2, NEOX, NORM, NORMED, N_HEAD,
+                                             N_KV, N_ROWS, ONES, OUTS, POST_NORM, QUANTIZE, QUERIES, Q_NORM, RESIDUAL,
+                                             ROPE, ROWS_AT, SCORES, SECOND, SHARED, SHARED_IN, SHORT_CONV, SINKS, SIZE,
+                                             STATE_CONV, STEPS, SUMMED, SUMS, SUMS_TO, SUM_FIRST, SUM_NEXT, VISIBLE,
+                                             floats, q8_0_acts, q8_k_acts, scratch)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
@@ -56,9 +56,9 @@ def serial(plan, step, x, room, b, stage):
         d = plan.matrices[block[M2], N_ROWS] // 3
         _convolved(plan, step, block, floats(room, OUTS, n, 3 * d), floats(room, H, n, d))
     elif stage == STATE_CONV:
-        mamba.state_conv(plan, step, room, block, n)
+        recurrent.state_conv(plan, step, room, block, n)
     elif stage == GATED:
-        mamba.gated(plan, room, block, n, _input(plan, x, room, b, SECOND))
+        recurrent.gated(plan, room, block, n, _input(plan, x, room, b, SECOND))
     elif stage == SECOND:
         _quantize(plan, _input(plan, x, room, b, SECOND), room, _matrices(block, SECOND))
     else:
@@ -128,6 +128,8 @@ def _matrices(block, stage):
     """The matrices of block's products at stage FIRST (q, k, v; gate and up, or up) or SECOND (o; down)."""
     if block[KIND] == ATTENTION:
         return block[M1:M4] if stage == FIRST else block[M4 : M4 + 1]
+    if block[KIND] == DELTA_NET:
+        return block[M1 : M4 + 1] if stage == FIRST else block[M5 : M5 + 1]
     if stage == FIRST:
         return block[M1:M3] if block[M1] >= 0 else block[M2:M3]
     return block[M3 : M3 + 1]
@@ -144,7 +146,7 @@ def _input(plan, x, room, b, stage):
         return x if block[NORM] < 0 else floats(room, H, n, x.shape[1])
     if block[KIND] == ATTENTION:
         return floats(room, ATTENDED, n, block[N_HEAD] * plan.head_dim)
-    if block[KIND] == MAMBA2:
+    if block[KIND] == MAMBA2 or block[KIND] == DELTA_NET:
         return floats(room, H, n, block[D_INNER])
     return floats(room, H, n, plan.matrices[block[M2], N_ROWS] // (3 if block[KIND] == SHORT_CONV else 1))
 
