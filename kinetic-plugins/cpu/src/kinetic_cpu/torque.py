@@ -19,6 +19,7 @@ from kinetic.contracts.blocks import (Attention, GatedDeltaNet, GatedFeedForward
 from kinetic.recurrent import RECURRENT
 from kinetic_cpu import ops
 from kinetic_cpu.kernels import torque as fused
+from kinetic_cpu.kernels import torque_recurrent as recurrent_work
 from kinetic_cpu.kernels import torque_work as work
 from kinetic_cpu.kernels.activations import _rows_serial
 from kinetic_cpu.kernels.attention import KEY_BLOCK
@@ -28,9 +29,9 @@ from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOC
                                              CONV_WIDTH, D_INNER, D_STATE, DELTA_NET, FEED_FORWARD, FLOAT, GATE, JOBS,
                                              K_NORM, KIND, L2_NORM, LAYER, M1, M2, M3, M4, M5, MAMBA2, N_GROUP,
                                              N_HEAD, N_KV, NEOX, NORM, OUT_NORM, POST_NORM, PRODUCTS, Q_NORM,
-                                             QUANTIZE, RESIDUAL, ROOM_FIELDS, ROPE, SERIAL, SHARED, SHORT_CONV, SINKS,
-                                             SSM, STAGES, SUM_FIRST, SUM_LAST, SUM_NEXT, SUMS_TO, VISIBLE, WALK, WORK,
-                                             Plan, Step, room_arrays, ssm_floats)
+                                             QUANTIZE, RECURRENT_WORK, RESIDUAL, ROOM_FIELDS, ROPE, SCAN, SERIAL,
+                                             SHARED, SHORT_CONV, SINKS, SSM, STAGES, SUM_FIRST, SUM_LAST, SUM_NEXT,
+                                             SUMS_TO, VISIBLE, WALK, WORK, Plan, Step, room_arrays, ssm_floats)
 
 if TYPE_CHECKING:
     from kinetic_cpu.runner import CpuRunner, _Attending, _Numbers
@@ -317,7 +318,7 @@ class _Tables:
         head_dim, count = (self._attentions[0].head_dim if self._attentions else 0), self.heads_per_call
         whole = Plan(np.zeros((0, BLOCK_FIELDS), np.int64), np.array(self.matrices, np.int64),
                      np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
-                     np.concatenate(self.floats), np.zeros(0), _code(count, self._activation == "gelu_tanh"),
+                     np.concatenate(self.floats), np.zeros(0), _code(count, self._activation == "gelu_tanh", bool(self._ssm)),
                      float(residual_scale), head_dim, count, -(-context // KEY_BLOCK), context, 0)
         parts, run = [], []
         for first, end, block in self._order + [(None, None, None)]:
@@ -377,7 +378,7 @@ class _Tables:
         return self._size - len(values)
 
 
-def _code(count: int, gelu: bool) -> np.ndarray:
+def _code(count: int, gelu: bool, recurrent: bool) -> np.ndarray:
     """Plan.code: where the code the pass calls by address is, compiled (or loaded from numba's cache) for the
     arrays' types as the pass makes them (their sizes do not matter), ATTEND and GATE for the model's head count
     and activation."""
@@ -394,6 +395,9 @@ def _code(count: int, gelu: bool) -> np.ndarray:
     if count:  # f16 caches
         code[ATTEND] = ops.attend_address(np.dtype(np.uint16), np.dtype(np.uint16), count)
     code[GATE] = ops.gate_address(gelu)
+    if recurrent:
+        code[RECURRENT_WORK] = compiled_address(recurrent_work.serial, (plan, step, x, room, 0, 0))
+        code[SCAN] = compiled_address(fused.scan_phase, phase)
     return code
 
 

@@ -19,8 +19,8 @@ from kinetic_cpu.kernels.intrinsics import arrive, call_at, fetch_add, load_acqu
 from kinetic_cpu.kernels.shares import Addressed, take_jobs
 from kinetic_cpu.kernels import torque_recurrent as recurrent
 from kinetic_cpu.kernels import torque_work as work
-from kinetic_cpu.kernels.torque_plan import (ATTEND, ATTEND_ROWS, GATE, KIND, MAMBA2, N_HEAD, N_KV, SCAN_ROWS,
-                                             STAGE_CODE, STAGES, WALK, WORK)
+from kinetic_cpu.kernels.torque_plan import (ATTEND, ATTEND_ROWS, GATE, GATED, KIND, MAMBA2, N_HEAD, N_KV,
+                                             RECURRENT_WORK, STAGE_CODE, STAGES, STATE_CONV, WALK, WORK)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 YIELD_SPINS = 1024  # spins of a waiting worker between yields of its core (a phase's wait is mostly far shorter)
@@ -60,10 +60,12 @@ def walk(plan, step, x, room, taken, finished, worker, workers):
 
 @numba.njit(**_JIT)
 def serial_phase(plan, step, x, room, taken, finished, b, stage, phase, worker, workers):
-    """A phase of one job, taken by the first worker to ask: block b's one-thread work at `stage` (SERIAL)."""
+    """A phase of one job, taken by the first worker to ask: block b's one-thread work at `stage` (SERIAL; a
+    recurrent block's STATE_CONV and GATED: RECURRENT_WORK)."""
     mine = 1 if fetch_add(taken[phase, 0]) == 0 else 0
     if mine:
-        call_at(plan.code[WORK], (plan, step, x, room, b, stage))
+        work = plan.code[RECURRENT_WORK] if stage == STATE_CONV or stage == GATED else plan.code[WORK]
+        call_at(work, (plan, step, x, room, b, stage))
     _finish(finished, phase, mine, 1)
 
 
@@ -76,22 +78,28 @@ def products_phase(plan, step, x, room, taken, finished, b, stage, phase, worker
 
 @numba.njit(**_JIT)
 def jobs_phase(plan, step, x, room, taken, finished, b, stage, phase, worker, workers):
-    """Block b's attention (ATTEND_ROWS: a row and a KV head a job, by the unfused pass's code for the model's
-    head count, shares.Addressed), Mamba-2 scan (SCAN_ROWS: a row and a head a job) or gate (a chunk of a row a
-    job, by its code for the model's activation)."""
+    """Block b's attention (ATTEND_ROWS: a row and a KV head a job) or gate (a chunk of a row a job), each job
+    by the unfused pass's code for the model's head count or activation (shares.Addressed)."""
     n = x.shape[0]
     if stage == ATTEND_ROWS:
         jobs = Addressed(plan.code[ATTEND], work.attention_jobs(plan, step, room, b, n, workers))
         _jobs(jobs, n * plan.blocks[b, N_KV], taken, finished, phase, worker, workers)
-    elif stage == SCAN_ROWS and plan.blocks[b, KIND] == MAMBA2:
-        _jobs(recurrent.mamba_jobs(plan, step, room, plan.blocks[b], n), n * plan.blocks[b, N_HEAD], taken,
-              finished, phase, worker, workers)
-    elif stage == SCAN_ROWS:
-        _jobs(recurrent.delta_jobs(plan, step, room, plan.blocks[b], n), n * plan.blocks[b, N_HEAD], taken,
-              finished, phase, worker, workers)
     else:
         jobs = Addressed(plan.code[GATE], work.gate_jobs(plan, x, room, b))
         _jobs(jobs, n * work.gate_chunks(plan, b), taken, finished, phase, worker, workers)
+
+
+@numba.njit(**_JIT)
+def scan_phase(plan, step, x, room, taken, finished, b, stage, phase, worker, workers):
+    """Recurrent block b's scan (SCAN_ROWS): a row and a head a job (torque_recurrent.py); compiled only for
+    plans with recurrent blocks (Plan.code's SCAN)."""
+    n, block = x.shape[0], plan.blocks[b]
+    if block[KIND] == MAMBA2:
+        _jobs(recurrent.mamba_jobs(plan, step, room, block, n), n * block[N_HEAD], taken, finished, phase, worker,
+              workers)
+    else:
+        _jobs(recurrent.delta_jobs(plan, step, room, block, n), n * block[N_HEAD], taken, finished, phase, worker,
+              workers)
 
 
 @numba.njit(**_JIT, inline="always")

@@ -49,8 +49,9 @@ FLOAT = 2
 # unfused pass's kernels,
 # so that the compiled code is the one the unfused pass runs: ATTEND and GATE for the model's head count and
 # activation (ops.attend_address, ops.gate_address; the pass's jobs hold shares.ANY in their place).
-WALK, SERIAL, PRODUCTS, JOBS, WORK, QUANTIZE, ATTEND, GATE = range(8)
-CODE = 8
+WALK, SERIAL, PRODUCTS, JOBS, WORK, QUANTIZE, ATTEND, GATE, RECURRENT_WORK, SCAN = range(10)
+CODE = 10  # RECURRENT_WORK and SCAN: the recurrent blocks' one-thread work and scan phases, compiled (0 unless) where a
+# plan has such blocks
 # a block's stages, in the order its phases run them: one-thread work (NORMED: x normed and its activations
 # for the first products; QUERIES: q and k normed and rotated, the queries, k and v into the caches; SECOND:
 # the activations for the last product; OUTPUT: its output added to x; CONVOLVED: b * u kept, convolved, times
@@ -64,7 +65,7 @@ STAGES = np.array([[NORMED, FIRST, QUERIES, ATTEND_ROWS, SECOND, LAST, OUTPUT, -
                    [NORMED, FIRST, CONVOLVED, SECOND, LAST, OUTPUT, -1, -1],
                    [NORMED, FIRST, STATE_CONV, SCAN_ROWS, GATED, SECOND, LAST, OUTPUT],
                    [NORMED, FIRST, STATE_CONV, SCAN_ROWS, GATED, SECOND, LAST, OUTPUT]], np.int64)
-STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2 + [SERIAL] * 2 + [JOBS, SERIAL], np.int64)  # each
+STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2 + [SERIAL] * 2 + [SCAN, SERIAL], np.int64)  # each
 # stage's phase's code
 # the room's rows: float32 h (a product's input), outs (a product phase's outputs, matrix after matrix),
 # attended, ones; the input as Q8_0 and Q8_K activations (q int8, d float32, sums int32); the queries at float16

@@ -19,9 +19,9 @@ from kinetic_cpu.kernels import delta_net, ssm_scan
 from kinetic_cpu.kernels.intrinsics import call_at, pointer_at
 from kinetic_cpu.kernels.shares import ANY
 from kinetic_cpu.kernels.short_conv import convolve_row
-from kinetic_cpu.kernels.torque_plan import (CONV, CONV_BIAS, CONV_WIDTH, D_INNER, D_STATE, GATE, KIND, L2_NORM,
+from kinetic_cpu.kernels.torque_plan import (CONV, CONV_BIAS, CONV_WIDTH, D_INNER, D_STATE, GATE, H, KIND, L2_NORM,
                                              LAYER, M1, MAMBA2, N_GROUP, N_HEAD, N_KV, N_ROWS, ONES, OUT_NORM, OUTS,
-                                             SSM, SSM_ROWS, floats)
+                                             SSM, SSM_ROWS, STATE_CONV, floats)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
@@ -71,6 +71,16 @@ def _tail(plan, step, block, i):
     buffer = numba.carray(pointer_at(step.states[block[LAYER], step.cache_of_row[i]]),
                           scan + (width - 1) * channels, np.float32)
     return buffer[scan:].reshape((width - 1, channels))
+
+
+@numba.njit(**_JIT)
+def serial(plan, step, x, room, b, stage):
+    """Recurrent block b's one-thread work at stage STATE_CONV or GATED (into H, what out_proj reads)."""
+    block, n = plan.blocks[b], x.shape[0]
+    if stage == STATE_CONV:
+        state_conv(plan, step, room, block, n)
+    else:
+        gated(plan, room, block, n, floats(room, H, n, block[D_INNER]))
 
 
 @numba.njit(**_JIT)

@@ -16,7 +16,6 @@ import numba
 import numpy as np
 
 from kinetic_cpu import ops
-from kinetic_cpu.kernels import torque_recurrent as recurrent
 from kinetic_cpu.kernels.activations import Q8_0, Q8_K, f16_round
 from kinetic_cpu.kernels.attention import KEY_BLOCK
 from kinetic_cpu.kernels.driver import PAD, ROWS
@@ -24,11 +23,11 @@ from kinetic_cpu.kernels.intrinsics import blocks_at, call_at, half_bits, pointe
 from kinetic_cpu.kernels.shares import ANY
 from kinetic_cpu.kernels.short_conv import convolve_row
 from kinetic_cpu.kernels.torque_plan import (ACC, ACTS, ADDRESS, AFTER_ROPE, ATTENDED, ATTENTION, BIAS, CONV, CONVOLVED,
-                                             CONV_WIDTH, DELTA_NET, D_INNER, FIRST, GATED, H, HALF_QUERIES, HEADS, KIND,
+                                             CONV_WIDTH, DELTA_NET, D_INNER, FIRST, H, HALF_QUERIES, HEADS, KIND,
                                              K_NORM, LAYER, M1, M2, M3, M4, M5, MAMBA2, NEOX, NORM, NORMED, N_HEAD,
                                              N_KV, N_ROWS, ONES, OUTS, POST_NORM, QUANTIZE, QUERIES, Q_NORM, RESIDUAL,
                                              ROPE, ROWS_AT, SCORES, SECOND, SHARED, SHARED_IN, SHORT_CONV, SINKS, SIZE,
-                                             STATE_CONV, STEPS, SUMMED, SUMS, SUMS_TO, SUM_FIRST, SUM_NEXT, VISIBLE,
+                                             STEPS, SUMMED, SUMS, SUMS_TO, SUM_FIRST, SUM_NEXT, VISIBLE,
                                              floats, q8_0_acts, q8_k_acts, scratch)
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
@@ -36,8 +35,8 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 @numba.njit(**_JIT)
 def serial(plan, step, x, room, b, stage):
-    """Block b's one-thread work at stage NORMED, QUERIES, CONVOLVED, STATE_CONV, GATED, SECOND or OUTPUT
-    (torque_plan.py)."""
+    """Block b's one-thread work at stage NORMED, QUERIES, CONVOLVED, SECOND or OUTPUT (torque_plan.py; a
+    recurrent block's other stages: torque_recurrent.serial)."""
     block, n = plan.blocks[b], x.shape[0]
     if stage == NORMED:
         h = _input(plan, x, room, b, FIRST)
@@ -55,10 +54,6 @@ def serial(plan, step, x, room, b, stage):
     elif stage == CONVOLVED:
         d = plan.matrices[block[M2], N_ROWS] // 3
         _convolved(plan, step, block, floats(room, OUTS, n, 3 * d), floats(room, H, n, d))
-    elif stage == STATE_CONV:
-        recurrent.state_conv(plan, step, room, block, n)
-    elif stage == GATED:
-        recurrent.gated(plan, room, block, n, _input(plan, x, room, b, SECOND))
     elif stage == SECOND:
         _quantize(plan, _input(plan, x, room, b, SECOND), room, _matrices(block, SECOND))
     else:
