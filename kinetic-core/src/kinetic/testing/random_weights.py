@@ -1,8 +1,8 @@
 """Random weight matrices in GGUF types, as raw bytes [rows, row_bytes] uint8, for kernel tests and benchmarks.
 
 random_weights: random normal floats quantized by gguf-py where it can quantize the type, else random
-block bytes whose f16 scales are overwritten with small finite values (no NaN, inf or subnormal); the CPU
-kernel tests and benchmark use it.
+block bytes whose f16 (or E8M0) scales are overwritten with small finite values (no NaN, inf or subnormal);
+the CPU kernel tests and benchmark use it.
 random_blocks: random quant bytes for any type, with f16 scales of a size set per type so every weight is
 finite and of a sane size, as trained weights are; the CUDA tests' tolerances were measured on them.
 """
@@ -21,6 +21,7 @@ F16_SCALES = {
     "IQ4_NL": (0,), "IQ4_XS": (0,), "IQ2_XXS": (0,), "IQ2_XS": (0,), "IQ2_S": (0,), "IQ3_XXS": (0,),
     "IQ3_S": (0,), "TQ2_0": (64,),
 }  # fmt: skip
+E8M0_SCALES = {"MXFP4": 0}  # the byte offset of a block's E8M0 scale, 2^(e - 128)
 
 
 def _floats(tensor_type: TensorType, values: np.ndarray) -> np.ndarray:
@@ -50,6 +51,8 @@ def random_weights(tensor_type: TensorType, rows: int, k: int, rng: np.random.Ge
         for at in F16_SCALES.get(tensor_type.name, ()):
             scales = rng.uniform(0.001, 0.01, (len(raw), 1)).astype(np.float16)
             raw[:, at : at + 2] = scales.view(np.uint8)
+        if tensor_type.name in E8M0_SCALES:  # 2^-10 to 2^-7: random exponents are mostly subnormal or huge
+            raw[:, E8M0_SCALES[tensor_type.name]] = rng.integers(118, 122, len(raw), dtype=np.uint8)
     return raw.reshape(rows, -1)
 
 
