@@ -14,7 +14,7 @@ from kinetic.engine.session import Session
 from kinetic.model.load import load_stack
 from kinetic.plugins import plugins
 from kinetic.testing.gguf_factory import ARCHITECTURES, Dims, write_random_model
-from kinetic_cpu.torque import FusedRun
+from kinetic_cpu.torque_tables import FusedRun
 
 # the families whose blocks are all attention, gated feed-forward and short convolution blocks Torque runs; in
 # PARTLY's, gated attention and experts run unfused between fused runs, and recurrent blocks too in passes of

@@ -1,6 +1,6 @@
 """What Torque's fused pass (torque.py) walks: the plan's tables, a pass's rows, and the scratch room.
 
-The plan (kinetic_cpu/torque.py builds it) is tables of numbers: a row per block, a row per matrix (where its
+The plan (kinetic_cpu/torque_tables.py builds it) is tables of numbers: a row per block, a row per matrix (where its
 blocks are, and the address of rows compiled for them), a row per norm, one float32 pool holding the norms'
 weights and the biases, and the addresses of the code the pass calls (CODE). The room is a row of addresses of
 scratch arrays the plan's owner keeps, each sized for the most rows a pass takes; a pass views the part it
