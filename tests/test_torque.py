@@ -21,6 +21,7 @@ from kinetic_cpu.torque_tables import FusedRun
 # several rows of a sequence
 FUSED = {"llama", "qwen2", "qwen3", "gemma3", "granite", "olmo2", "exaone4", "ernie4_5", "hunyuan-dense", "lfm2"}
 PARTLY = {"granitehybrid", "falcon-h1", "qwen35", "qwen3moe", "qwen35moe", "granitemoe", "lfm2moe", "gpt-oss"}
+RECURRENT = {"granitehybrid", "falcon-h1", "qwen35", "qwen35moe"}  # Mamba-2 or Gated DeltaNet blocks
 ONE_ROW = {"granitehybrid", "falcon-h1"}  # PARTLY's whose passes of one row a sequence are fused whole (Mamba-2 too)
 ROWS = 40
 
@@ -107,6 +108,26 @@ def test_one_row_passes_of_several_sequences_give_each_its_unfused_bits(family):
         logits.append(runner.forward([Row(seqs[0], t, 20 + j, parent=j - 1, logits=True)
                                       for j, t in enumerate(tokens[0][20:])]))
         results.append((np.concatenate(logits), [seq.save() for seq in seqs]))
+    assert np.array_equal(results[0][0], results[1][0]) and results[0][1] == results[1][1]
+
+
+def test_fused_recurrent_blocks_keep_the_states_a_cut_and_a_save_read(family):
+    """One-row passes past a snapshot interval (kinetic.recurrent.SNAPSHOT) after a cut into a drafted pass, then
+    a cut back among them: every logit, the saved sequence (its kept snapshots too) and the replayed step alike."""
+    name, path = family
+    if name not in RECURRENT:
+        pytest.skip(f"{name} has no recurrent blocks")
+    tokens = np.random.default_rng(6).integers(0, load_stack(path).n_vocab, 256).tolist()
+    results = []
+    for runner in (uploaded(path, True), uploaded(path, False)):
+        seq = runner.new_sequence()
+        logits = [runner.forward([Row(seq, t, p, parent=p - 1, logits=True) for p, t in enumerate(tokens[:7])])]
+        seq.truncate(5)
+        logits += [runner.forward([Row(seq, tokens[p], p, logits=True)]) for p in range(5, 256)]
+        saved = seq.save()
+        seq.truncate(250)
+        logits.append(runner.forward([Row(seq, tokens[250], 250, logits=True)]))
+        results.append((np.concatenate(logits), saved))
     assert np.array_equal(results[0][0], results[1][0]) and results[0][1] == results[1][1]
 
 

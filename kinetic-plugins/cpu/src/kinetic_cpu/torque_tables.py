@@ -255,7 +255,7 @@ class Tables:
                               n_phases=int((STAGES[blocks[:, KIND]] >= 0).sum()))
         kinds = blocks[:, KIND]
         return FusedRun(plan, int((kinds == ATTENTION).sum()), int((kinds == SHORT_CONV).sum()),
-                        tuple(int(layer) for layer in blocks[kinds == MAMBA2, LAYER]))
+                        tuple(int(layer) for layer in blocks[(kinds == MAMBA2) | (kinds == DELTA_NET), LAYER]))
 
     def room(self, most_rows: int, context: int, workers: int) -> list[np.ndarray]:
         head_dim = self._attentions[0].head_dim if self._attentions else 0
