@@ -232,10 +232,11 @@ class Tables:
         """The stack in block order: a FusedRun for each run of fused blocks, and the blocks between them; with
         one_row False, the blocks with a recurrent mixer among the latter."""
         head_dim, count = (self._attentions[0].head_dim if self._attentions else 0), self.heads_per_call
+        code = _code(count, self._activation == "gelu_tanh", bool(self._ssm))
         whole = Plan(np.zeros((0, BLOCK_FIELDS), np.int64), np.array(self.matrices, np.int64),
                      np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
-                     np.concatenate(self.floats), np.zeros(0), _code(count, self._activation == "gelu_tanh", bool(self._ssm)),
-                     float(residual_scale), head_dim, count, -(-context // KEY_BLOCK), context, 0)
+                     np.concatenate(self.floats), np.zeros(0), code, float(residual_scale), head_dim, count,
+                     -(-context // KEY_BLOCK), context, 0)
         parts, run = [], []
         for first, end, block in self._order + [(None, None, None)]:
             if first is not None and (one_row or not any(isinstance(m, RECURRENT) for m in _mixers(block))):

@@ -21,7 +21,7 @@ from kinetic_cpu.kernels.intrinsics import pointer_at
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 # a block's row: its kind, its norms (an index into the norms, -1: none), its matrices, an attention block's
-# rope, heads, attention layer (a short convolution's: its kept rows in Step.conv_rows; a Mamba-2 block's: its
+# rope, heads, attention layer (a short convolution's: its kept rows in Step.conv_rows; a recurrent block's: its
 # state in Step.states) and kind of visibility (indices into Step's tables), a convolution's weights ([width,
 # channels] in the pool) and width, an attention block's sinks ([n_head] in the pool; -1: none), and a Mamba-2
 # block's d_inner, groups, state size, its dt_bias, a and d ([n_head] each, one after another in the pool), its
@@ -55,9 +55,9 @@ CODE = 10  # RECURRENT_WORK and SCAN: the recurrent blocks' one-thread work and 
 # a block's stages, in the order its phases run them: one-thread work (NORMED: x normed and its activations
 # for the first products; QUERIES: q and k normed and rotated, the queries, k and v into the caches; SECOND:
 # the activations for the last product; OUTPUT: its output added to x; CONVOLVED: b * u kept, convolved, times
-# c; STATE_CONV: a Mamba-2 block's convolution over its kept tail, which moves on a row; GATED: y * silu(z), its
-# out_norm), products (FIRST: q, k, v, gate and up, or in_proj; LAST: o, down or out_proj) and jobs (ATTEND_ROWS:
-# attention; GATE_ROWS: act(gate) * up; SCAN_ROWS: a row and a head of a Mamba-2 scan)
+# c; STATE_CONV: a recurrent block's convolution over its kept tail, which moves on a row; GATED: its gated,
+# normed output), products (FIRST: q, k, v, gate and up, or in_proj; LAST: o, down or out_proj) and jobs (ATTEND_ROWS:
+# attention; GATE_ROWS: act(gate) * up; SCAN_ROWS: a row and a head of a recurrent scan)
 NORMED, QUERIES, SECOND, OUTPUT, FIRST, LAST, ATTEND_ROWS, GATE_ROWS, CONVOLVED, STATE_CONV, SCAN_ROWS, \
     GATED = range(12)
 STAGES = np.array([[NORMED, FIRST, QUERIES, ATTEND_ROWS, SECOND, LAST, OUTPUT, -1],  # by KIND, -1 past the last
@@ -70,7 +70,7 @@ STAGE_CODE = np.array([SERIAL] * 4 + [PRODUCTS] * 2 + [JOBS] * 2 + [SERIAL] * 2 
 # the room's rows: float32 h (a product's input), outs (a product phase's outputs, matrix after matrix),
 # attended, ones; the input as Q8_0 and Q8_K activations (q int8, d float32, sums int32); the queries at float16
 # precision (float64);
-# each worker's float32 product scratch (acc) and float64 attention scratch (heads, scores, sums); a Mamba-2
+# each worker's float32 product scratch (acc) and float64 attention scratch (heads, scores, sums); a recurrent
 # block's float32 rows (its convolution's window, v after it, y and z); a Parallel block's normed input and
 # its mixers' sum so far (float32 [n, n_embd])
 H, OUTS, ATTENDED, ONES, Q8_0_Q, Q8_0_D, Q8_0_SUMS, Q8_K_Q, Q8_K_D, Q8_K_SUMS, HALF_QUERIES, ACC, HEADS, SCORES, \
@@ -112,7 +112,7 @@ def room_arrays(most_rows: int, widest: int, most_out: int, most_heads: int, hea
                 context: int, workers: int, most_ssm: int) -> list[np.ndarray]:
     """The room's arrays, in ROOM_FIELDS order, for passes of up to most_rows rows: products of inputs up to
     widest (a multiple of 256) wide and phases of up to most_out outputs, attention of up to most_heads heads
-    over up to `context` positions, on `workers` threads, and Mamba-2 blocks of up to most_ssm floats (ssm_floats)."""
+    over up to `context` positions, on `workers` threads, and recurrent blocks of up to most_ssm floats (ssm_floats)."""
     wide, heads = most_rows * widest, most_rows * most_heads * head_dim
     f32, scratch = np.float32, (workers, heads_count, head_dim)
     return [np.empty(wide, f32), np.empty(most_rows * most_out, f32), np.empty(heads, f32), np.ones(wide, f32),
@@ -124,7 +124,7 @@ def room_arrays(most_rows: int, widest: int, most_out: int, most_heads: int, hea
 
 
 def ssm_floats(most_rows: int, channels: int, d_inner: int, width: int) -> int:
-    """The SSM_ROWS floats a Mamba-2 block takes: a window of width rows of its convolution's channels, and per
+    """The SSM_ROWS floats a recurrent block takes: a window of width rows of its convolution's channels, and per
     row its convolved channels, y and z."""
     return width * channels + most_rows * (channels + 2 * d_inner)
 
