@@ -31,8 +31,8 @@ class Torque:
 
     def __init__(self, runner: "CpuRunner", tables: "Tables"):
         self._runner = runner
-        self.parts = tables.parts(runner.stack.residual_scale, runner.context_length, one_row=False)
-        self.one_row_parts = tables.parts(runner.stack.residual_scale, runner.context_length, one_row=True)
+        whole = tables.plan(runner.stack.residual_scale, runner.context_length)
+        self.parts, self.one_row_parts = tables.parts(whole, one_row=False), tables.parts(whole, one_row=True)
         self._ropes = tables.ropes  # the fused blocks' ropes, in the order of their rows' ROPE
         self._visibility = tables.visibility  # (window, causal) of each kind of visibility, likewise
         # the most rows of a pass it runs: beyond, products go to AMX tiles or in parts

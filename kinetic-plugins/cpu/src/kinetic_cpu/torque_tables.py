@@ -228,15 +228,23 @@ class Tables:
         first = self._attentions[0] if self._attentions else None
         return ops.heads_per_call(first.n_head // first.n_head_kv) if first is not None else 0
 
-    def parts(self, residual_scale: float, context: int, one_row: bool) -> list:
-        """The stack in block order: a FusedRun for each run of fused blocks, and the blocks between them; with
-        one_row False, the blocks with a recurrent mixer among the latter."""
-        head_dim, count = (self._attentions[0].head_dim if self._attentions else 0), self.heads_per_call
+    @property
+    def head_dim(self) -> int:
+        """Every fused attention block's head size (_refusal), or 0 where none is fused."""
+        return self._attentions[0].head_dim if self._attentions else 0
+
+    def plan(self, residual_scale: float, context: int) -> Plan:
+        """The tables every run's plan shares, with no block rows of its own (parts gives each run its rows)."""
+        count = self.heads_per_call
         code = _code(count, self._activation == "gelu_tanh", bool(self._ssm))
-        whole = Plan(np.zeros((0, BLOCK_FIELDS), np.int64), np.array(self.matrices, np.int64),
-                     np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
-                     np.concatenate(self.floats), np.zeros(0), code, float(residual_scale), head_dim, count,
-                     -(-context // KEY_BLOCK), context, 0)
+        return Plan(np.zeros((0, BLOCK_FIELDS), np.int64), np.array(self.matrices, np.int64),
+                    np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
+                    np.concatenate(self.floats), np.zeros(0), code, float(residual_scale), self.head_dim, count,
+                    -(-context // KEY_BLOCK), context, 0)
+
+    def parts(self, whole: Plan, one_row: bool) -> list:
+        """The stack in block order: a FusedRun for each run of fused blocks (whole's tables, the run's rows), and
+        the blocks between them; with one_row False, the blocks with a recurrent mixer among the latter."""
         parts, run = [], []
         for first, end, block in self._order + [(None, None, None)]:
             if first is not None and (one_row or not any(isinstance(m, RECURRENT) for m in _mixers(block))):
@@ -259,11 +267,10 @@ class Tables:
                         tuple(int(layer) for layer in blocks[(kinds == MAMBA2) | (kinds == DELTA_NET), LAYER]))
 
     def room(self, most_rows: int, context: int, workers: int) -> list[np.ndarray]:
-        head_dim = self._attentions[0].head_dim if self._attentions else 0
         widest = max([m.k for m in self.kept] + [channels for channels, _, _ in self._ssm])  # ONES covers v too
         most_heads = max((a.n_head for a in self._attentions), default=0)
         most_ssm = max((ssm_floats(most_rows, *shape) for shape in self._ssm), default=0)
-        return room_arrays(most_rows, -(-widest // 256) * 256, self.most_out, most_heads, head_dim,
+        return room_arrays(most_rows, -(-widest // 256) * 256, self.most_out, most_heads, self.head_dim,
                            self.heads_per_call, context, workers, most_ssm)
 
     def _outputs(self, *phases: list[int]) -> None:

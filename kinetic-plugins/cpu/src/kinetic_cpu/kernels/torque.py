@@ -15,10 +15,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from kinetic_cpu.kernels.intrinsics import arrive, call_at, fetch_add, load_acquire, spin_pause, yield_thread
-from kinetic_cpu.kernels.shares import Addressed, take_jobs
 from kinetic_cpu.kernels import torque_recurrent as recurrent
 from kinetic_cpu.kernels import torque_work as work
+from kinetic_cpu.kernels.intrinsics import arrive, call_at, fetch_add, load_acquire, spin_pause, yield_thread
+from kinetic_cpu.kernels.shares import Addressed, take_jobs
 from kinetic_cpu.kernels.torque_plan import (ATTEND, ATTEND_ROWS, GATE, GATED, KIND, MAMBA2, N_HEAD, N_KV,
                                              RECURRENT_WORK, STAGE_CODE, STAGES, STATE_CONV, WALK, WORK)
 
