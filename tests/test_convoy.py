@@ -53,20 +53,29 @@ def tokens(served: ServedModel, job: Job) -> list[int]:
 
 def side_by_side(convoy: ServedModel, asked: list[Job], apart: float = 0.01) -> tuple[list[list[int]], int]:
     """The answers to jobs sent to convoy one after another, `apart` seconds apart, while the others run; and
-    the most slots busy at once."""
+    the most slots busy at once, counted as each slot is taken (sampling can miss a short overlap)."""
     got: dict[int, list[int]] = {}
     busy = []
+    take = convoy.pool._take
+
+    def counted_take(prompt):
+        slot = take(prompt)
+        busy.append(convoy.pool.busy)
+        return slot
 
     def ask(i: int, job: Job) -> None:
         time.sleep(apart * i)
         got[i] = tokens(convoy, job)
 
-    threads = [threading.Thread(target=ask, args=(i, job)) for i, job in enumerate(asked)]
-    for thread in threads:
-        thread.start()
-    while any(thread.is_alive() for thread in threads):
-        busy.append(convoy.pool.busy)
-        time.sleep(0.002)  # a GPU's short answers end within milliseconds
+    convoy.pool._take = counted_take
+    try:
+        threads = [threading.Thread(target=ask, args=(i, job)) for i, job in enumerate(asked)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        del convoy.pool._take
     assert convoy.pool.busy == 0 and convoy.pool.waiting == 0
     return [got[i] for i in range(len(asked))], max(busy)
 
