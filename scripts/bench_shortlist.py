@@ -33,6 +33,7 @@ def main() -> None:
     for name, off in (("on", ()), ("off", ("shortlist",))):
         options = SessionOptions(device="cpu", threads=args.threads, ctx_size=1024, off=("rad1", "warm-start", *off))
         sessions[name] = session = Session(args.model, options, announce=lambda line: None)
+        session.settle()
         session.warm_up(session.new_sequence())
     prompt = sessions["on"].tokenizer.encode(PROMPT)
     print(f"{args.model.name}, {args.threads or 'all'} threads, {args.tokens} tokens, best of {args.rounds}")

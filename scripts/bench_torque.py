@@ -30,6 +30,7 @@ def main() -> None:
     for name, off in (("torque", ("warm-start",)), ("--off torque", ("warm-start", "torque"))):
         options = SessionOptions(device="cpu", threads=args.threads, ctx_size=args.tokens + 16, off=off)
         sessions[name] = Session(args.model, options, announce=lambda line: None)
+        sessions[name].settle()
         decode_seconds(sessions[name].runner, sessions[name].tokenizer.n_vocab, 8)  # compiled and warm
     speeds: dict[str, list[float]] = {name: [] for name in sessions}
     for _ in range(args.rounds):

@@ -52,6 +52,7 @@ def main() -> None:
     session = Session(args.model, SessionOptions(device="cpu", threads=args.threads, ctx_size=args.tokens + 16,
                                                  off=off), announce=lambda line: None)
     n_vocab = session.tokenizer.n_vocab
+    session.settle()
     decode_seconds(session.runner, n_vocab, 8)  # compiled and warm
     seconds, calls = collections.Counter(), collections.Counter()
     for name in STAGES:

@@ -154,7 +154,9 @@ def test_the_prediction_block_takes_its_parents_shortlist_for_rows_that_read_the
     picks, asked = [], []
     for started in (False, True):
         if started:
-            assert runner.start_shortlist() and predictor._active_shortlist() is runner._shortlist
+            assert runner.start_shortlist()
+            runner.settle()
+            assert predictor._active_shortlist() is runner._shortlist
             scores = runner._shortlist.logits
             monkeypatch.setattr(runner._shortlist, "logits", lambda x, tops: asked.append(tops) or scores(x, tops))
         seq = predictor.new_sequence()

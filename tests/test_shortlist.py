@@ -48,6 +48,7 @@ def final_states(path: Path, n: int, monkeypatch) -> tuple[Shortlist, np.ndarray
     """A real model's Shortlist and the activations [n, n_embd] its output layer takes for n tokens of text: a
     prompt asking for every row's top logit, with Shortlist.logits recording what it is given."""
     session = Session(path, SessionOptions(device="cpu", ctx_size=n + 8, off=("warm-start",)), announce=lambda line: None)
+    session.settle()
     sources = sorted(Path(__file__).parent.parent.glob("kinetic-core/src/kinetic/**/*.py"))
     tokens = session.tokenizer.encode("\n".join(source.read_text() for source in sources[:40]))[:n]
     states = []

@@ -30,6 +30,7 @@ def uploaded(path: Path, torque: bool, caches: tuple[str, str] = ("f16", "f16"))
     runner = plugins().devices["cpu"].upload(load_stack(path), UploadOptions(context_length=256, cache_types=caches,
                                                                              threads=2))
     assert not torque or runner.start_torque()
+    runner.settle()
     return runner
 
 
@@ -55,6 +56,7 @@ def test_torque_fuses_the_blocks_it_takes_and_runs_the_others_between(family):
     name, path = family
     runner = uploaded(path, False)
     assert runner.start_torque() == (name in FUSED | PARTLY)
+    runner.settle()
     if runner._torque is not None:
         unfused = [part for part in runner._torque.parts if not isinstance(part, FusedRun)]
         assert bool(unfused) == (name in PARTLY)
@@ -160,5 +162,6 @@ def test_off_torque_keeps_the_unfused_pass(tmp_path):
     path = write_random_model(tmp_path / "m.gguf", "llama", Dims(), "Q8_0")
     on = Session(path, SessionOptions(device="cpu", ctx_size=64), announce=lambda line: None)
     off = Session(path, SessionOptions(device="cpu", ctx_size=64, off=("torque",)), announce=lambda line: None)
+    on.settle()
     assert "torque" in [t.name for t in on.speed_on] and on.runner._torque is not None
     assert "torque" not in [t.name for t in off.speed_on] and off.runner._torque is None

@@ -30,6 +30,7 @@ def bench_command(model: Path, repetitions: int, threads: Optional[int], device:
                              gpu_layers=gpu_layers, cache_types=cache_types, gpu_memory=gpu_memory)
     session = Session(model, options)
     load_seconds = time.perf_counter() - start
+    session.settle()
     n_threads = threads or _all_threads()
     with progress.showing(f"running pp512 and tg128, best of {repetitions}"):
         result = run_bench(session.runner, session.tokenizer.n_vocab, repetitions)

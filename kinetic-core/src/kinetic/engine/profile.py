@@ -16,6 +16,7 @@ REPEATS = 3  # of each size, the fastest kept
 def measured(session) -> dict[str, Any]:
     """The profile of session's runner: its device class and the seconds of a pass of each of SIZES rows
     (a forward of that many new rows, the last asking for logits), the fastest of REPEATS."""
+    session.settle()
     runner = session.runner
     seq = runner.new_sequence()
     seconds = {}

@@ -139,6 +139,14 @@ class Session:
     def new_sequence(self) -> DeviceSequence:
         return self.runner.new_sequence()
 
+    def settle(self) -> None:
+        """Wait until the speed technologies whose kernels compile in another process on a first load have
+        started (the CPU's, kinetic_cpu.aside), as a measurement of their speed must; a runner without any has
+        no settle()."""
+        settle = getattr(self.runner, "settle", None)
+        if settle is not None:
+            settle()
+
     def warm_up(self, seq: DeviceSequence) -> None:
         """Run a token and a batch through seq and forget them, so that the kernels load (and compile, the
         first time) now instead of in the first request, as llama.cpp's warm-up run does."""

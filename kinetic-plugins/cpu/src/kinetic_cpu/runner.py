@@ -7,7 +7,7 @@ import math
 import platform
 import weakref
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from kinetic_cpu.kernels import delta_net, short_conv, ssm_scan
 from kinetic_cpu.kernels.dots import AVX2
 from kinetic_cpu.kernels.matmul import Matrix, activations, table_products
 from kinetic_cpu.mapped_pages import drop_pages, drop_rows, in_file_map
+from kinetic_cpu.aside import Aside
 from kinetic_cpu.shortlist import Shortlist
 from kinetic_cpu.torque import Torque
 
@@ -50,6 +51,7 @@ class CpuRunner:
         self._matrices: dict[str, Matrix] = {}
         self._shortlist: Optional[Shortlist] = None  # on once start_shortlist() has kept its copy
         self._torque: Optional[Torque] = None  # on once start_torque() has made its plan
+        self._compiling: list[tuple[Aside, Callable[[], None]]] = []  # (kernels, start): technologies to start
         self._predictor: Optional[CpuRunner] = None
         self._parent: Optional[CpuRunner] = None  # the runner whose prediction block this one runs
         self._spare_rows: list[list[np.ndarray]] = []  # finished sequences' convolution rows (cache.conv_rows)
@@ -90,6 +92,8 @@ class CpuRunner:
         return at_home(self.threads, self._forward, rows)
 
     def _forward(self, rows: Sequence[Row]) -> np.ndarray:
+        if self._compiling:
+            self._settle(wait=False)
         batches = linear_batches(rows, "the CPU")
         order = [i for _, indices in batches for i in indices]
         spans, start = [], 0
@@ -477,25 +481,52 @@ class CpuRunner:
 
     def start_torque(self) -> bool:
         """Run passes of a few rows as a parallel call a run of the blocks it takes (kinetic_cpu.torque), the
-        others between them unfused; False where it takes none (or the cache is quantized)."""
+        others between them unfused, from the first pass after its kernels are compiled (kinetic_cpu.aside);
+        False where it takes none (or the cache is quantized)."""
         return at_home(self.threads, self._start_torque)
 
     def _start_torque(self) -> bool:
-        if self._torque is None:
-            self._torque = Torque.of(self)
-        return self._torque is not None
+        if self._torque is None and not self._waits_for("torque"):
+            tables = Torque.tables(self)
+            if tables is None:
+                return False
+            kinds = tables.code_kinds()
+            self._start_aside(("torque", *(str(int(kind)) for kind in kinds)),
+                              lambda: setattr(self, "_torque", Torque(self, tables)))
+        return True
 
     def start_shortlist(self) -> bool:
-        """Keep the output layer's copy for Shortlist (once); False where its type has none."""
+        """Keep the output layer's copy for Shortlist (once), from the first pass after its kernels are compiled
+        (kinetic_cpu.aside); False where its type has none."""
         return at_home(self.threads, self._start_shortlist)
 
     def _start_shortlist(self) -> bool:
-        if not exact_scaling(self.stack.logit_scale):
+        output = self.stack.output
+        if not exact_scaling(self.stack.logit_scale) or not Shortlist.takes(output.type):
             return False
-        if self._shortlist is None:
-            output = self.stack.output
-            self._shortlist = Shortlist.of(self.matrix(output), output.raw(), output.type)
-        return self._shortlist is not None
+        if self._shortlist is None and not self._waits_for("shortlist"):
+            self._start_aside(("shortlist",), lambda: setattr(self, "_shortlist", Shortlist(self.matrix(output),
+                                                                                              output.raw())))
+        return True
+
+    def _start_aside(self, job: tuple[str, ...], start: Callable[[], None]) -> None:
+        """start() now if job's kernels are in numba's cache, else at the first pass after they are."""
+        self._compiling.append((Aside(job), start))
+        self._settle(wait=False)
+
+    def _waits_for(self, name: str) -> bool:
+        return any(aside.job[0] == name for aside, _ in self._compiling)
+
+    def settle(self) -> None:
+        """Wait for the kernels of the technologies started aside (kinetic_cpu.aside), and start them."""
+        at_home(self.threads, self._settle, True)
+
+    def _settle(self, wait: bool) -> None:
+        for entry in list(self._compiling):
+            aside, start = entry
+            if aside.ready(wait):
+                self._compiling.remove(entry)
+                start()
 
 
 class _Attending:

@@ -4,6 +4,8 @@ of the layer's bytes; the layer's own kernel then scores the rows that can win."
 
 from __future__ import annotations
 
+import mmap
+import tempfile
 import time
 from typing import Optional, Sequence
 
@@ -44,10 +46,15 @@ class Shortlist:
         # its kernels load from numba's cache now, and its first timed passes time its speed, not the loading
         self.shortlisted(np.zeros((1, exact.k), np.float32), [1])
 
+    @staticmethod
+    def takes(kind: TensorType) -> bool:
+        """Whether it takes output layers of this type."""
+        return kind.name == EXACT_TYPE
+
     @classmethod
     def of(cls, exact: Matrix, weight: np.ndarray, kind: TensorType) -> Optional[Shortlist]:
         """The Shortlist of an output layer, or None for a type it does not take."""
-        return cls(exact, weight) if kind.name == EXACT_TYPE else None
+        return cls(exact, weight) if cls.takes(kind) else None
 
     def logits(self, x: np.ndarray, tops: Sequence[int]) -> np.ndarray:  # x: [n, k] float32
         """[n, rows] float32: the layer's logits of x, where tops[t] > 0 (Row.top) those that can be among row
@@ -109,3 +116,17 @@ class Shortlist:
         """out[:, rows] by the layer's own kernel, on every thread where there are enough rows to share."""
         threads = numba.get_num_threads() if len(rows) >= SHARED_ROWS else 1
         shortlist.rows_at(self.exact.blocks, acts, rows, out, threads)
+
+
+def compile_kernels() -> None:
+    """Shortlist's kernels compiled (or loaded from numba's cache) for the types a model's output layer gives
+    them: a small Q8_0 layer read from a file map, as a model's is, scoring a row and a batch."""
+    kind = plugins().tensor_types[EXACT_TYPE]
+    rows, k = 2 * SHARED_ROWS, kind.block_size
+    with tempfile.TemporaryFile() as file:
+        file.write(bytes(rows * kind.type_size))
+        file.flush()
+        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        weight = np.frombuffer(mapped, np.uint8).reshape(rows, kind.type_size)
+        Shortlist(Matrix(weight, kind.id), weight).shortlisted(np.zeros((SHARED_ROWS, k), np.float32),
+                                                               [1] * SHARED_ROWS)

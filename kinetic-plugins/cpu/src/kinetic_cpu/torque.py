@@ -6,7 +6,7 @@ blocks of them, with float16 caches: every block of llama, qwen2, qwen3, gemma3,
 falcon-h1 and the like, the recurrent ones in passes of one row a sequence. A block of another kind (experts),
 or one asking for something the fused pass does not do (an output gate, a layer norm, another head size than
 the first fused attention's), runs unfused between the fused runs; with a quantized cache, or no block it
-takes, Torque.of gives None and every pass runs unfused.
+takes, Torque.tables gives None and every pass runs unfused.
 """
 
 from __future__ import annotations
@@ -46,15 +46,16 @@ class Torque:
         self._taken = np.zeros((phases, runner.threads, 1), np.int64)
         self._finished = np.zeros((phases, 1), np.int64)
 
-    @classmethod
-    def of(cls, runner: "CpuRunner") -> Optional["Torque"]:
-        """The runner's Torque, or None where the cache is quantized or no block is one the fused pass runs."""
+    @staticmethod
+    def tables(runner: "CpuRunner") -> Optional[Tables]:
+        """The runner's blocks as Torque's tables (nothing compiled yet), or None where the cache is quantized or
+        no block is one the fused pass runs."""
         if runner.cache_types != ("f16", "f16"):
             return None
         tables = Tables(runner)
         for block in runner.stack.blocks:
             tables.add(block)
-        return cls(runner, tables) if tables.kept else None
+        return tables if tables.kept else None
 
     def run(self, x: np.ndarray, numbers: "_Numbers", unfused: Callable) -> np.ndarray:  # x: [n, n_embd] float32
         """x's rows through every block, their caches written as the unfused pass writes them: each fused run in

@@ -17,7 +17,7 @@ from kinetic_cpu.kernels import torque_recurrent as recurrent_work
 from kinetic_cpu.kernels import torque_work as work
 from kinetic_cpu.kernels.activations import _rows_serial
 from kinetic_cpu.kernels.attention import KEY_BLOCK
-from kinetic_cpu.kernels.intrinsics import compiled_address
+from kinetic_cpu.kernels.intrinsics import compile_for, compiled_address
 from kinetic_cpu.kernels.matmul import activations
 from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, CONV, CONV_BIAS,
                                              CONV_WIDTH, D_INNER, D_STATE, DELTA_NET, FEED_FORWARD, FLOAT, GATE, JOBS,
@@ -233,10 +233,14 @@ class Tables:
         """Every fused attention block's head size (_refusal), or 0 where none is fused."""
         return self._attentions[0].head_dim if self._attentions else 0
 
+    def code_kinds(self) -> tuple[int, bool, bool]:
+        """What the code the pass calls by address is compiled for (compiled_code's arguments)."""
+        return self.heads_per_call, self._activation == "gelu_tanh", bool(self._ssm)
+
     def plan(self, residual_scale: float, context: int) -> Plan:
         """The tables every run's plan shares, with no block rows of its own (parts gives each run its rows)."""
         count = self.heads_per_call
-        code = _code(count, self._activation == "gelu_tanh", bool(self._ssm))
+        code = compiled_code(*self.code_kinds())
         return Plan(np.zeros((0, BLOCK_FIELDS), np.int64), np.array(self.matrices, np.int64),
                     np.array(self.norms, np.int64).reshape(-1, 2), np.array(self.eps, np.float64),
                     np.concatenate(self.floats), np.zeros(0), code, float(residual_scale), self.head_dim, count,
@@ -302,12 +306,13 @@ class Tables:
         return self._size - len(values)
 
 
-def _code(count: int, gelu: bool, recurrent: bool) -> np.ndarray:
+def compiled_code(count: int, gelu: bool, recurrent: bool) -> np.ndarray:
     """Plan.code: where the code the pass calls by address is, compiled (or loaded from numba's cache) for the
     arrays' types as the pass makes them (their sizes do not matter), ATTEND and GATE for the model's head count
-    and activation."""
+    and activation; and run_pass, which Torque calls, compiled likewise."""
     code = np.zeros(CODE, np.int64)
     plan, step, x, room, taken, finished = _samples()
+    compile_for(fused.run_pass, (plan, step, room, taken, finished, x, 0))
     code[WALK] = compiled_address(fused.walk, (plan, step, x, room, taken, finished, 0, 0))
     phase = (plan, step, x, room, taken, finished, 0, 0, 0, 0, 0)
     code[SERIAL] = compiled_address(fused.serial_phase, phase)

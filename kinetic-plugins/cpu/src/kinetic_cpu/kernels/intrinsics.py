@@ -185,10 +185,16 @@ def call_at(typingctx, address, args):
     return types.none(types.int64, args), codegen
 
 
+def compile_for(dispatcher, args: tuple) -> tuple:
+    """dispatcher compiled (or loaded from numba's cache) for the types of args, as a call with args would;
+    the signature."""
+    signature = tuple(typeof(arg, Purpose.argument) for arg in args)
+    dispatcher.compile(signature)
+    return signature
+
+
 def compiled_address(dispatcher, args: tuple) -> int:
     """The address of dispatcher's code compiled (or loaded from numba's cache) for the types of args, for
     call_at."""
-    signature = tuple(typeof(arg, Purpose.argument) for arg in args)
-    dispatcher.compile(signature)
-    result = dispatcher.overloads[signature]
+    result = dispatcher.overloads[compile_for(dispatcher, args)]
     return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
