@@ -52,12 +52,16 @@ def _marker(folder: Path, job: tuple[str, ...]) -> Path:
 
 
 def _start(folder: Path, job: tuple[str, ...]) -> subprocess.Popen:
-    """The process compiling job's kernels into a folder of its own, then into `folder`."""
+    """The process compiling job's kernels into a folder of its own, then into `folder`; what it writes goes to
+    a log beside the job's marker."""
     own = tempfile.mkdtemp(prefix="kinetic-aside-")
     env = {**os.environ, "NUMBA_CACHE_DIR": own}
-    return subprocess.Popen([sys.executable, "-m", __name__, str(folder), *job], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            preexec_fn=_yielding if hasattr(os, "nice") else None)
+    log = _marker(folder, job).with_suffix(".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as written:
+        return subprocess.Popen([sys.executable, "-m", __name__, str(folder), *job], env=env,
+                                stdin=subprocess.DEVNULL, stdout=written, stderr=subprocess.STDOUT,
+                                preexec_fn=_yielding if hasattr(os, "nice") else None)
 
 
 def _yielding() -> None:

@@ -17,7 +17,7 @@ from kinetic.plugins import plugins
 from kinetic_cpu import compile_clock
 from kinetic_cpu.kernels import shortlist
 from kinetic_cpu.kernels.block32 import keep_in_runs
-from kinetic_cpu.kernels.matmul import KEEP_BYTES, Matrix, activations
+from kinetic_cpu.kernels.matmul import KEEP_BYTES, SERIAL_BYTES, Matrix, activations
 from kinetic_cpu.mapped_pages import drop_pages
 
 EXACT_TYPE = "Q8_0"  # the output layers it copies: their kernel takes the copy's activations, its rounding bounded
@@ -120,13 +120,15 @@ class Shortlist:
 
 def compile_kernels() -> None:
     """Shortlist's kernels compiled (or loaded from numba's cache) for the types a model's output layer gives
-    them: a small Q8_0 layer read from a file map, as a model's is, scoring a row and a batch."""
+    them: small Q8_0 layers read from a file map, as a model's is, one whose products run on one thread and one
+    large enough to share them (matmul.SERIAL_BYTES), each scoring a row and a batch."""
     kind = plugins().tensor_types[EXACT_TYPE]
-    rows, k = 2 * SHARED_ROWS, kind.block_size
-    with tempfile.TemporaryFile() as file:
-        file.write(bytes(rows * kind.type_size))
-        file.flush()
-        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        weight = np.frombuffer(mapped, np.uint8).reshape(rows, kind.type_size)
-        Shortlist(Matrix(weight, kind.id), weight).shortlisted(np.zeros((SHARED_ROWS, k), np.float32),
-                                                               [1] * SHARED_ROWS)
+    for rows, k in ((2 * SHARED_ROWS, kind.block_size), (SERIAL_BYTES // kind.block_size, 8 * kind.block_size)):
+        row_bytes = k // kind.block_size * kind.type_size
+        with tempfile.TemporaryFile() as file:
+            file.write(bytes(rows * row_bytes))
+            file.flush()
+            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            weight = np.frombuffer(mapped, np.uint8).reshape(rows, row_bytes)
+            Shortlist(Matrix(weight, kind.id), weight).shortlisted(np.zeros((SHARED_ROWS, k), np.float32),
+                                                                   [1] * SHARED_ROWS)
