@@ -10,7 +10,7 @@ from numba.core import event
 from kinetic.progress import CompileClock
 from kinetic_cpu.numba_setup import lock_cache
 
-CLOCK = CompileClock("compiling CPU kernels, once, about a minute")
+CLOCK = CompileClock("compiling CPU kernels, once, about half a minute")
 
 
 class _Listener(event.Listener):
