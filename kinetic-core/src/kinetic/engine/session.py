@@ -149,7 +149,18 @@ class Session:
 
     def warm_up(self, seq: DeviceSequence) -> None:
         """Run a token and a batch through seq and forget them, so that the kernels load (and compile, the
-        first time) now instead of in the first request, as llama.cpp's warm-up run does."""
+        first time) now instead of in the first request, as llama.cpp's warm-up run does. Where the runner has
+        warming() (the CPU's first load: kinetic_cpu.aside), the passes run in it first, and again if it left
+        products out."""
+        warming = getattr(self.runner, "warming", None)
+        if warming is not None:
+            with warming() as left_out:
+                self._warm_passes(seq)
+            if not left_out:
+                return
+        self._warm_passes(seq)
+
+    def _warm_passes(self, seq: DeviceSequence) -> None:
         position = 0
         for n in WARM_UP_ROWS:
             n = min(n, self.context_length - 1 - position)

@@ -3,11 +3,12 @@ a copy kept in runs, kernels/block32.py); each sequence owns a KV cache."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import platform
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -18,13 +19,15 @@ from kinetic.contracts.device import Row, UploadOptions, cache_rotations, check_
 from kinetic.experts import route, swiglu_oai
 from kinetic.visibility import visible_spans
 from kinetic_cpu import compile_clock, ops
+from kinetic_cpu.aside import Aside, Pipeline, Waitable
 from kinetic_cpu.cache import CpuSequence, conv_rows, stored
 from kinetic_cpu.home import at_home
 from kinetic_cpu.kernels import delta_net, short_conv, ssm_scan
 from kinetic_cpu.kernels.dots import AVX2
+from kinetic_cpu.kernels.driver import KERNELS
 from kinetic_cpu.kernels.matmul import Matrix, activations, table_products
 from kinetic_cpu.mapped_pages import drop_pages, drop_rows, in_file_map
-from kinetic_cpu.aside import Aside
+from kinetic_cpu.matrices import kernel_types
 from kinetic_cpu.shortlist import Shortlist
 from kinetic_cpu.torque import Torque
 
@@ -51,7 +54,11 @@ class CpuRunner:
         self._matrices: dict[str, Matrix] = {}
         self._shortlist: Optional[Shortlist] = None  # on once start_shortlist() has kept its copy
         self._torque: Optional[Torque] = None  # on once start_torque() has made its plan
-        self._compiling: list[tuple[Aside, Callable[[], None]]] = []  # (kernels, start): technologies to start
+        # technologies starting once their kernels are compiled: each its steps, and the kernels it waits for
+        self._starting: dict[str, tuple[Iterator, Waitable]] = {}
+        # the product kernels of each weight type, compiled here or in another process on a first load
+        self._product_kernels = Pipeline("products", (str(stack.output.model.path),), kernel_types(stack))
+        self._left_out: frozenset[str] = frozenset()  # weight types whose products a warming pass leaves out
         self._predictor: Optional[CpuRunner] = None
         self._parent: Optional[CpuRunner] = None  # the runner whose prediction block this one runs
         self._spare_rows: list[list[np.ndarray]] = []  # finished sequences' convolution rows (cache.conv_rows)
@@ -92,7 +99,7 @@ class CpuRunner:
         return at_home(self.threads, self._forward, rows)
 
     def _forward(self, rows: Sequence[Row]) -> np.ndarray:
-        if self._compiling:
+        if self._starting and not self._left_out:
             self._settle(wait=False)
         batches = linear_batches(rows, "the CPU")
         order = [i for _, indices in batches for i in indices]
@@ -213,6 +220,9 @@ class CpuRunner:
         """The weight's matrix, or with expert e the e-th of its stacked matrices ([n_expert, rows, k])."""
         key = weight.key if expert is None else f"{weight.key}#{expert}"
         if key not in self._matrices:
+            if expert is None and weight.type.name in self._left_out:
+                return _LeftOut(weight)
+            self._wait_for_products(weight.type.name)
             raw = weight.raw()
             if expert is not None:
                 rows = weight.shape[1]
@@ -479,6 +489,27 @@ class CpuRunner:
             return parent._shortlist
         return self._shortlist
 
+    @contextlib.contextmanager
+    def warming(self) -> Iterator[bool]:
+        """For passes whose results nobody reads (Session.warm_up) on a first load: the products of the weight
+        types another process is compiling give zeros instead of waiting for it (kinetic_cpu.aside's Pipeline),
+        so that this process compiles the kernels between them meanwhile; at the end, it waits for those types.
+        Yields whether it leaves any out (then the passes must run again for their kernels to load)."""
+        self._left_out = frozenset(self._product_kernels.pending())
+        try:
+            yield bool(self._left_out)
+        finally:
+            left_out, self._left_out = self._left_out, frozenset()
+            for name in left_out:
+                self._wait_for_products(name)
+
+    def _wait_for_products(self, type_name: str) -> None:
+        """Return once the type's product kernels are in numba's cache where another process compiles them; the
+        wait counts as time spent compiling (compile_seconds)."""
+        if type_name in self._product_kernels.pending():
+            with compile_clock.CLOCK.during():
+                self._product_kernels.wait_for(type_name)
+
     def start_torque(self) -> bool:
         """Run passes of a few rows as a parallel call a run of the blocks it takes (kinetic_cpu.torque), the
         others between them unfused, from the first pass after its kernels are compiled (kinetic_cpu.aside);
@@ -486,14 +517,17 @@ class CpuRunner:
         return at_home(self.threads, self._start_torque)
 
     def _start_torque(self) -> bool:
-        if self._torque is None and not self._waits_for("torque"):
-            tables = Torque.tables(self)
-            if tables is None:
+        if self._torque is None and "torque" not in self._starting:
+            if not Torque.takes_a_block(self):
                 return False
-            kinds = tables.code_kinds()
-            self._start_aside(("torque", *(str(int(kind)) for kind in kinds)),
-                              lambda: setattr(self, "_torque", Torque(self, tables)))
+            self._start("torque", self._torque_steps())
         return True
+
+    def _torque_steps(self) -> Iterator[Waitable]:
+        yield self._product_kernels  # its tables hold the matrices
+        tables = Torque.tables(self)
+        yield Aside(("torque", *(str(int(kind)) for kind in tables.code_kinds())))
+        self._torque = Torque(self, tables)
 
     def start_shortlist(self) -> bool:
         """Keep the output layer's copy for Shortlist (once), from the first pass after its kernels are compiled
@@ -504,29 +538,35 @@ class CpuRunner:
         output = self.stack.output
         if not exact_scaling(self.stack.logit_scale) or not Shortlist.takes(output.type):
             return False
-        if self._shortlist is None and not self._waits_for("shortlist"):
-            self._start_aside(("shortlist",), lambda: setattr(self, "_shortlist", Shortlist(self.matrix(output),
-                                                                                              output.raw())))
+        if self._shortlist is None and "shortlist" not in self._starting:
+            self._start("shortlist", self._shortlist_steps(output))
         return True
 
-    def _start_aside(self, job: tuple[str, ...], start: Callable[[], None]) -> None:
-        """start() now if job's kernels are in numba's cache, else at the first pass after they are."""
-        self._compiling.append((Aside(job), start))
+    def _shortlist_steps(self, output: Weight) -> Iterator[Waitable]:
+        kernels = Aside(("shortlist",))
+        yield self._product_kernels  # the copy is made from the output layer's matrix
+        yield kernels
+        self._shortlist = Shortlist(self.matrix(output), output.raw())
+
+    def _start(self, name: str, steps: Iterator[Waitable]) -> None:
+        """The technology started now where the kernels its steps wait for are in numba's cache, else at the first
+        pass after they are."""
+        self._starting[name] = steps, next(steps)
         self._settle(wait=False)
 
-    def _waits_for(self, name: str) -> bool:
-        return any(aside.job[0] == name for aside, _ in self._compiling)
-
     def settle(self) -> None:
-        """Wait for the kernels of the technologies started aside (kinetic_cpu.aside), and start them."""
+        """Wait for the kernels of the technologies starting (kinetic_cpu.aside), and start them."""
         at_home(self.threads, self._settle, True)
 
     def _settle(self, wait: bool) -> None:
-        for entry in list(self._compiling):
-            aside, start = entry
-            if aside.ready(wait):
-                self._compiling.remove(entry)
-                start()
+        for name, (steps, kernels) in list(self._starting.items()):
+            while kernels.ready(wait):
+                try:
+                    kernels = next(steps)
+                except StopIteration:
+                    del self._starting[name]
+                    break
+                self._starting[name] = steps, kernels
 
 
 class _Attending:
@@ -567,3 +607,14 @@ def exact_scaling(factor: float) -> bool:
     """Whether multiplying by factor keeps every float32 logit's order and ties, as Shortlist's proof needs: a
     power of two only moves the exponent."""
     return math.frexp(factor)[0] == 0.5
+
+
+class _LeftOut:
+    """A matrix a warming pass leaves out (CpuRunner.warming): its products are zeros."""
+
+    def __init__(self, weight: Weight):
+        self.rows = weight.shape[0]
+        self.activations = KERNELS[weight.type.name].activations
+
+    def __call__(self, x: np.ndarray, acts: tuple, threads: int) -> np.ndarray:  # x: [n, k] float32
+        return np.zeros((len(x), self.rows), np.float32)

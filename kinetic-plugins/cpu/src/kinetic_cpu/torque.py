@@ -17,7 +17,7 @@ import numpy as np
 
 from kinetic_cpu.kernels import torque as fused
 from kinetic_cpu.kernels.torque_plan import Step
-from kinetic_cpu.torque_tables import FusedRun, Tables
+from kinetic_cpu.torque_tables import FusedRun, Tables, refusal
 
 if TYPE_CHECKING:
     from kinetic_cpu.runner import CpuRunner, _Attending, _Numbers
@@ -45,6 +45,13 @@ class Torque:
         phases = max(part.plan.n_phases for part in self.parts + self.one_row_parts if isinstance(part, FusedRun))
         self._taken = np.zeros((phases, runner.threads, 1), np.int64)
         self._finished = np.zeros((phases, 1), np.int64)
+
+    @staticmethod
+    def takes_a_block(runner: "CpuRunner") -> bool:
+        """Whether the runner's cache is one it takes and a block of its stack is one it runs (what tables gives
+        tables for), found without laying out any matrix."""
+        return runner.cache_types == ("f16", "f16") and any(refusal(block, None, None) is None
+                                                            for block in runner.stack.blocks)
 
     @staticmethod
     def tables(runner: "CpuRunner") -> Optional[Tables]:

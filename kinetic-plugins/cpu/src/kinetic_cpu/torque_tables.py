@@ -1,6 +1,6 @@
 """Torque's plans (kinetic_cpu/torque.py): a stack's blocks written down as the tables of numbers
 kernels/torque_plan.py describes, a row per fused block, and the parts of the stack (a run of fused rows, or a
-block that runs unfused) in block order. Which blocks the fused pass takes: _refusal."""
+block that runs unfused) in block order. Which blocks the fused pass takes: refusal."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from kinetic_cpu.kernels import torque_recurrent as recurrent_work
 from kinetic_cpu.kernels import torque_work as work
 from kinetic_cpu.kernels.activations import _rows_serial
 from kinetic_cpu.kernels.attention import KEY_BLOCK
+from kinetic_cpu.kernels.driver import KERNELS
 from kinetic_cpu.kernels.intrinsics import compile_for, compiled_address
 from kinetic_cpu.kernels.matmul import activations
 from kinetic_cpu.kernels.torque_plan import (AFTER_ROPE, ATTENTION, ATTEND, BLOCK_FIELDS, CODE, CONV, CONV_BIAS,
@@ -42,14 +43,14 @@ class FusedRun(NamedTuple):
     states: tuple[int, ...]  # the states of its recurrent blocks (RecurrentStates' numbers)
 
 
-def _refusal(block, attention: Optional[Attention], activation: Optional[str], runner: "CpuRunner") -> Optional[str]:
+def refusal(block, attention: Optional[Attention], activation: Optional[str]) -> Optional[str]:
     """Why the fused pass cannot run the block, or None where it can; attention and activation: the first fused
     attention block's and feed-forward's (a plan has one head size and one gate)."""
     if isinstance(block, Parallel):
         if not isinstance(block.norm, RmsNorm):
             return "a layer norm"
         for mixer in block.mixers:
-            reason = _refusal(mixer, attention, activation, runner)
+            reason = refusal(mixer, attention, activation)
             if reason is not None:
                 return reason
             attention = mixer if attention is None and isinstance(mixer, Attention) else attention
@@ -57,7 +58,7 @@ def _refusal(block, attention: Optional[Attention], activation: Optional[str], r
         return None
     if not isinstance(block, (Attention, GatedFeedForward, ShortConv, *RECURRENT)):
         return "a block other than attention, a gated feed-forward, a short convolution, Mamba-2 and Gated DeltaNet"
-    if any(runner.matrix(w).blocks is None for w in _weights(block)):
+    if any(w.type.name not in KERNELS for w in _weights(block)):
         return "a weight type without a product kernel"
     if not all(isinstance(n, RmsNorm) for n in _norms(block) if n is not None):
         return "a layer norm"
@@ -133,7 +134,7 @@ class Tables:
 
     def add(self, block) -> None:
         first = self._attentions[0] if self._attentions else None
-        if _refusal(block, first, self._activation, self._runner) is not None:
+        if refusal(block, first, self._activation) is not None:
             self._order.append((None, None, block))
             for mixer in _mixers(block):
                 self._attention_layers += isinstance(mixer, Attention)
@@ -224,13 +225,13 @@ class Tables:
     @property
     def heads_per_call(self) -> int:
         """The query heads an attention kernel call takes (one head size and group for every fused block:
-        _refusal), or 0 where no attention block is fused."""
+        refusal), or 0 where no attention block is fused."""
         first = self._attentions[0] if self._attentions else None
         return ops.heads_per_call(first.n_head // first.n_head_kv) if first is not None else 0
 
     @property
     def head_dim(self) -> int:
-        """Every fused attention block's head size (_refusal), or 0 where none is fused."""
+        """Every fused attention block's head size (refusal), or 0 where none is fused."""
         return self._attentions[0].head_dim if self._attentions else 0
 
     def code_kinds(self) -> tuple[int, bool, bool]:
