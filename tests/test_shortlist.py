@@ -95,7 +95,7 @@ def adversarial():
     for row in range(110, 150):
         values[row, rng.integers(320)] += 0.02 * rng.choice([-1, 1])
     exact, raw = q8_0_matrix(values)
-    shortlist = Shortlist.of(exact, raw, plugins().tensor_types["Q8_0"])
+    shortlist = Shortlist(exact, raw)
     weights = plugins().tensor_types["Q8_0"].dequantize(raw.reshape(-1, 34)).reshape(4096, 320)
     copy = plugins().tensor_types["Q4_1"].dequantize(copy_rows(raw)[0].reshape(-1, 20)).reshape(4096, 320)
     errors = weights - copy
@@ -144,9 +144,8 @@ def test_rows_without_a_top_get_every_logit_whichever_way_is_taken(adversarial):
 
 
 def test_the_copy_takes_only_its_types():
-    exact, raw = q8_0_matrix(np.ones((64, 256), np.float32))
-    q4_k = plugins().tensor_types["Q4_K"]
-    assert Shortlist.of(exact, raw, q4_k) is None
+    kinds = plugins().tensor_types
+    assert Shortlist.takes(kinds["Q8_0"]) and not Shortlist.takes(kinds["Q4_K"])
 
 
 @pytest.mark.parametrize("settings", [{"temp": 0}, {"temp": 0.8, "top_k": 40, "seed": 7}],

@@ -7,7 +7,7 @@ from __future__ import annotations
 import mmap
 import tempfile
 import time
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numba
 import numpy as np
@@ -50,11 +50,6 @@ class Shortlist:
     def takes(kind: TensorType) -> bool:
         """Whether it takes output layers of this type."""
         return kind.name == EXACT_TYPE
-
-    @classmethod
-    def of(cls, exact: Matrix, weight: np.ndarray, kind: TensorType) -> Optional[Shortlist]:
-        """The Shortlist of an output layer, or None for a type it does not take."""
-        return cls(exact, weight) if cls.takes(kind) else None
 
     def logits(self, x: np.ndarray, tops: Sequence[int]) -> np.ndarray:  # x: [n, k] float32
         """[n, rows] float32: the layer's logits of x, where tops[t] > 0 (Row.top) those that can be among row
