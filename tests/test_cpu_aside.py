@@ -67,7 +67,7 @@ def first_load(path, cache) -> dict:
 
 def test_a_first_load_compiles_aside_and_loads_what_was_compiled_there(qwen_gguf, tmp_path):
     first = first_load(qwen_gguf, tmp_path / "numba")
-    assert first["started"] == [True, True] and first["left_out"] and first["at_once"] == [False, False]
+    assert first["started"] == [True, True] and first["left_out"]
     assert first["compiled_again"] == []  # the warming pass left nothing for the second
     assert first["settled"] == [True, True] and first["same"]
     assert first["compiled_after"] == []  # Torque and Shortlist loaded what another process compiled
