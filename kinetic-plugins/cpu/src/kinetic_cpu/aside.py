@@ -18,7 +18,6 @@ says which process has it), so that later processes do not start it again; the p
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 import shutil
@@ -27,7 +26,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator, Optional, Protocol
+from typing import Optional, Protocol
+
+from kinetic_cpu.numba_setup import flocked, lock_cache
 
 NICE = 10  # a whole job's process yields the CPU to the one answering
 POLL = 0.02  # seconds between looks for a part's mark
@@ -107,19 +108,6 @@ def _start(job: tuple[str, ...], mark: Path, nice: int) -> Optional[subprocess.P
         return None
 
 
-@contextlib.contextmanager
-def _held(mark: Path) -> Iterator[None]:
-    """An flock on the file beside mark, held for the block (none where there is no flock)."""
-    if sys.platform == "win32":
-        yield
-        return
-    import fcntl
-
-    with open(mark.with_suffix(".lock"), "a") as lock:  # closing it releases the flock
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
 def _torque(count: str, gelu: str, recurrent: str) -> None:
     from kinetic_cpu.torque_tables import compiled_code
 
@@ -164,7 +152,7 @@ def merge(own: Path, folder: Path) -> None:
 def _compiled(folder: Path, own: Path, mark: Path, compile_it) -> None:
     """compile_it() and its kernels added to folder's cache, then mark made, unless it is made already (another
     process may be doing it: then once it has)."""
-    with _held(mark):
+    with flocked(str(mark.with_suffix(".lock"))):  # another process may have the job
         if not mark.exists():
             compile_it()
             merge(own, folder)
@@ -175,8 +163,6 @@ def main(argv: list[str]) -> int:
     folder, (job, *args) = Path(argv[0]), argv[1:]
     own = Path(os.environ["NUMBA_CACHE_DIR"])
     try:
-        from kinetic_cpu.numba_setup import lock_cache
-
         lock_cache()
         if job in SPLIT_JOBS:
             count, compile_part = SPLIT_JOBS[job]

@@ -16,10 +16,12 @@ slow every call down on a machine whose other processes keep its cores busy.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
 from pathlib import Path
+from typing import Iterator
 
 from kinetic.paths import cache_dir
 
@@ -46,6 +48,20 @@ def prepare_numba() -> None:
         config.CACHE_DIR = folder
 
 
+@contextlib.contextmanager
+def flocked(path: str) -> Iterator[None]:
+    """An exclusive flock on the file at path (made if missing), held for the block; none where there is no
+    flock (Windows)."""
+    if sys.platform == "win32":
+        yield
+        return
+    import fcntl
+
+    with open(path, "a") as lock:  # closing it releases the flock
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def lock_cache() -> None:
     """Make the processes sharing the cache compile one at a time, and save its indexes one at a time, each
     under an flock on a file in the cache folder.
@@ -70,8 +86,7 @@ def lock_cache() -> None:
         return
 
     def locked_save(self, key, data):
-        with open(os.path.join(self._cache_path, ".index-lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        with flocked(os.path.join(self._cache_path, ".index-lock")):
             save(self, key, data)
 
     locked_save.locked = True
