@@ -11,7 +11,7 @@ import numpy as np
 
 from kinetic.contracts.blocks import Stack, Weight
 from kinetic_cpu.kernels.driver import KERNELS
-from kinetic_cpu.kernels.matmul import SERIAL_BYTES, Matrix
+from kinetic_cpu.kernels.matmul import SERIAL_BYTES, Matrix, zeros_as_activations
 
 BATCH = 16  # rows of the batch a product is compiled for besides one (Session.warm_up's)
 
@@ -43,7 +43,8 @@ def _weights(value) -> Iterator[Weight]:
 def compile_products(path: Path, type_name: str) -> None:
     """The product kernels of a weight type compiled (or loaded from numba's cache) as the model at path runs them:
     its smallest matrix of that type, and its smallest large enough to share (matmul.SERIAL_BYTES), times a row
-    and a batch."""
+    and a batch, on one thread. What they share with every type is the answering process's to compile: the
+    parallel loop (driver.run serves every type) and the quantizers (zeros stand in for the activations)."""
     from kinetic.model import load_stack
 
     ours = sorted((w for w in _matrices(load_stack(path)) if w.type.name == type_name), key=_bytes)
@@ -51,7 +52,8 @@ def compile_products(path: Path, type_name: str) -> None:
     for weight in {id(w): w for w in ours[:1] + shared[:1]}.values():
         matrix = Matrix(weight.raw(), weight.type.id)
         for n in (1, BATCH):
-            matrix(np.zeros((n, matrix.k), np.float32))
+            x = np.zeros((n, matrix.k), np.float32)
+            matrix(x, zeros_as_activations(matrix.activations, n, matrix.k), threads=1)
 
 
 def _bytes(weight: Weight) -> int:

@@ -42,18 +42,23 @@ Q8_0, Q8_K = 0, 1
 
 def quantize_q8_0(x: np.ndarray) -> tuple:  # x: [n, k] float32, k % 32 == 0
     """-> q [n, k] int8 in groups of blocks (q8_0_group), d [n, k/32] float32, sums [n, k/32] int32."""
-    n, k = x.shape
-    out = np.empty((n, k), np.int8), np.empty((n, k // 32), np.float32), np.empty((n, k // 32), np.int32)
+    out = arrays(Q8_0, *x.shape, np.empty)
     _quantize(Q8_0, x, *out)
     return out
 
 
 def quantize_q8_k(x: np.ndarray) -> tuple:  # x: [n, k] float32, k % 256 == 0
     """-> q [n, k] int8, d [n, k/256] float32, sums [n, k/16] int32 (one per 16 q)."""
-    n, k = x.shape
-    out = np.zeros((n, k), np.int8), np.zeros((n, k // 256), np.float32), np.zeros((n, k // 16), np.int32)
+    out = arrays(Q8_K, *x.shape, np.zeros)
     _quantize(Q8_K, x, *out)
     return out
+
+
+def arrays(kind: int, n: int, k: int, make) -> tuple:
+    """The outputs of quantize_q8_0 or quantize_q8_k (kind Q8_0 or Q8_K) for n tokens of k values, made by
+    make(shape, dtype)."""
+    per_scale, per_sum = (32, 32) if kind == Q8_0 else (256, 16)
+    return make((n, k), np.int8), make((n, k // per_scale), np.float32), make((n, k // per_sum), np.int32)
 
 
 def _quantize(kind: int, x, q, d, sums) -> None:

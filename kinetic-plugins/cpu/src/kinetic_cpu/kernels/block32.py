@@ -17,7 +17,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 from llvmlite import ir as llvm
-from numba import njit, prange
+from numba import njit
 
 from kinetic_cpu.kernels import decoders, dots, halves, ir
 from kinetic_cpu.kernels.activations import q8_0_group
@@ -223,13 +223,13 @@ def keep_in_runs(weight: np.ndarray, name: str, kept: np.ndarray) -> None:  # bo
     _keep_in_runs(read_only, kept, np.array(groups, np.int64).reshape(-1, 2), layout)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)  # serial: a parallel loop took 1.1 s longer to compile; Matrix splits the rows
 def _keep_in_runs(weight, kept, groups, layout):  # weight, kept: [rows, row_bytes] uint8; groups: [g, 2]
     """kept = weight with each group (first block, n) kept in runs (keep_in_runs); layout: block size, where
     the quants start, their bytes, where the fifth bits start (-1: none), bytes a scale takes, scales per
     block."""
     size, quants_at, quant_bytes, highs_at, width, n_scales = layout
-    for r in prange(weight.shape[0]):
+    for r in range(weight.shape[0]):
         for b in range(weight.shape[1]):  # loops, not slices: numba compiles slice assignment slowly
             kept[r, b] = weight[r, b]
         for g in range(groups.shape[0]):

@@ -10,6 +10,8 @@ overloads below: one compiled specialization of rows per weight type. run, the p
 through its address (rows_address, intrinsics.call_at) rather than linking rows' code into its own: numba
 optimizes a caller's code again with every callee linked in, so a linked kernel would be compiled once more
 for each level of the loop (the parallel function, its body, the jobs), which took most of the first load.
+run takes the matrix by address too (intrinsics.blocks_at), so one compiled run serves every weight type
+whose kernels take the same activations.
 """
 
 from __future__ import annotations
@@ -163,14 +165,18 @@ def grouped_rows(w, r0, r1, acts, acc, out):
 def _row_chunk(jobs, chunk, worker):
     """Rows chunk * ROWS .. of out, with the worker's acc."""
     r0 = chunk * ROWS
-    call_at(jobs.rows, (jobs.w, r0, min(jobs.w.shape[0], r0 + ROWS), jobs.acts, jobs.acc[worker], jobs.out))
+    w = blocks_at(jobs.at, jobs.rows, jobs.steps, jobs.size)
+    call_at(jobs.rows_at, (w, r0, min(jobs.rows, r0 + ROWS), jobs.acts, jobs.acc[worker], jobs.out))
 
 
 class RowChunks(NamedTuple):
     """run's jobs (shares.py): chunk c is rows c * ROWS .. (c + 1) * ROWS - 1 of out."""
 
-    rows: int  # the address of rows compiled for these arguments (rows_address)
-    w: np.ndarray  # [rows, steps] block records
+    rows_at: int  # the address of rows compiled for these arguments (rows_address)
+    at: int  # the matrix's blocks' address
+    rows: int
+    steps: int  # blocks a row
+    size: int  # bytes a block
     acts: tuple  # the activations the type's kernel takes
     acc: np.ndarray  # [workers, n + PAD, 8] float32 scratch
     out: np.ndarray  # [n_tokens, rows] float32
@@ -178,20 +184,27 @@ class RowChunks(NamedTuple):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def run(rows_at, w, acts, out, threads):  # w: [rows, steps] block records; out: [n_tokens, rows] float32
-    """out[t, r] = row r of w . token t of acts (the activations the type's kernel takes), on `threads`
-    threads (numba.get_num_threads(): compiled code asking for it could not be cached); rows_at is
+def run(rows_at, matrix, acts, out, threads):  # out: [n_tokens, rows] float32
+    """out[t, r] = row r of the matrix . token t of acts (the activations the type's kernel takes), on `threads`
+    threads (numba.get_num_threads(): compiled code asking for it could not be cached); matrix is
+    matrix_layout(w) of its [rows, steps] block records w, which the caller keeps alive; rows_at is
     rows_address(w, acts, out).
 
     Each worker owns a contiguous share of the chunks (shares.py), so its weights stream from memory as one
     sequential run. The jobs are built inside the parallel loop, as numba's parallel loops cannot take
     apart a NamedTuple holding a tuple (acts)."""
-    n_chunks = (w.shape[0] + ROWS - 1) // ROWS
+    at, n_rows, steps, size = matrix
+    n_chunks = (n_rows + ROWS - 1) // ROWS
     workers = max(1, min(threads, n_chunks))
     acc = np.empty((workers, out.shape[0] + PAD, 8), np.float32)
     taken = np.zeros((workers, 1), np.int64)  # chunks handed out from each share
     for worker in prange(workers):
-        take_jobs(RowChunks(rows_at, w, acts, acc, out), n_chunks, workers, worker, taken)
+        take_jobs(RowChunks(rows_at, at, n_rows, steps, size, acts, acc, out), n_chunks, workers, worker, taken)
+
+
+def matrix_layout(w: np.ndarray) -> tuple[int, int, int, int]:
+    """run's matrix argument for block records w [rows, steps]: their address, rows, steps and bytes a block."""
+    return w.ctypes.data, w.shape[0], w.shape[1], w.itemsize
 
 
 def row_of(acts, i):

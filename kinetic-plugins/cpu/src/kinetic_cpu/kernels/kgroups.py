@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 from llvmlite import ir as llvm
-from numba import njit, prange, types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -110,12 +110,12 @@ def _file_quants(block, size, high_bits, q):  # block: [size] uint8 of the file;
                 q[64 * pair + 32 + l] |= (h >> (2 * pair + 1) & 1) << 4
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)  # serial: a parallel loop took 1.3 s longer to compile; Matrix splits the rows
 def _interleave(weight, out, places):  # weight, out: [rows, row_bytes] uint8; places: _places()
     size, high_bits, d_at, dmin_at, scale_from, scale_bytes, scales_at, nibbles_at, highs_at = places
     steps, record = weight.shape[1] // size, GROUP * size
     groups = out.reshape((weight.shape[0] // GROUP, steps, record))
-    for g in prange(groups.shape[0]):
+    for g in range(groups.shape[0]):
         q = np.empty(256, np.uint8)
         for s in range(steps):
             to = groups[g, s]

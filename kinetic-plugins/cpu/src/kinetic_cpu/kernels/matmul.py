@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, NamedTuple, Optional
 
 import numba
@@ -20,9 +21,9 @@ import numpy as np
 from kinetic.plugins import plugins
 
 from kinetic_cpu.kernels import amx, amx_k, block32, kgroups
-from kinetic_cpu.kernels.activations import quantize_q8_0, quantize_q8_k
+from kinetic_cpu.kernels.activations import Q8_0, Q8_K, arrays, quantize_q8_0, quantize_q8_k
 from kinetic_cpu.kernels.blocks import as_blocks
-from kinetic_cpu.kernels.driver import KERNELS, PAD, rows, rows_address, run, run_table
+from kinetic_cpu.kernels.driver import KERNELS, PAD, matrix_layout, rows, rows_address, run, run_table
 from kinetic_cpu.kernels.fallback import dequantizing_matmul
 from kinetic_cpu.mapped_pages import drop_pages
 
@@ -35,6 +36,13 @@ _QUANTIZERS = {"q8_0": quantize_q8_0, "q8_k": quantize_q8_k, "float": lambda x: 
 def activations(kind: str, x: np.ndarray) -> tuple:  # x: [n_tokens, k] float32
     """x as the kernels of `kind` (Matrix.activations) take it: int8 blocks with scales and sums, or x itself."""
     return _QUANTIZERS[kind](np.ascontiguousarray(x, dtype=np.float32))
+
+
+def zeros_as_activations(kind: str, n: int, k: int) -> tuple:
+    """activations(kind, zeros [n, k]), made without compiling a quantizer (for compiling products aside)."""
+    if kind == "float":
+        return (np.zeros((n, k), np.float32),)
+    return arrays(Q8_0 if kind == "q8_0" else Q8_K, n, k, np.zeros)
 
 
 class Matrix:
@@ -54,6 +62,7 @@ class Matrix:
         self.activations = kernel.activations if kernel else "dequantize"
         self._tiling = _tiling(self.type.name) if amx.AVAILABLE else None  # batches on AMX tiles
         self.blocks = (as_blocks(weight, self.type) if kept else self._laid_out()) if kernel else None
+        self._layout = matrix_layout(self.blocks) if kernel else None  # run's
         self._rows_at = {}  # rows' address for run, by the activations' rank (tiles have their own)
         # the most tokens a product runs by the step kernels in one call: more go to AMX tiles, or in parts
         self.step_tokens = min(TOKEN_TILE, self._tiling.min_tokens - 1) if self._tiling is not None else TOKEN_TILE
@@ -70,14 +79,22 @@ class Matrix:
         return as_blocks(self.weight, self.type)
 
     def _copied(self, lay_out: Callable, rows_at_once: int) -> np.ndarray:
-        """The weights laid out by lay_out(part, out), a part of whole multiples of rows_at_once rows at a time:
-        the file's pages go as the copy comes."""
+        """The weights laid out by lay_out(part, out), serial code, on a part of whole multiples of rows_at_once
+        rows at a time, each of numba's threads its share of the rows: the file's pages go as the copy comes."""
         kept = np.empty_like(self.weight)
+        share = -(-self.rows // rows_at_once // numba.get_num_threads()) * rows_at_once  # rows a thread
         step = max(1, KEEP_BYTES // self.weight.shape[1] // rows_at_once) * rows_at_once
-        for start in range(0, self.rows, step):
-            part = slice(start, start + step)
-            lay_out(self.weight[part], kept[part])
-            drop_pages(self.weight[part])
+
+        def copy(first: int) -> None:
+            for start in range(first, min(first + share, self.rows), step):
+                part = slice(start, min(start + step, first + share))
+                lay_out(self.weight[part], kept[part])
+                drop_pages(self.weight[part])
+
+        if share >= self.rows:
+            copy(0)
+        else:
+            list(_layout_threads().map(copy, range(0, self.rows, share)))
         return kept
 
     def __call__(self, x: np.ndarray, acts: Optional[tuple] = None, threads: Optional[int] = None) -> np.ndarray:
@@ -108,7 +125,7 @@ class Matrix:
             if threads == 1:
                 rows(self.blocks, 0, self.rows, part, np.empty((len(tile) + PAD, 8), np.float32), tile)
             else:
-                run(self.rows_address(part, tile), self.blocks, part, tile, threads)
+                run(self.rows_address(part, tile), self._layout, part, tile, threads)
         return out
 
     def rows_address(self, acts: tuple, out: np.ndarray) -> int:
@@ -118,6 +135,11 @@ class Matrix:
         if rank not in self._rows_at:
             self._rows_at[rank] = rows_address(self.blocks, acts, out)
         return self._rows_at[rank]
+
+
+@functools.cache
+def _layout_threads() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS, thread_name_prefix="kinetic-layout")
 
 
 def table_products(matrices: list[Matrix], acts: tuple, tokens: list[int], threads: int) -> np.ndarray:
