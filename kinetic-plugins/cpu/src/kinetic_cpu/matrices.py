@@ -42,9 +42,10 @@ def _weights(value) -> Iterator[Weight]:
 
 def compile_products(path: Path, type_name: str) -> None:
     """The product kernels of a weight type compiled (or loaded from numba's cache) as the model at path runs them:
-    its smallest matrix of that type, and its smallest large enough to share (matmul.SERIAL_BYTES), times a row
-    and a batch, on one thread. What they share with every type is the answering process's to compile: the
-    parallel loop (driver.run serves every type) and the quantizers (zeros stand in for the activations)."""
+    its smallest matrix of that type on one thread, and its smallest large enough to share (matmul.SERIAL_BYTES)
+    on several (the loop sharing its rows out, driver.run, which serves every type: a warming pass runs its
+    products on one thread, CpuRunner.warming), times a row and a batch, with zeros as activations (the
+    quantizers are the answering process's to compile)."""
     from kinetic.model import load_stack
 
     ours = sorted((w for w in _matrices(load_stack(path)) if w.type.name == type_name), key=_bytes)
@@ -53,7 +54,7 @@ def compile_products(path: Path, type_name: str) -> None:
         matrix = Matrix(weight.raw(), weight.type.id)
         for n in (1, BATCH):
             x = np.zeros((n, matrix.k), np.float32)
-            matrix(x, zeros_as_activations(matrix.activations, n, matrix.k), threads=1)
+            matrix(x, zeros_as_activations(matrix.activations, n, matrix.k))
 
 
 def _bytes(weight: Weight) -> int:

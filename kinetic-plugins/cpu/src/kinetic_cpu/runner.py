@@ -240,10 +240,11 @@ class CpuRunner:
         x = np.ascontiguousarray(x, dtype=np.float32)
         shared: dict[str, tuple] = {}
         out = []
+        threads = 1 if self._left_out else self.threads  # warming: the loop sharing a product compiles aside
         for matrix in matrices:
             if matrix.activations not in shared:
                 shared[matrix.activations] = activations(matrix.activations, x)
-            out.append(matrix(x, shared[matrix.activations], self.threads))
+            out.append(matrix(x, shared[matrix.activations], threads))
         return out
 
     def _linear(self, weight: Weight, x: np.ndarray) -> np.ndarray:
