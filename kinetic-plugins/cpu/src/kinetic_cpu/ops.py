@@ -18,7 +18,7 @@ import numpy as np
 from kinetic_cpu.kernels import attention, gates
 from kinetic_cpu.kernels.activations import f16_round
 from kinetic_cpu.kernels.intrinsics import compiled_address, half_bits, pointer_at
-from kinetic_cpu.kernels.shares import ANY, Addressed, run_jobs
+from kinetic_cpu.kernels.shares import ANY, run_addressed, stashed_code
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # a division by zero gives inf or NaN, unchecked: loops vectorize
 
@@ -183,7 +183,7 @@ def attend(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, sinks
     scores, sums = np.empty((workers, width, span)), np.empty((workers, width, hd))
     sinks = np.empty(0) if sinks is None else sinks.astype(np.float64)
     rows = (np.ascontiguousarray(a, np.int64) for a in (addresses, cache_of_row, firsts, lasts))  # as compiled
-    _attend_jobs(attend_address(keys.dtype, values.dtype, width), q, keys, values, *rows, scale, out, heads, scores,
+    _attend_jobs(*attend_code(keys.dtype, values.dtype, width), q, keys, values, *rows, scale, out, heads, scores,
                  sums, sinks)
     return out
 
@@ -193,12 +193,22 @@ def attend_address(key_type: np.dtype, value_type: np.dtype, count: int) -> int:
     """The address of _attend_group compiled for attention jobs over caches of these element types, `count`
     query heads a kernel call (attention.heads), for jobs holding ANY in its token's place (shares.Addressed):
     the arrays' types as attend and Torque's pass (kernels/torque_work.py) give them, their sizes aside."""
+    return compiled_address(_attend_group, (_attend_sample(key_type, value_type, count), 0, 0))
+
+
+def _attend_sample(key_type: np.dtype, value_type: np.dtype, count: int) -> "_HeadGroups":
     zeros, f64, i64 = np.zeros, np.float64, np.int64
-    jobs = _HeadGroups(zeros((1, 1, 1)), zeros((1, 1, 1, attention.KEY_BLOCK), key_type), zeros((1, 1, 1), value_type),
+    return _HeadGroups(zeros((1, 1, 1)), zeros((1, 1, 1, attention.KEY_BLOCK), key_type), zeros((1, 1, 1), value_type),
                        zeros((1, 2), i64), zeros(1, i64), zeros(1, i64), zeros(1, i64), 1.0, zeros((1, 1), np.float32),
                        zeros((1, count, 1)), zeros((1, count, 1)), zeros((1, count, 1)), zeros(0, f64),
                        attention.heads(count))
-    return compiled_address(_attend_group, (jobs, 0, 0))
+
+
+@functools.lru_cache(maxsize=None)
+def attend_code(key_type: np.dtype, value_type: np.dtype, count: int) -> tuple[int, int]:
+    """_attend_jobs' address and code (shares.run_addressed) for these caches and heads a call."""
+    address, jobs = attend_address(key_type, value_type, count), _attend_sample(key_type, value_type, count)
+    return address, stashed_code(address, jobs._replace(width=ANY))
 
 
 @numba.njit(**_JIT)
@@ -229,13 +239,13 @@ def heads_per_call(group: int) -> int:
 
 
 @numba.njit(**_JIT)
-def _attend_jobs(address, q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores, sums,
-                 sinks):
+def _attend_jobs(address, code, q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores,
+                 sums, sinks):
     """attend's jobs (kernels/shares.py), one row and one KV head with its query heads each, on as many
-    threads as the scratch has rows for, each by _attend_group at `address` (attend_address)."""
+    threads as the scratch has rows for, each by _attend_group at `address` (attend_code)."""
     jobs = _HeadGroups(q, keys, values, addresses, cache_of_row, firsts, lasts, scale, out, heads, scores, sums,
                        sinks, ANY)
-    run_jobs(Addressed(address, jobs), q.shape[0] * keys.shape[0], heads.shape[0])
+    run_addressed(code, address, jobs, q.shape[0] * keys.shape[0], heads.shape[0])
 
 
 @numba.njit(**_JIT)
@@ -310,7 +320,7 @@ def gate(g, u, gelu):  # g, u: [n, ff] float32 -> act(g) * u
     """SiLU (Elfwing et al., 2017) or tanh-approximated GELU (Hendrycks and Gimpel, 2016) of g, times u."""
     g, u = (np.ascontiguousarray(a, np.float32) for a in (g, u))  # as gate_address compiles for
     out = np.empty_like(g)
-    _gate_jobs(gate_address(gelu), g, u, out, 1 if g.size < SERIAL_GATES else numba.get_num_threads())
+    _gate_jobs(*gate_code(gelu), g, u, out, 1 if g.size < SERIAL_GATES else numba.get_num_threads())
     return out
 
 
@@ -322,12 +332,19 @@ def gate_address(gelu: bool) -> int:
     return compiled_address(_gate_chunk, (_GateChunks(rows, rows, gates.activation(gelu), rows), 0, 0))
 
 
+@functools.lru_cache(maxsize=None)
+def gate_code(gelu: bool) -> tuple[int, int]:
+    """_gate_jobs' address and code (shares.run_addressed) for the activation."""
+    rows = np.zeros((1, 1), np.float32)
+    return gate_address(gelu), stashed_code(gate_address(gelu), _GateChunks(rows, rows, ANY, rows))
+
+
 @numba.njit(**_JIT)
-def _gate_jobs(address, g, u, out, threads):
+def _gate_jobs(address, code, g, u, out, threads):
     """gate's jobs (kernels/shares.py), GATE_CHUNK outputs of a row each, on up to `threads` threads, each by
-    _gate_chunk at `address` (gate_address)."""
+    _gate_chunk at `address` (gate_code)."""
     n_jobs = g.shape[0] * ((g.shape[1] + GATE_CHUNK - 1) // GATE_CHUNK)
-    run_jobs(Addressed(address, _GateChunks(g, u, ANY, out)), n_jobs, max(1, min(threads, n_jobs)))
+    run_addressed(code, address, _GateChunks(g, u, ANY, out), n_jobs, max(1, min(threads, n_jobs)))
 
 
 @numba.njit(**_JIT)

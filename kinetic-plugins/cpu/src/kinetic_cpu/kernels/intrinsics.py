@@ -1,5 +1,5 @@
 """Scalar numba intrinsics: float bit casts, atomic counters, waiting hints, a prefetch hint, a pointer from an
-address, weight blocks at an address and a call by address."""
+address, weight blocks at an address, a call by address and a value stashed for code it calls."""
 
 from __future__ import annotations
 
@@ -163,6 +163,36 @@ def pointer_at(typingctx, address):
         return builder.inttoptr(args[0], I8.as_pointer())
 
     return types.voidptr(types.int64), codegen
+
+
+@intrinsic
+def stash(typingctx, value):
+    """stash(value) -> int64: the address of a copy of value in the calling function's stack frame, valid until it
+    returns, for the code it calls to read back (unstash)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.ptrtoint(cgutils.alloca_once_value(builder, args[0]), I64)
+
+    return types.int64(value), codegen
+
+
+STASHED: dict = {}  # the numba type of stashed values, by the name of the token that unstash is compiled for
+
+
+@intrinsic
+def unstash(typingctx, address, token):
+    """unstash(int64, token) -> the value stash left at the address, of the type STASHED names by the token's record
+    name (ir.token); registered before compiling, as shares.stashed_code does."""
+    from kinetic_cpu.kernels.ir import record_name
+
+    value_type = STASHED[record_name(token)]
+
+    def codegen(context, builder, signature, args):
+        value = builder.load(builder.inttoptr(args[0], context.get_value_type(value_type).as_pointer()))
+        context.nrt.incref(builder, value_type, value)  # a new reference, as every expression's value is
+        return value
+
+    return value_type(types.int64, token), codegen
 
 
 @intrinsic

@@ -9,27 +9,30 @@ follows). A job writes its own outputs and uses only its worker's scratch, so wh
 changes what it computes.
 
 A kind of job is a NamedTuple of what its jobs read and write, whose class attribute run_job is the compiled
-function run_job(jobs, job, worker) that does job number `job` as worker `worker`; the loop is compiled once
-per kind, with that function picked at compile time from the NamedTuple's class. Compiled code builds the
-NamedTuple and calls run_jobs: numba takes a NamedTuple from Python several times slower than its fields.
+function run_job(jobs, job, worker) that does job number `job` as worker `worker`, picked at compile time from
+the NamedTuple's class by the loop that runs them (take_jobs, inlined into driver.run's loop and Torque's pass).
 
 Addressed jobs call their run_job by address (intrinsics.call_at), so its code is compiled once, on its own,
 rather than again inside every loop that runs it: numba optimizes a function again with all the code it calls
 linked in. Such jobs hold ANY where their run_job was compiled for a token (ir.token: attention's head count, a
 gate's activation): every token is an empty array of one-byte records, passed alike, so the code called reads
-the token it was compiled for.
+the token it was compiled for. run_addressed shares them out by one parallel loop for every kind
+(share_out_stashed): the jobs travel to it by address (intrinsics.stash), and a small function compiled for
+their type (_stashed_job, by stashed_code) reads them back for each job.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
+from numba.core.typing.typeof import Purpose, typeof
 from numba.extending import overload
 
 from kinetic_cpu.kernels import ir
-from kinetic_cpu.kernels.intrinsics import call_at, fetch_add
+from kinetic_cpu.kernels.intrinsics import STASHED, call_at, compiled_address, fetch_add, stash, unstash
 
 ANY = ir.token("any")
 
@@ -75,43 +78,52 @@ class Addressed(NamedTuple):
     run_job = _addressed_job
 
 
+def stashed_code(address: int, jobs: tuple) -> int:
+    """run_addressed's code for jobs of this type (with ANY in their token's place, as compiled code builds them):
+    the address of _stashed_job compiled for a token naming the type of (address, jobs) (intrinsics.STASHED). The
+    name is a digest of the type, the same in every process, so numba's cache keeps what is compiled for it."""
+    value_type = typeof((address, jobs), Purpose.argument)
+    name = "stashed_" + hashlib.sha256(str(value_type).encode()).hexdigest()[:24]
+    STASHED[name] = value_type
+    return compiled_address(_stashed_job, (0, 0, 0, ir.token(name)))
+
+
+@njit(cache=True, nogil=True)
+def _stashed_job(jobs_at, job, worker, token):
+    """Job `job` of the (address, jobs) that stash left at jobs_at, of the type the token names: by the code at
+    address."""
+    address, jobs = unstash(jobs_at, token)
+    call_at(address, (jobs, job, worker))
+
+
+@njit(cache=True, nogil=True)
+def _run_stashed(jobs, job, worker):
+    call_at(jobs.code, (jobs.jobs_at, job, worker, ANY))
+
+
+class Stashed(NamedTuple):
+    """share_out_stashed's jobs: _stashed_job compiled for their type at `code`, reading them at jobs_at."""
+
+    code: int
+    jobs_at: int
+    run_job = _run_stashed
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def share_out(jobs, n_jobs, workers):
-    """Every job, on `workers` threads. numba's parallel loops take a NamedTuple's fields apart, one level
-    deep: the fields of jobs are arrays and numbers (driver.run, whose jobs hold a tuple of activations,
-    builds them inside its own parallel loop around take_jobs)."""
+def share_out_stashed(code, jobs_at, n_jobs, workers):
+    """Every job of the jobs stashed at jobs_at, on `workers` threads: one compiled parallel loop for every kind of
+    job, which travel by address (a loop compiled for each kind's types took 1 to 1.5 s of a first load each)."""
     taken = np.zeros((workers, 1), np.int64)  # jobs handed out from each share
     for worker in prange(workers):
-        take_jobs(jobs, n_jobs, workers, worker, taken)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def share_out_at(address, jobs, n_jobs, workers):
-    """share_out of Addressed(address, jobs): numba's parallel loops take only one level of a NamedTuple apart,
-    so the Addressed jobs are made inside the loop."""
-    taken = np.zeros((workers, 1), np.int64)
-    for worker in prange(workers):
-        take_jobs(Addressed(address, jobs), n_jobs, workers, worker, taken)
-
-
-def share(jobs, n_jobs, workers):
-    raise NotImplementedError  # compiled code only
-
-
-@overload(share, inline="always")
-def _share(jobs, n_jobs, workers):
-    """share_out, or share_out_at for Addressed jobs."""
-    if jobs.instance_class is Addressed:
-        return lambda jobs, n_jobs, workers: share_out_at(jobs.address, jobs.jobs, n_jobs, workers)
-    return lambda jobs, n_jobs, workers: share_out(jobs, n_jobs, workers)
+        take_jobs(Stashed(code, jobs_at), n_jobs, workers, worker, taken)
 
 
 @njit(cache=True, nogil=True, inline="always")  # into its caller, as take_jobs
-def run_jobs(jobs, n_jobs, workers):
-    """Every job: on `workers` threads, or with one worker in order on this thread (for work too small to wake
-    the other threads for)."""
+def run_addressed(code, address, jobs, n_jobs, workers):
+    """Every job of Addressed(address, jobs): on `workers` threads, or with one worker in order on this thread (for
+    work too small to wake the other threads for); code is stashed_code(address, jobs)."""
     if workers == 1:
         for job in range(n_jobs):
-            do(jobs, job, 0)
+            call_at(address, (jobs, job, 0))
     else:
-        share(jobs, n_jobs, workers)
+        share_out_stashed(code, stash((address, jobs)), n_jobs, workers)
