@@ -99,17 +99,17 @@ def test_amx_tiles_give_the_step_kernels_bits(cases, name):
 
 @pytest.mark.parametrize("name", kgroups.LAYOUTS)
 def test_k_quants_in_groups_of_rows_give_the_file_layouts_bits(cases, threads, monkeypatch, name):
-    """Without AMX tiles a K-quant matrix is laid out 16 rows to a record (kgroups.py), rows after the last
-    whole 16 as they are: every token of every batch size (whole calls of 4 tokens and single ones), on 1
+    """Without AMX tiles a K-quant matrix is laid out 16 rows to a record (kgroups.py), its last group made
+    whole with zero rows: every token of every batch size (whole calls of 4 tokens and single ones), on 1
     thread or 2, gets the bits the step kernels give on the file's own layout."""
     monkeypatch.setattr(amx, "AVAILABLE", False)
     monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)
     weight, x = cases(name)
-    for rows in (ROWS, ROWS - 8):
+    for rows in (ROWS, ROWS - 8, 5):
         grouped = Matrix(weight[:rows], type_id(name))
         assert grouped.blocks.dtype.names == (name + kgroups.SUFFIX,)
         with monkeypatch.context() as file_layout:
-            file_layout.setattr(kgroups, "takes", lambda name, rows: False)
+            file_layout.setattr(kgroups, "takes", lambda name: False)
             plain = Matrix(weight[:rows], type_id(name))
         for n in (1, 5, 8, 13, 40):
             for n_threads in (1, 2):

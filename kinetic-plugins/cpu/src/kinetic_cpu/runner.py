@@ -544,9 +544,8 @@ class CpuRunner:
         return True
 
     def _shortlist_steps(self, output: Weight) -> Iterator[Waitable]:
-        kernels = Aside(("shortlist",))
-        yield self._product_kernels  # the copy is made from the output layer's matrix
-        yield kernels
+        yield self._product_kernels  # the copy is made from the output layer's matrix; its kernels compile after
+        yield Aside(("shortlist",))  # theirs, as Torque's, not beside them: on two cores the first answer waits for them
         self._shortlist = Shortlist(self.matrix(output), output.raw())
 
     def _start(self, name: str, steps: Iterator[Waitable]) -> None:

@@ -111,7 +111,7 @@ def _rows_of(w, r0, r1, acts, acc, out):
     """K-quants laid out in groups of rows (kgroups.py), AMX tiles for activations laid out as tiles (amx.tiles,
     amx_k.tiles), else the type's step kernels."""
     if ir.record_name(w).endswith(kgroups.SUFFIX):
-        return lambda w, r0, r1, acts, acc, out: grouped_rows(w, r0, r1, acts, acc, out)
+        return lambda w, r0, r1, acts, acc, out: kgroups.group_rows(w, r0, r1, acts, out)
     if acts[0].ndim == 5:
         tiled = amx_k.row_tiles if ir.record_name(w) in amx_k.SPECS else amx.row_tiles
         return lambda w, r0, r1, acts, acc, out: tiled(w, r0, r1, acts, out)
@@ -148,17 +148,6 @@ def step_rows(w, r0, r1, acts, acc, out):
             s += 1
         for t in range(n):
             out[t, r] = lanes_sum(acc, t)
-
-
-@njit(cache=True, nogil=True)
-def grouped_rows(w, r0, r1, acts, acc, out):
-    """Rows r0 .. r1 - 1 of out for a matrix kgroups laid out: its whole groups of 16 rows by kgroups' kernel,
-    the rows after them (as the file has them) by the step kernels."""
-    grouped = min(r1, w.shape[0] // kgroups.GROUP * kgroups.GROUP)
-    if grouped > r0:
-        kgroups.group_rows(w, r0, grouped, acts, out)
-    if r1 > max(r0, grouped):
-        step_rows(w, max(r0, grouped), r1, acts, acc, out)
 
 
 @njit(cache=True, nogil=True, inline="always")  # inlined: its own compiled code would be one more level

@@ -82,9 +82,9 @@ LAYOUTS = {
 }
 
 
-def takes(name: str, rows: int) -> bool:
-    """Whether a matrix of this type and row count is laid out in groups (all but its last rows % 16)."""
-    return name in LAYOUTS and rows >= GROUP
+def takes(name: str) -> bool:
+    """Whether a matrix of this type is laid out in groups of 16 rows (its last group made whole with zero rows)."""
+    return name in LAYOUTS
 
 
 @njit(cache=True, nogil=True)
@@ -137,18 +137,26 @@ def _interleave(weight, out, places):  # weight, out: [rows, row_bytes] uint8; p
                         to[highs_at + 64 * (quad // per_load) + i] |= (q[k] >> 4) << (high_bits * (quad % per_load))
 
 
-def interleave(weight: np.ndarray, name: str, out: np.ndarray) -> None:  # both: [rows, row_bytes] uint8
-    """out = weight laid out in groups of 16 rows (module docstring), the rows after the last whole group as
-    they are."""
+def interleave(weight: np.ndarray, name: str, out: np.ndarray) -> None:  # weight: [rows, row_bytes] uint8
+    """out ([rows rounded up to whole groups, row_bytes] uint8) = weight laid out in groups of 16 rows (module
+    docstring), the rows after the last whole group with zero rows after them (their products are never kept)."""
     layout = LAYOUTS[name]
     d_at, dmin_at, scale_from = (208, -1, 192) if name == "Q6_K" else (0, 2, 4)
     places = np.array([layout.block_size, layout.high_bits, d_at, dmin_at, scale_from, layout.scale_bytes,
                        layout.scales_at, layout.nibbles_at, layout.highs_at], np.int64)
-    read_only = weight.view()  # a file's map is read-only: one compiled specialization takes every weight
-    read_only.flags.writeable = False
-    grouped = len(weight) // GROUP * GROUP
-    _interleave(read_only[:grouped], out[:grouped], places)
-    out[grouped:] = weight[grouped:]
+    whole = len(weight) // GROUP * GROUP
+    _interleave(_read_only(weight[:whole]), out[:whole], places)
+    if whole < len(weight):
+        last = np.zeros((GROUP, weight.shape[1]), np.uint8)
+        last[: len(weight) - whole] = weight[whole:]
+        _interleave(_read_only(last), out[whole:], places)
+
+
+def _read_only(weight: np.ndarray) -> np.ndarray:
+    """A read-only view: a file's map is read-only, and one compiled specialization takes every weight."""
+    view = weight.view()
+    view.flags.writeable = False
+    return view
 
 
 def _layout_of(w_type) -> _Layout:
@@ -231,8 +239,9 @@ def _lanes_sum(builder, lanes: list):
 
 
 def _tokens(n_tokens: int):
-    """The intrinsic (w, row, acts, first, out) -> None: out[first + t, row .. row + 15] for t < n_tokens, rows
-    row .. row + 15 of w (laid out by interleave) against the Q8_K activations acts."""
+    """The intrinsic (w, row, acts, first, out) -> None: out[first + t, row .. row + 15] for t < n_tokens (the
+    columns out has, where it ends before row + 16), rows row .. row + 15 of w (laid out by interleave) against
+    the Q8_K activations acts."""
 
     @intrinsic
     def group_tokens(typingctx, w, row, acts, first, out):
@@ -273,11 +282,18 @@ def _tokens(n_tokens: int):
                         scale = builder.fneg(builder.fmul(dmin_w, d_x))
                         total = ir.fma(builder, scale, builder.sitofp(minimums[t], floats), total)
                     builder.store(total, at)
+            out_shape = context.make_array(out_type)(context, builder, out_value).shape
+            left = builder.sub(cgutils.unpack_tuple(builder, out_shape, 2)[1], row_value)  # out's columns from row
             for t, token in enumerate(tokens):
                 values = [builder.load(builder.gep(lanes, [ir.const(I32, 0), ir.const(I32, 8 * t + i)]))
                           for i in range(8)]
-                ir.store(builder, _lanes_sum(builder, values),
-                         ir.row_pointer(context, builder, out_type, out_value, token, row_value), 0)
+                total = _lanes_sum(builder, values)
+                at = ir.row_pointer(context, builder, out_type, out_value, token, row_value)
+                with builder.if_else(builder.icmp_signed(">=", left, ir.const(I64, GROUP))) as (whole, last):
+                    with whole:
+                        ir.store(builder, total, at, 0)
+                    with last:  # the matrix's last group, made whole with zero rows: only its own rows' lanes
+                        ir.masked_store(builder, total, at, ir.lanes_below(builder, left, GROUP))
             return context.get_dummy_value()
 
         return types.none(w, types.intp, acts, types.intp, out), codegen
@@ -290,8 +306,8 @@ _MANY, _ONE = _tokens(TOKENS), _tokens(1)
 
 @njit(cache=True, nogil=True)
 def group_rows(w, r0, r1, acts, out):  # w: interleave's records; out: [n_tokens, rows] float32
-    """Rows r0 .. r1 - 1 of out (multiples of 16, in whole groups), on this thread: each 16 rows against
-    TOKENS tokens at a time, then one at a time."""
+    """Rows r0 .. r1 - 1 of out (r0 a multiple of 16), on this thread: each 16 rows against TOKENS tokens at a
+    time, then one at a time."""
     n = out.shape[0]
     for row in range(r0, r1, GROUP):
         t = 0

@@ -71,25 +71,26 @@ class Matrix:
         """The weights as the kernels read them: block32's types kept in runs, K-quants in groups of rows where
         there are no AMX tiles, every other type as the file has it (zero-copy)."""
         name = self.type.name
-        if kgroups.takes(name, self.rows) and not amx.AVAILABLE:
+        if kgroups.takes(name) and not amx.AVAILABLE:
             grouped = self._copied(lambda part, out: kgroups.interleave(part, name, out), kgroups.GROUP)
-            return as_blocks(grouped, self.type, kgroups.SUFFIX)
+            return as_blocks(grouped[: self.rows], self.type, kgroups.SUFFIX)  # the last group's zero rows after it
         if name in block32.SPECS:
             return as_blocks(self._copied(lambda part, out: block32.keep_in_runs(part, name, out), 1), self.type)
         return as_blocks(self.weight, self.type)
 
     def _copied(self, lay_out: Callable, rows_at_once: int) -> np.ndarray:
         """The weights laid out by lay_out(part, out), serial code, on a part of whole multiples of rows_at_once
-        rows at a time, each of numba's threads its share of the rows: the file's pages go as the copy comes."""
-        kept = np.empty_like(self.weight)
+        rows at a time (out of rows_at_once rows where part ends short of them), each of numba's threads its share
+        of the rows: the file's pages go as the copy comes."""
+        kept = np.empty((-(-self.rows // rows_at_once) * rows_at_once, self.weight.shape[1]), np.uint8)
         share = -(-self.rows // rows_at_once // numba.get_num_threads()) * rows_at_once  # rows a thread
         step = max(1, KEEP_BYTES // self.weight.shape[1] // rows_at_once) * rows_at_once
 
         def copy(first: int) -> None:
             for start in range(first, min(first + share, self.rows), step):
-                part = slice(start, min(start + step, first + share))
-                lay_out(self.weight[part], kept[part])
-                drop_pages(self.weight[part])
+                end = min(start + step, first + share, self.rows)
+                lay_out(self.weight[start:end], kept[start : start + -(-(end - start) // rows_at_once) * rows_at_once])
+                drop_pages(self.weight[start:end])
 
         if share >= self.rows:
             copy(0)
