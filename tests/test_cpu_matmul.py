@@ -175,7 +175,7 @@ def test_kernels_compile_up_front(cases, threads, monkeypatch):
     named = []
     compile_kernels([type_id("Q8_0"), type_id("IQ2_XS"), type_id("Q8_0")], named.append)
     assert named == ["Q8_0", "IQ2_XS"]
-    kernels = [driver.rows, driver.run, activations_module._rows_serial]  # and what they call
+    kernels = [driver.rows, driver.run, activations_module._quantize_jobs, activations_module._quantize_row]
     compiled = [list(kernel.signatures) for kernel in kernels]
     assert all(compiled)
     monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)

@@ -2,8 +2,8 @@
 
 Each output element is computed by one fixed sequence of operations whatever the batch size, thread
 count or row position (docs/exactness.md, sections 1 and 2): numba without fastmath keeps every sum in loop order.
-Norms and rotations run on one thread: they are cheap, and starting threads costs more; gates and attention
-split over threads once they are large enough.
+Rotations run on one thread: they are cheap, and starting threads costs more; norms, gates and attention split
+over threads once they are large enough.
 """
 
 from __future__ import annotations
@@ -69,19 +69,33 @@ def rotated(x, n):  # x: [rows, d] float32, d a multiple of n, a power of 2 -> [
 
 def rms_norm(x, weight, eps):  # x: [n, d] float32, weight: [d] float32 -> [n, d] float32
     """x / sqrt(mean(x^2) + eps) * weight, each row on its own (rms_norm_into), a prompt's rows shared among the
-    threads."""
+    threads (kernels/shares.py)."""
+    x, weight = (np.ascontiguousarray(a, np.float32) for a in (x, weight))  # as norm_code compiles for
     out = np.empty_like(x)
-    _rms_norm_rows(x, weight, eps, out, 1 if x.size < SERIAL_NORMS else numba.get_num_threads())
+    _norm_jobs(*norm_code(), x, weight, float(eps), out, 1 if x.size < SERIAL_NORMS else numba.get_num_threads())
     return out
 
 
-@numba.njit(parallel=True, **_JIT)
-def _rms_norm_rows(x, weight, eps, out, threads):  # x, out: [n, d] float32
-    """rms_norm_into on `threads` threads, each a contiguous share of the rows."""
-    n = x.shape[0]
-    for worker in numba.prange(threads):
-        share = slice(worker * n // threads, (worker + 1) * n // threads)
-        rms_norm_into(x[share], weight, eps, out[share])
+@functools.lru_cache(maxsize=None)
+def norm_code() -> tuple[int, int]:
+    """_norm_jobs' address and code (shares.run_addressed): one compiled parallel loop for every kind of job
+    (a norm's own took 0.7 s of a first load)."""
+    rows = np.zeros((1, 1), np.float32)
+    jobs = _NormRows(rows, np.zeros(1, np.float32), 0.0, rows)
+    address = compiled_address(_norm_row, (jobs, 0, 0))
+    return address, stashed_code(address, jobs)
+
+
+@numba.njit(**_JIT)
+def _norm_jobs(address, code, x, weight, eps, out, threads):
+    """rms_norm's jobs, a row each, on up to `threads` threads, each by _norm_row at `address` (norm_code)."""
+    run_addressed(code, address, _NormRows(x, weight, eps, out), x.shape[0], max(1, min(threads, x.shape[0])))
+
+
+@numba.njit(**_JIT)
+def _norm_row(jobs, job, worker):
+    """Row `job` of out."""
+    rms_norm_into(jobs.x[job : job + 1], jobs.weight, jobs.eps, jobs.out[job : job + 1])
 
 
 @numba.njit(**_JIT)
@@ -356,6 +370,16 @@ def _gate_chunk(jobs, job, worker):
     end = min(g.shape[1], start + GATE_CHUNK)
     g_row, u_row, out_row = g[i, start:end], u[i, start:end], out[i, start:end]  # 1-d views vectorize
     gates.gate(g_row, u_row, activation, out_row)
+
+
+class _NormRows(NamedTuple):
+    """rms_norm's jobs: what _norm_row reads and writes."""
+
+    x: np.ndarray  # [n, d] float32
+    weight: np.ndarray  # [d] float32
+    eps: float
+    out: np.ndarray  # [n, d] float32
+    run_job = _norm_row
 
 
 class _GateChunks(NamedTuple):

@@ -11,15 +11,19 @@ magnitude), q = nearest int of x / d, and the sum of every 16 q.
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import NamedTuple
 
+import numba
 import numpy as np
 from llvmlite import ir as llvm
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import intrinsic
 
 from kinetic_cpu.kernels import ir
-from kinetic_cpu.kernels.intrinsics import bits_float, float_bits
+from kinetic_cpu.kernels.intrinsics import bits_float, compiled_address, float_bits
+from kinetic_cpu.kernels.shares import run_addressed, stashed_code
 
 
 @njit(cache=True, nogil=True)
@@ -62,10 +66,41 @@ def arrays(kind: int, n: int, k: int, make) -> tuple:
 
 
 def _quantize(kind: int, x, q, d, sums) -> None:
-    if x.size < SERIAL_VALUES:
-        _rows_serial(kind, x, q, d, sums)
-    else:
-        _rows_parallel(kind, x, q, d, sums)
+    """Each row of x into its row of q, d and sums, a row a job (kernels/shares.py), a prompt's rows shared among
+    the threads."""
+    x = np.ascontiguousarray(x, np.float32)  # as quantize_code compiles for
+    threads = 1 if x.size < SERIAL_VALUES else numba.get_num_threads()
+    _quantize_jobs(*quantize_code(), _QuantizeRows(kind, x, q, d, sums), max(1, min(threads, x.shape[0])))
+
+
+class _QuantizeRows(NamedTuple):
+    """_quantize's jobs: what _quantize_row reads and writes."""
+
+    kind: int  # Q8_0 or Q8_K
+    x: np.ndarray  # [n, k] float32
+    q: np.ndarray  # arrays(kind, n, k)
+    d: np.ndarray
+    sums: np.ndarray
+
+
+@functools.lru_cache(maxsize=None)
+def quantize_code() -> tuple[int, int]:
+    """_quantize_jobs' address and code (shares.run_addressed): one compiled parallel loop for every kind of job
+    (the quantizers' own took 0.6 s of a first load)."""
+    jobs = _QuantizeRows(Q8_0, np.zeros((1, 32), np.float32), *arrays(Q8_0, 1, 32, np.zeros))
+    address = compiled_address(_quantize_row, (jobs, 0, 0))
+    return address, stashed_code(address, jobs)
+
+
+@njit(cache=True, nogil=True)
+def _quantize_jobs(address, code, jobs, workers):
+    run_addressed(code, address, jobs, jobs.x.shape[0], workers)
+
+
+@njit(cache=True, nogil=True)
+def _quantize_row(jobs, job, worker):
+    """Row `job`."""
+    _row(jobs.kind, jobs.x[job], jobs.q[job], jobs.d[job], jobs.sums[job])
 
 
 @njit(cache=True, nogil=True)
@@ -77,14 +112,8 @@ def _row(kind, x, q, d, sums):  # one token's x, q: [k]; d, sums: its blocks
 
 
 @njit(cache=True, nogil=True)
-def _rows_serial(kind, x, q, d, sums):
+def _rows_serial(kind, x, q, d, sums):  # Torque's, by address (torque_tables.py)
     for t in range(x.shape[0]):
-        _row(kind, x[t], q[t], d[t], sums[t])
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _rows_parallel(kind, x, q, d, sums):
-    for t in prange(x.shape[0]):
         _row(kind, x[t], q[t], d[t], sums[t])
 
 

@@ -1,5 +1,6 @@
 """Jobs shared out over threads: the one work loop of the CPU plugin's parallel kernels (driver.run's row
-chunks, ops.attend's head groups, ops.gate's chunks, and each phase of Torque's fused pass).
+chunks, ops.attend's head groups, ops.gate's chunks, ops.rms_norm's and the activation quantizers' rows, and
+each phase of Torque's fused pass).
 
 Jobs 0 .. n_jobs - 1 are cut into one contiguous share per worker, each share handed out in order from its
 own atomic counter. A worker takes the jobs of its own share first, then what is left of the next shares, so
