@@ -18,7 +18,7 @@ import numpy as np
 from kinetic_cpu.kernels import attention, gates
 from kinetic_cpu.kernels.activations import f16_round
 from kinetic_cpu.kernels.intrinsics import compiled_address, half_bits, pointer_at
-from kinetic_cpu.kernels.shares import ANY, run_addressed, stashed_code
+from kinetic_cpu.kernels.shares import ANY, addressed_code, run_addressed, stashed_code
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # a division by zero gives inf or NaN, unchecked: loops vectorize
 
@@ -81,9 +81,7 @@ def norm_code() -> tuple[int, int]:
     """_norm_jobs' address and code (shares.run_addressed): one compiled parallel loop for every kind of job
     (a norm's own took 0.7 s of a first load)."""
     rows = np.zeros((1, 1), np.float32)
-    jobs = _NormRows(rows, np.zeros(1, np.float32), 0.0, rows)
-    address = compiled_address(_norm_row, (jobs, 0, 0))
-    return address, stashed_code(address, jobs)
+    return addressed_code(_norm_row, _NormRows(rows, np.zeros(1, np.float32), 0.0, rows))
 
 
 @numba.njit(**_JIT)
@@ -349,8 +347,8 @@ def gate_address(gelu: bool) -> int:
 @functools.lru_cache(maxsize=None)
 def gate_code(gelu: bool) -> tuple[int, int]:
     """_gate_jobs' address and code (shares.run_addressed) for the activation."""
-    rows = np.zeros((1, 1), np.float32)
-    return gate_address(gelu), stashed_code(gate_address(gelu), _GateChunks(rows, rows, ANY, rows))
+    rows, address = np.zeros((1, 1), np.float32), gate_address(gelu)
+    return address, stashed_code(address, _GateChunks(rows, rows, ANY, rows))
 
 
 @numba.njit(**_JIT)

@@ -22,8 +22,8 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from kinetic_cpu.kernels import ir
-from kinetic_cpu.kernels.intrinsics import bits_float, compiled_address, float_bits
-from kinetic_cpu.kernels.shares import run_addressed, stashed_code
+from kinetic_cpu.kernels.intrinsics import bits_float, float_bits
+from kinetic_cpu.kernels.shares import addressed_code, run_addressed
 
 
 @njit(cache=True, nogil=True)
@@ -87,9 +87,8 @@ class _QuantizeRows(NamedTuple):
 def quantize_code() -> tuple[int, int]:
     """_quantize_jobs' address and code (shares.run_addressed): one compiled parallel loop for every kind of job
     (the quantizers' own took 0.6 s of a first load)."""
-    jobs = _QuantizeRows(Q8_0, np.zeros((1, 32), np.float32), *arrays(Q8_0, 1, 32, np.zeros))
-    address = compiled_address(_quantize_row, (jobs, 0, 0))
-    return address, stashed_code(address, jobs)
+    x = np.zeros((1, 32), np.float32)
+    return addressed_code(_quantize_row, _QuantizeRows(Q8_0, x, *arrays(Q8_0, *x.shape, np.zeros)))
 
 
 @njit(cache=True, nogil=True)

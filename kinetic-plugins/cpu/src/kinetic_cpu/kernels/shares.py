@@ -89,6 +89,13 @@ def stashed_code(address: int, jobs: tuple) -> int:
     return compiled_address(_stashed_job, (0, 0, 0, ir.token(name)))
 
 
+def addressed_code(run_job, jobs: tuple) -> tuple[int, int]:
+    """run_addressed's address and code for jobs of this type that hold no token: run_job compiled for them
+    (intrinsics.compiled_address), and stashed_code."""
+    address = compiled_address(run_job, (jobs, 0, 0))
+    return address, stashed_code(address, jobs)
+
+
 @njit(cache=True, nogil=True)
 def _stashed_job(jobs_at, job, worker, token):
     """Job `job` of the (address, jobs) that stash left at jobs_at, of the type the token names: by the code at
