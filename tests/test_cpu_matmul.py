@@ -23,7 +23,7 @@ import pytest
 
 from kinetic.plugins import plugins
 from kinetic.testing.random_weights import random_weights
-from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, compile_kernels, dots, driver, kgroups, matmul
+from kinetic_cpu.kernels import Matrix, activations, amx, amx_k, compile_kernels, dots, driver, groups, matmul
 from kinetic_cpu.kernels.activations import f16_round
 from kinetic_formats.types._common import fields
 
@@ -97,19 +97,20 @@ def test_amx_tiles_give_the_step_kernels_bits(cases, name):
         assert same_bits(matmul(weight[:40], type_id(name), x[t : t + 1])[0], whole[t])
 
 
-@pytest.mark.parametrize("name", kgroups.LAYOUTS)
-def test_k_quants_in_groups_of_rows_give_the_file_layouts_bits(cases, threads, monkeypatch, name):
-    """Without AMX tiles a K-quant matrix is laid out 16 rows to a record (kgroups.py), its last group made
-    whole with zero rows: every token of every batch size (whole calls of 4 tokens and single ones), on 1
-    thread or 2, gets the bits the step kernels give on the file's own layout."""
+@pytest.mark.parametrize("name", sorted(groups.LAYOUTS))
+def test_matrices_in_groups_of_rows_give_the_step_kernels_bits(cases, threads, monkeypatch, name):
+    """Without AMX tiles a K-quant or 32-weight block matrix is laid out 16 rows to a record (groups.py), its
+    last group made whole with zero rows: every token of every batch size (whole calls of 4 tokens and single
+    ones), on 1 thread or 2, gets the bits the step kernels give on the file's own layout (block32's: kept in
+    runs)."""
     monkeypatch.setattr(amx, "AVAILABLE", False)
     monkeypatch.setattr(matmul_module, "SERIAL_BYTES", 0)
     weight, x = cases(name)
     for rows in (ROWS, ROWS - 8, 5):
         grouped = Matrix(weight[:rows], type_id(name))
-        assert grouped.blocks.dtype.names == (name + kgroups.SUFFIX,)
+        assert grouped.blocks.dtype.names == (name + groups.SUFFIX,)
         with monkeypatch.context() as file_layout:
-            file_layout.setattr(kgroups, "takes", lambda name: False)
+            file_layout.setattr(groups, "takes", lambda name: False)
             plain = Matrix(weight[:rows], type_id(name))
         for n in (1, 5, 8, 13, 40):
             for n_threads in (1, 2):

@@ -102,12 +102,12 @@ class Shortlist:
         for t, k in enumerate(tops):
             one, given = tuple(a[t : t + 1] for a in acts), out[t : t + 1]
             best = shortlist.best_rows(scores[t], k)
-            self._exact_rows(one, best, given)
+            self._exact_rows(one, np.sort(best), given)
             count = shortlist.reaching_rows(scores[t], self.radius, reach[t], given[0, best].min(), given[0], picked)
             self._exact_rows(one, picked[:count], given)
         return out
 
-    def _exact_rows(self, acts: tuple, rows: np.ndarray, out: np.ndarray) -> None:
+    def _exact_rows(self, acts: tuple, rows: np.ndarray, out: np.ndarray) -> None:  # rows: ascending
         """out[:, rows] by the layer's own kernel, on every thread where there are enough rows to share."""
         threads = numba.get_num_threads() if len(rows) >= SHARED_ROWS else 1
         shortlist.rows_at(self.exact.blocks, acts, rows, out, threads)

@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
-from kinetic_cpu.kernels import amx, amx_k, block32, floats, ir, kgroups, kquants
+from kinetic_cpu.kernels import amx, amx_k, block32, floats, groups, ir, kquants
 from kinetic_cpu.kernels.intrinsics import blocks_at, call_at, compiled_address, prefetch
 from kinetic_cpu.kernels.kernel import lanes_sum
 from kinetic_cpu.kernels.shares import take_jobs
@@ -35,8 +35,8 @@ PAD = 2  # spare acc rows (of 8 float32) after each worker's, so workers never w
 
 def kernel_of(w_type):
     """The Kernel for a numba array type of block records (the record's one field is named by the type, and
-    kgroups' suffix where it lays the rows out)."""
-    return KERNELS[ir.record_name(w_type).removesuffix(kgroups.SUFFIX)]
+    groups' suffix where it lays the rows out)."""
+    return KERNELS[ir.record_name(w_type).removesuffix(groups.SUFFIX)]
 
 
 def full_steps(w):
@@ -108,14 +108,32 @@ def rows_of(w, r0, r1, acts, acc, out):
 
 @overload(rows_of, inline="always")
 def _rows_of(w, r0, r1, acts, acc, out):
-    """K-quants laid out in groups of rows (kgroups.py), AMX tiles for activations laid out as tiles (amx.tiles,
+    """Matrices laid out in groups of rows (groups.py), AMX tiles for activations laid out as tiles (amx.tiles,
     amx_k.tiles), else the type's step kernels."""
-    if ir.record_name(w).endswith(kgroups.SUFFIX):
-        return lambda w, r0, r1, acts, acc, out: kgroups.group_rows(w, r0, r1, acts, out)
+    if ir.record_name(w).endswith(groups.SUFFIX):
+        return lambda w, r0, r1, acts, acc, out: groups.group_rows(w, r0, r1, acts, out)
     if acts[0].ndim == 5:
         tiled = amx_k.row_tiles if ir.record_name(w) in amx_k.SPECS else amx.row_tiles
         return lambda w, r0, r1, acts, acc, out: tiled(w, r0, r1, acts, out)
     return lambda w, r0, r1, acts, acc, out: step_rows(w, r0, r1, acts, acc, out)
+
+
+def rows_picked(w, picked, acts, acc, group, out):
+    raise NotImplementedError
+
+
+@overload(rows_picked, inline="always")
+def _rows_picked(w, picked, acts, acc, group, out):
+    """out[:, r] for each row r in picked (ascending): a matrix in groups of rows computes each group that holds
+    one into group [n, 16] (groups.group_columns), any other row by row."""
+    if ir.record_name(w).endswith(groups.SUFFIX):
+        return lambda w, picked, acts, acc, group, out: groups.group_columns(w, picked, acts, group, out)
+
+    def by_row(w, picked, acts, acc, group, out):
+        for r in picked:
+            rows_of(w, r, r + 1, acts, acc, out)
+
+    return by_row
 
 
 @njit(cache=True, nogil=True)

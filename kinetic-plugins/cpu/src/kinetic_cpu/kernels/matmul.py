@@ -20,7 +20,7 @@ import numpy as np
 
 from kinetic.plugins import plugins
 
-from kinetic_cpu.kernels import amx, amx_k, block32, kgroups
+from kinetic_cpu.kernels import amx, amx_k, block32, groups
 from kinetic_cpu.kernels.activations import Q8_0, Q8_K, arrays, quantize_q8_0, quantize_q8_k
 from kinetic_cpu.kernels.blocks import as_blocks
 from kinetic_cpu.kernels.driver import KERNELS, PAD, matrix_layout, rows, rows_address, run, run_table
@@ -47,7 +47,7 @@ def zeros_as_activations(kind: str, n: int, k: int) -> tuple:
 
 class Matrix:
     """A weight matrix ready for products: weight [rows, row_bytes] uint8, the raw bytes of GGUF type type_id
-    (a zero-copy view of the file's memory map is read as it is, except by block32's types, which copy it), or
+    (a zero-copy view of the file's memory map is read as it is, except by the types Matrix lays out), or
     with kept=True, bytes block32.keep_in_runs already laid out."""
 
     def __init__(self, weight: np.ndarray, type_id: int, kept: bool = False):
@@ -68,12 +68,12 @@ class Matrix:
         self.step_tokens = min(TOKEN_TILE, self._tiling.min_tokens - 1) if self._tiling is not None else TOKEN_TILE
 
     def _laid_out(self) -> np.ndarray:
-        """The weights as the kernels read them: block32's types kept in runs, K-quants in groups of rows where
-        there are no AMX tiles, every other type as the file has it (zero-copy)."""
+        """The weights as the kernels read them: K-quants and block32's types in groups of 16 rows where there are
+        no AMX tiles (groups.py), else block32's kept in runs; every other type as the file has it (zero-copy)."""
         name = self.type.name
-        if kgroups.takes(name) and not amx.AVAILABLE:
-            grouped = self._copied(lambda part, out: kgroups.interleave(part, name, out), kgroups.GROUP)
-            return as_blocks(grouped[: self.rows], self.type, kgroups.SUFFIX)  # the last group's zero rows after it
+        if groups.takes(name) and not amx.AVAILABLE:
+            grouped = self._copied(lambda part, out: groups.interleave(part, name, out), groups.GROUP)
+            return as_blocks(grouped[: self.rows], self.type, groups.SUFFIX)  # the last group's zero rows after it
         if name in block32.SPECS:
             return as_blocks(self._copied(lambda part, out: block32.keep_in_runs(part, name, out), 1), self.type)
         return as_blocks(self.weight, self.type)

@@ -3,7 +3,7 @@ needs (docs/exactness.md, section 7).
 
 The copy scores a row at c = W'.x~ and its radius R bounds the rest: the exact kernel's score of the row is
 at most c + R ||x~||, x~ the Q8_0 activations both kernels take. The exact scores come from the output
-layer's own kernel (driver.rows), so every logit given is the full layer's, bit for bit.
+layer's own kernel (driver.rows_picked), so every logit given is the full layer's, bit for bit.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import numpy as np
 from numba import njit, prange
 
 from kinetic_cpu.kernels.activations import f16_round, q8_0_group
-from kinetic_cpu.kernels.driver import PAD, rows
+from kinetic_cpu.kernels.driver import PAD, rows_picked
+from kinetic_cpu.kernels.groups import GROUP
 
 COPY = "Q4_1"
 UNIT = 2.0**-24  # float32's unit roundoff
@@ -147,7 +148,8 @@ def _reaching(scores, radius, reach, floor, given, first, last, picked, count):
 
 
 def rows_at(w, acts, picked, out, threads: int) -> None:  # picked: [m] int64; out: [n_tokens, rows] float32
-    """out[:, r] for each row r in picked, by the layer's own kernel, on `threads` threads (1: this one)."""
+    """out[:, r] for each row r in picked (ascending), by the layer's own kernel, on `threads` threads (1: this
+    one)."""
     if threads == 1:
         _rows_serial(w, acts, picked, out)
     else:
@@ -156,9 +158,8 @@ def rows_at(w, acts, picked, out, threads: int) -> None:  # picked: [m] int64; o
 
 @njit(cache=True, nogil=True)
 def _rows_serial(w, acts, picked, out):
-    acc = np.empty((out.shape[0] + PAD, 8), np.float32)
-    for r in picked:
-        rows(w, r, r + 1, acts, acc, out)
+    acc, group = np.empty((out.shape[0] + PAD, 8), np.float32), np.empty((out.shape[0], GROUP), np.float32)
+    rows_picked(w, picked, acts, acc, group, out)
 
 
 @njit(cache=True, nogil=True, parallel=True)
