@@ -119,7 +119,7 @@ def _rows_of(w, r0, r1, acts, acc, out):
 
 
 def rows_picked(w, picked, acts, acc, group, out):
-    raise NotImplementedError
+    raise NotImplementedError  # compiled code only: the overload below
 
 
 @overload(rows_picked, inline="always")
